@@ -1,0 +1,77 @@
+"""Every location memoryd uses, from one rule (contract §2).
+
+Precedence per location: explicit argument (``--board`` etc.) > its own environment variable >
+``MEMORYD_HOME`` > platformdirs' user dirs for app ``memoryd``. The socket rule itself lives in
+:mod:`memoryd_shim.rendezvous` because the shim must compute it from ``HOME`` alone.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
+
+from memoryd_shim import rendezvous
+
+APP = rendezvous.APP_NAME
+
+
+@dataclass(frozen=True)
+class Locations:
+    """Resolved absolute paths. ``log_file`` is used only when run as a service."""
+
+    data: Path
+    state: Path
+    cache: Path
+    logs: Path
+    board: Path
+    index: Path
+    models: Path
+    socket: Path
+    exports: Path
+
+    @property
+    def log_file(self) -> Path:
+        return self.logs / "memoryd.log"
+
+    @property
+    def lock_file(self) -> Path:
+        return self.socket.parent / (self.socket.name + ".lock")
+
+
+def _env_path(env: Mapping[str, str], name: str) -> Path | None:
+    value = env.get(name)
+    return Path(value).expanduser().absolute() if value else None
+
+
+def resolve(
+    board: str | os.PathLike[str] | None = None,
+    index: str | os.PathLike[str] | None = None,
+    socket: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Locations:
+    """Compute every location; touches nothing on disk."""
+    env = os.environ if env is None else env
+    home = _env_path(env, "MEMORYD_HOME")
+    if home is not None:
+        data, state, cache, logs = home / "data", home / "state", home / "cache", home / "logs"
+    else:
+        dirs = platformdirs.PlatformDirs(APP, appauthor=False)
+        data = Path(dirs.user_data_dir)
+        state = Path(dirs.user_state_dir)
+        cache = Path(dirs.user_cache_dir)
+        logs = Path(dirs.user_log_dir)
+    return Locations(
+        data=data,
+        state=state,
+        cache=cache,
+        logs=logs,
+        board=Path(board).expanduser().absolute() if board else _env_path(env, "MEMORYD_BOARD") or data / "board",
+        index=Path(index).expanduser().absolute() if index else _env_path(env, "MEMORYD_INDEX") or data / "index",
+        models=_env_path(env, "MEMORYD_MODELS") or cache / "models",
+        socket=Path(socket).expanduser().absolute() if socket else rendezvous.socket_path(env).absolute(),
+        exports=data / "exports",
+    )

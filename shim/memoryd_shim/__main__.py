@@ -1,0 +1,3 @@
+from memoryd_shim import main
+
+raise SystemExit(main())
