@@ -1,0 +1,300 @@
+"""The one gate for every board file memoryd reads or hands back (issue 4, point 1).
+
+A coding agent can write inside the board, so the board is untrusted. A file passes the gate only when
+
+* every component between the board root and the file is a real directory (never a symlink): each one is
+  opened with ``O_NOFOLLOW | O_DIRECTORY`` relative to its parent's descriptor, starting from the board
+  root (the root itself may be a symlink, e.g. macOS ``/tmp``). This is a stronger form of "its real path
+  lies inside the board's real path": nothing below the root can point anywhere else;
+* ``lstat`` says a regular file: not a symlink, FIFO, socket, device or directory;
+* its link count is 1 (a hard link is the same file as one outside the board);
+* it is opened with ``O_NOFOLLOW | O_NONBLOCK`` (a FIFO swapped in can never block the daemon) and
+  ``fstat`` after the open shows the same regular file as the ``lstat`` (no swap between check and open);
+* it is at most ``max_bytes`` long.
+
+Anything else raises :class:`UnsafePath` with a short reason, and nothing is read. A file that is simply
+absent raises :class:`FileNotFoundError` (callers treat optional files that way).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+from types import TracebackType
+
+DEFAULT_MAX_BYTES = 8 * 2**20
+
+# O_NONBLOCK on directories too: a FIFO planted where a folder belongs must fail (ENOTDIR), never wait.
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0)
+
+
+class UnsafePath(Exception):
+    """A path the gate refuses; ``reason`` says why (``"symlink"``, ``"fifo"``, ``"hard link"``, ...)."""
+
+    def __init__(self, path: str | os.PathLike[str], reason: str) -> None:
+        super().__init__(f"{os.fspath(path)}: {reason}")
+        self.path = os.fspath(path)
+        self.reason = reason
+
+
+class BrokenFile(UnsafePath):
+    """A file that passed the gate but whose content is unusable (invalid UTF-8)."""
+
+
+def kind_of(st: os.stat_result) -> str:
+    """A short name for the file type in an ``lstat`` result, as used in refusal reasons."""
+    mode = st.st_mode
+    for test, name in (
+        (stat.S_ISREG, "regular file"),
+        (stat.S_ISDIR, "directory"),
+        (stat.S_ISLNK, "symlink"),
+        (stat.S_ISFIFO, "fifo"),
+        (stat.S_ISSOCK, "socket"),
+        (stat.S_ISCHR, "character device"),
+        (stat.S_ISBLK, "block device"),
+    ):
+        if test(mode):
+            return name
+    return "unknown file type"
+
+
+def refusal(st: os.stat_result, max_bytes: int | None = None) -> str | None:
+    """Why ``st`` (an lstat/fstat result) is not a readable board file, or None when it is."""
+    if not stat.S_ISREG(st.st_mode):
+        return kind_of(st)
+    if st.st_nlink != 1:
+        return f"hard link ({st.st_nlink} links)"
+    if max_bytes is not None and st.st_size > max_bytes:
+        return f"too large ({st.st_size} bytes > {max_bytes})"
+    return None
+
+
+def _check_name(rel: str, name: str) -> None:
+    # One path component, nothing that could climb or hide: names come from listings or fixed file names,
+    # but a caller bug must not become a traversal.
+    if not name or name in (".", "..") or "/" in name or "\x00" in name:
+        raise UnsafePath(f"{rel}/{name!r}", "not a single path component")
+
+
+def _relative_parts(board_root: Path, path: str | os.PathLike[str]) -> tuple[str, ...]:
+    """``path`` (relative to the board, or absolute under it) as components; refuses anything climbing out."""
+    p = Path(path)
+    if p.is_absolute():
+        root = Path(os.path.abspath(board_root))
+        for base in (root, Path(os.path.realpath(root))):
+            if p.is_relative_to(base):
+                p = p.relative_to(base)
+                break
+        else:
+            raise UnsafePath(p, "outside the board")
+    for part in p.parts:
+        if part in ("", ".", "..") or "\x00" in part:
+            raise UnsafePath(p, "not a plain path inside the board")
+    return p.parts
+
+
+class SafeDir:
+    """An open directory inside the board, reached without following any symlink below the root.
+
+    Use as a context manager; every read goes through the gate relative to this directory's descriptor,
+    so a component swapped for a symlink after the check cannot redirect the read.
+    """
+
+    def __init__(self, fd: int, board_root: Path, rel: str) -> None:
+        self.fd = fd
+        self.board_root = board_root
+        self.rel = rel  # board-relative, for messages and Skipped records ("" for the root)
+
+    def __enter__(self) -> SafeDir:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def relpath(self, name: str) -> str:
+        """Board-relative path of ``name`` in this directory (POSIX separators)."""
+        return f"{self.rel}/{name}" if self.rel else name
+
+    def names(self) -> list[str]:
+        """Entry names, sorted; nothing is followed or opened."""
+        return sorted(os.listdir(self.fd))
+
+    def lstat(self, name: str) -> os.stat_result:
+        """``lstat`` of an entry (raises FileNotFoundError when absent)."""
+        _check_name(self.rel, name)
+        return os.stat(name, dir_fd=self.fd, follow_symlinks=False)
+
+    def is_safe_file(self, name: str) -> bool:
+        """True when ``name`` exists here and is a regular file with one link (never raises for I/O)."""
+        try:
+            return refusal(self.lstat(name)) is None
+        except (OSError, UnsafePath):
+            return False
+
+    def child(self, name: str) -> SafeDir:
+        """Open subdirectory ``name``; UnsafePath when it is a symlink or not a directory."""
+        _check_name(self.rel, name)
+        try:
+            fd = os.open(name, _DIR_FLAGS, dir_fd=self.fd)
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+                raise UnsafePath(self.relpath(name), self._kind(name, "not a directory")) from None
+            raise UnsafePath(self.relpath(name), f"cannot open directory: {exc.strerror}") from None
+        return SafeDir(fd, self.board_root, self.relpath(name))
+
+    def _kind(self, name: str, default: str) -> str:
+        try:
+            return kind_of(os.stat(name, dir_fd=self.fd, follow_symlinks=False))
+        except OSError:
+            return default
+
+    def read_bytes(self, name: str, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
+        """The bytes of regular file ``name`` here, through every check of the gate (module docstring)."""
+        where = self.relpath(name)
+        before = self.lstat(name)  # FileNotFoundError passes through: absent is not unsafe
+        why = refusal(before, max_bytes)
+        if why:
+            raise UnsafePath(where, why)
+        try:
+            fd = os.open(name, _FILE_FLAGS, dir_fd=self.fd)
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            reason = "symlink" if exc.errno == errno.ELOOP else f"cannot open: {exc.strerror}"
+            raise UnsafePath(where, reason) from None
+        try:
+            after = os.fstat(fd)
+            why = refusal(after, max_bytes)
+            if why:
+                raise UnsafePath(where, why)
+            if (after.st_dev, after.st_ino) != (before.st_dev, before.st_ino):
+                raise UnsafePath(where, "replaced between check and open")
+            return _read_all(fd, where, max_bytes)
+        finally:
+            os.close(fd)
+
+    def read_text(self, name: str, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
+        """``read_bytes`` decoded as strict UTF-8 (a leading BOM is dropped); BrokenFile when invalid."""
+        return decode_utf8(self.read_bytes(name, max_bytes), self.relpath(name))
+
+
+def _read_all(fd: int, where: str, max_bytes: int) -> bytes:
+    chunks: list[bytes] = []
+    total = 0
+    while True:
+        try:
+            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - total))
+        except BlockingIOError:  # only a non-regular file could do this; fstat already refused those
+            raise UnsafePath(where, "would block") from None
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        total += len(chunk)
+        if total > max_bytes:  # grew after the size check
+            raise UnsafePath(where, f"too large (> {max_bytes} bytes)")
+
+
+def decode_utf8(data: bytes, where: str | os.PathLike[str]) -> str:
+    """Strict UTF-8 (BOM dropped); raises :class:`BrokenFile` naming the first bad byte offset."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BrokenFile(where, f"invalid UTF-8 at byte {exc.start}") from None
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def open_root(board_root: Path) -> SafeDir:
+    """Open the board root itself (following a symlinked root is allowed: the user chose it).
+
+    Raises OSError (FileNotFoundError, NotADirectoryError, PermissionError) for an unusable root.
+    """
+    fd = os.open(os.path.abspath(board_root), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    return SafeDir(fd, Path(board_root), "")
+
+
+def open_dir(board_root: Path, path: str | os.PathLike[str] = ".") -> SafeDir:
+    """Open board directory ``path`` (relative to the root, or absolute under it) through the gate.
+
+    Raises UnsafePath (a symlinked or non-directory component, a path outside the board),
+    FileNotFoundError (a component is absent) or OSError for the root itself.
+    """
+    parts = _relative_parts(board_root, path)
+    current = open_root(board_root)
+    try:
+        for part in parts:
+            nxt = current.child(part)
+            current.close()
+            current = nxt
+    except BaseException:
+        current.close()
+        raise
+    return current
+
+
+def _split(board_root: Path, path: str | os.PathLike[str]) -> tuple[tuple[str, ...], str]:
+    parts = _relative_parts(board_root, path)
+    if not parts:
+        raise UnsafePath(path, "the board root is not a file")
+    return parts[:-1], parts[-1]
+
+
+def safe_read_bytes(board_root: Path, path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
+    """Read a board file through the gate.
+
+    ``path`` is relative to ``board_root`` or absolute under it. Raises :class:`UnsafePath` with a reason
+    (symlink, fifo, socket, device, hard link, outside the board, too large, swapped) and
+    FileNotFoundError when the file or a parent is absent.
+    """
+    parents, name = _split(board_root, path)
+    with open_dir(board_root, Path(*parents) if parents else ".") as d:
+        return d.read_bytes(name, max_bytes)
+
+
+def safe_read_text(board_root: Path, path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
+    """:func:`safe_read_bytes` decoded as strict UTF-8; invalid UTF-8 raises :class:`BrokenFile`."""
+    return decode_utf8(safe_read_bytes(board_root, path, max_bytes), path)
+
+
+def is_safe_file(board_root: Path, path: Path) -> bool:
+    """True when ``path`` exists and would pass the gate (regular, one link, no symlink on the way).
+
+    Never raises; it does not open the file, so a later read still goes through the full gate.
+    """
+    try:
+        parents, name = _split(board_root, path)
+        with open_dir(board_root, Path(*parents) if parents else ".") as d:
+            return d.is_safe_file(name)
+    except (OSError, UnsafePath, ValueError):
+        return False
+
+
+def list_dir(board_root: Path, path: Path) -> list[os.DirEntry[str]]:
+    """Entries of board directory ``path``, sorted by name, without following symlinks.
+
+    The directory and every parent below the root are checked to be real directories (a symlinked
+    directory is refused with UnsafePath, so it is never walked). Entries are returned as-is, symlinks
+    included: use ``entry.is_dir(follow_symlinks=False)`` and read files through the gate, which re-checks
+    each one, since a listing is only names.
+    """
+    with open_dir(board_root, path) as d:
+        identity = os.fstat(d.fd)
+        target = os.path.join(os.path.abspath(board_root), *_relative_parts(board_root, path))
+        with os.scandir(target) as it:
+            entries = list(it)
+        # The path string was resolved again by scandir: make sure it named the directory we checked.
+        now = os.stat(target, follow_symlinks=False)
+        if (now.st_dev, now.st_ino) != (identity.st_dev, identity.st_ino):
+            raise UnsafePath(target, "replaced while listing")
+    return sorted(entries, key=lambda e: e.name)
