@@ -1,0 +1,182 @@
+"""memoryd's small error tree, and the one boundary that maps it onto the wire.
+
+Tool logic raises these (or any plain exception); only :func:`tool_failure_result` and
+:func:`to_mcp_error` turn them into protocol shapes, so no tool ever builds a JSON-RPC error itself.
+
+Two kinds of failure exist on the wire (MCP spec, "Tools" -> "Error Handling"):
+
+* **protocol errors**, a JSON-RPC ``error`` answer: unknown tool, arguments that do not match the input
+  schema (``-32602`` invalid params);
+* **tool execution errors**, a normal ``CallToolResult`` with ``isError: true`` whose text the model can
+  read and act on: a timeout, the index still warming up, a board that cannot be read, a missing id.
+
+Unexpected exceptions become a tool execution error with a generic message and a reference; the
+traceback goes to the daemon log only (exception text can carry paths or stored data, see issue 4).
+
+Startup failures (:class:`StartupError`) carry the process exit code ``memoryd serve`` should use.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the SDK costs seconds to import; start-up checks (locks, socket) must not wait for it
+    import mcp_types as types
+    from mcp.shared.exceptions import MCPError
+
+# JSON-RPC 2.0 codes (https://www.jsonrpc.org/specification#error_object).
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+
+#: ``memoryd serve`` exit codes (0 is a clean stop after SIGTERM/SIGINT).
+EXIT_STARTUP_FAILED = 1
+EXIT_ALREADY_RUNNING = 4
+
+
+class MemorydError(Exception):
+    """Base of every error memoryd raises on purpose; ``str(exc)`` is safe to show to a model."""
+
+
+# --- protocol errors: a JSON-RPC error answer --------------------------------------------------------
+
+
+class ProtocolError(MemorydError):
+    """A request the server refuses at the protocol level; ``code`` is the JSON-RPC error code."""
+
+    code: int = INVALID_PARAMS
+
+    def __init__(self, message: str, data: object = None) -> None:
+        super().__init__(message)
+        self.data = data
+
+
+class InvalidParams(ProtocolError):
+    """Arguments that break the tool's input schema or a pattern (ids, paths): JSON-RPC ``-32602``."""
+
+    code = INVALID_PARAMS
+
+
+class UnknownTool(InvalidParams):
+    """A tool name this session does not expose (MCP spec example: ``-32602 Unknown tool: x``)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"Unknown tool: {name!r}")
+        self.name = name
+
+
+# --- tool execution errors: CallToolResult(isError=True) ------------------------------------------------
+
+
+class ToolFailed(MemorydError):
+    """A tool ran and could not do its job; the message is written for the model (what happened, what to do)."""
+
+
+class NotFound(ToolFailed):
+    """A well-formed id that names nothing on the board."""
+
+
+class BoardUnreadable(ToolFailed):
+    """The board cannot be read: say so, never answer an empty list that reads as "no history"."""
+
+
+class WarmingUp(ToolFailed):
+    """The engine (index, model) is still loading; the daemon answers the handshake before it is ready."""
+
+
+class EngineUnavailable(ToolFailed):
+    """The engine failed to start or is not configured in this daemon."""
+
+
+class ToolTimeout(ToolFailed):
+    """A tool call ran past its deadline (``MEMORYD_TOOL_TIMEOUT_MS``, default 15 s) and was stopped."""
+
+
+# --- startup ----------------------------------------------------------------------------------------
+
+
+class StartupError(MemorydError):
+    """``memoryd serve`` cannot start; ``exit_code`` is what the process should exit with."""
+
+    exit_code = EXIT_STARTUP_FAILED
+
+
+class AlreadyRunning(StartupError):
+    """Another daemon holds this socket's (or board's) lock and is serving; the first one keeps serving."""
+
+    exit_code = EXIT_ALREADY_RUNNING
+
+
+class SocketPathError(StartupError):
+    """The socket path or its directory is unsafe or unusable (not a socket, wrong owner, loose mode)."""
+
+
+# --- the boundary -------------------------------------------------------------------------------------
+
+#: Exceptions raised below the tools (board, index) that tools may let propagate, by qualified class name
+#: (so this module imports neither package), and the kind of failure each one is on the wire.
+FOREIGN: dict[str, type[MemorydError]] = {
+    "memoryd.board.ids.InvalidId": InvalidParams,
+    "memoryd.board.reader.BoardUnreadable": BoardUnreadable,
+    "memoryd.board.writer.BriefNotFound": NotFound,
+    "memoryd.board.gate.UnsafePath": ToolFailed,
+    "memoryd.board.formats.FormatError": ToolFailed,
+}
+
+
+def translate(exc: BaseException) -> BaseException:
+    """``exc`` as a :class:`MemorydError` when it is (a subclass of) one listed in :data:`FOREIGN`,
+    keeping its message; otherwise ``exc`` itself."""
+    if isinstance(exc, MemorydError):
+        return exc
+    for cls in type(exc).__mro__:
+        mapped = FOREIGN.get(f"{cls.__module__}.{cls.__qualname__}")
+        if mapped is not None:
+            translated = mapped(str(exc))
+            translated.__cause__ = exc
+            return translated
+    return exc
+
+
+def to_mcp_error(exc: ProtocolError) -> MCPError:
+    """The SDK exception that makes the dispatcher answer with ``{"code", "message", "data"}``."""
+    from mcp.shared.exceptions import MCPError
+
+    return MCPError(code=exc.code, message=str(exc), data=exc.data)
+
+
+def error_text(message: str, **details: object) -> str:
+    """The text block of an ``isError`` result: the message, then any details as compact JSON."""
+    if not details:
+        return message
+    return f"{message}\n{json.dumps(details, ensure_ascii=False, default=str)}"
+
+
+def tool_failure_result(exc: BaseException, tool: str, log: Any) -> types.CallToolResult:
+    """Map an exception raised by a tool handler to ``CallToolResult(isError=True)``.
+
+    :class:`ToolFailed` messages pass through verbatim. Anything else is a bug or an environment
+    failure: it is logged with its traceback under a short reference, and the model sees only the
+    reference (exception text may hold paths or stored data).
+    """
+    if isinstance(exc, ToolFailed):
+        kind = type(exc).__name__
+        log.info("tool_failed", tool=tool, kind=kind, reason=str(exc))
+        text = str(exc)
+        structured = {"error": {"kind": kind, "message": text}}
+    else:
+        ref = secrets.token_hex(4)
+        log.error("tool_crashed", tool=tool, ref=ref, exc_info=exc)
+        text = f"{tool} failed with an internal error (daemon log reference {ref}); try again or report it."
+        structured = {"error": {"kind": "InternalError", "message": text, "ref": ref}}
+    # structuredContent mirrors the text so clients that only show one of them (Codex shows
+    # structuredContent) see the same failure.
+    import mcp_types as types
+
+    return types.CallToolResult(
+        content=[types.TextContent(text=text)], structured_content=structured, is_error=True
+    )

@@ -1,0 +1,290 @@
+"""``memoryd serve``: start-up -> serve -> shutdown of the one long-running daemon.
+
+Entry points (for ``memoryd.cli``)::
+
+    run(config: ServeConfig | None = None, *, board=None, index=None, socket=None, model=None,
+        engine_factory=None) -> int
+        # blocks until SIGTERM/SIGINT; returns the exit code. cli.py's
+        # ``run(board=args.board, index=args.index, socket=args.socket, model=args.model)`` works as is:
+        # the flags go through ``Settings.load``, the engine through ``memoryd.engine.open_engine(settings)``.
+
+    await serve(config: ServeConfig) -> None     # the same inside a running event loop; raises StartupError
+    server_status() -> dict                      # the running daemon's facts (pid, sessions, socket...)
+
+Start-up order (watchman/dmypy style, closes the start races): socket dir 0700 -> lock ``<socket>.lock``
+-> lock the board directory -> prove an old socket stale and replace it -> bind 0600 and listen -> answer
+handshakes at once -> load the engine in the background (tools report "warming up" meanwhile).
+
+Shutdown on SIGTERM/SIGINT, within :data:`SHUTDOWN_BUDGET_S`: stop accepting -> remove the socket (before
+releasing the lock, so the next daemon never sees a dead socket it may not replace) -> cancel in-flight
+calls and close sessions -> ``engine.close()`` (flushes pending index writes) -> release the locks -> exit 0.
+A watchdog forces the exit if a stuck thread would hold the process past the budget.
+
+Exit codes: 0 clean stop, 1 start-up failure, 4 another daemon already serves this socket or board
+(:mod:`memoryd.errors`). Logs are structlog JSON on stderr; stdout is never written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+from memoryd import lock, socketfile
+from memoryd.errors import StartupError
+from memoryd.logs import get_logger
+from memoryd.serve_config import ServeConfig
+from memoryd.warmup import EngineFactory, EngineHandle
+from memoryd_shim import rendezvous
+
+# The MCP SDK takes seconds to import, so the modules that need it (listener, mcp_app, tools) are imported
+# only after the locks are held and the socket is bound: a daemon that loses the start race exits at once,
+# and connections made meanwhile wait in the listen backlog.
+
+__all__ = ["Daemon", "ServeConfig", "run", "serve", "server_status"]
+
+SHUTDOWN_BUDGET_S = 4.5
+
+log = get_logger("memoryd.server")
+_current: Daemon | None = None
+
+
+class _StopBeforeServing(BaseException):
+    """SIGTERM/SIGINT arrived while the socket was bound but the event loop was not serving yet."""
+
+
+def _stop_before_serving(signum: int, frame: Any) -> None:
+    raise _StopBeforeServing(signal.Signals(signum).name)
+
+
+class Daemon:
+    """One serving process: locks, listening socket, listener, engine slot.
+
+    Use :meth:`claim` (sync: locks and bind), then ``await`` :meth:`serve`; :func:`run` does both.
+    """
+
+    def __init__(self, config: ServeConfig) -> None:
+        self.config = config
+        self.pid = os.getpid()
+        self.started_at = time.time()
+        self._t0 = time.monotonic()
+        self.engine = EngineHandle()
+        self.registry: Any = config.registry
+        self.listener: Any = None
+        self._socket_lock = lock.FileLock(config.locations.lock_file)
+        self._board_lock = lock.FileLock(config.locations.board, directory=True)
+        self._bound: socketfile.BoundSocket | None = None
+        self._stop = asyncio.Event()
+        self._stopping_since: float | None = None
+        self._watchdog: threading.Timer | None = None
+        self._clean = False
+
+    # --- start-up ------------------------------------------------------------------------------------
+
+    def claim(self) -> None:
+        """Locks, stale-socket replacement, bind. Raises :class:`StartupError` (or a subclass), after
+        releasing whatever it took."""
+        log.info("starting", pid=self.pid, **self.config.effective())
+        try:
+            self._claim()
+        except BaseException:
+            self.release()
+            raise
+
+    def _claim(self) -> None:
+        locs = self.config.locations
+        sock_dir = locs.socket.parent
+        socketfile.ensure_socket_dir(sock_dir, ours=socketfile.is_memoryd_dir(sock_dir))
+        note = f"pid {self.pid}, board {locs.board}"
+        wait_s = self.config.lock_wait_s
+        lock.acquire(self._socket_lock, locs.socket, what=f"socket {locs.socket}", note=note, wait_s=wait_s)
+        try:
+            locs.board.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StartupError(f"cannot create the board {locs.board}: {exc.strerror or exc}") from exc
+        lock.acquire(self._board_lock, locs.socket, what=f"board {locs.board}", wait_s=wait_s)
+        if socketfile.replace_stale(locs.socket):
+            log.info("stale_socket_replaced", socket=str(locs.socket))
+        self._bound = socketfile.bind(locs.socket)
+
+    def request_stop(self, reason: str) -> None:
+        """Begin shutdown (signal handler; idempotent)."""
+        if self._stopping_since is not None:
+            log.info("stop_already_requested", reason=reason)
+            return
+        self._stopping_since = time.monotonic()
+        log.info("stopping", reason=reason)
+        self._stop.set()
+        # A thread stuck in native code (model load, index write) must not keep us past the budget.
+        self._watchdog = threading.Timer(SHUTDOWN_BUDGET_S + 0.4, self._force_exit)
+        self._watchdog.daemon = True
+        self._watchdog.start()
+
+    def cancel_watchdog(self) -> None:
+        """Call once the event loop has fully ended (``asyncio.run`` also joins executor threads)."""
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+
+    def _force_exit(self) -> None:
+        log.error("shutdown_overran", budget_s=SHUTDOWN_BUDGET_S, clean=self._clean)
+        self.remove_socket()
+        os._exit(0 if self._clean else 1)
+
+    def _build(self) -> None:
+        """Import and wire the MCP side (slow: the SDK)."""
+        from memoryd.listener import Listener
+        from memoryd.mcp_app import McpApp
+        from memoryd.tools import build_registry
+
+        if self.registry is None:
+            self.registry = build_registry(self.config.test_tools)
+        app = McpApp(
+            version=self.config.version,
+            engine=self.engine,
+            tool_timeout_s=self.config.tool_timeout_s,
+            instructions=self.config.instructions,
+        )
+        self.listener = Listener(app, self.registry, version=self.config.version, status=self.full_status)
+
+    async def serve(self) -> None:
+        """Serve on the claimed socket until SIGTERM/SIGINT, then shut down; releases the locks."""
+        global _current
+        if self._bound is None:
+            raise RuntimeError("Daemon.claim() must succeed before serve()")
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, self.request_stop, signal.Signals(signum).name)
+        _current = self
+        try:
+            self._build()
+            aserver = await asyncio.start_unix_server(
+                self.listener.handle, sock=self._bound.sock, limit=rendezvous.MAX_LINE_BYTES
+            )
+            log.info("listening", socket=str(self._bound.path), groups=self.registry.groups)
+            self.engine.start(self.config.engine_factory)
+            await self._stop.wait()
+            await self._shutdown(aserver)
+        finally:
+            _current = None
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(signum)
+            if not self._clean:
+                self.remove_socket()  # an error or cancellation ended serving: leave no stale socket
+            self.release()
+
+    async def _shutdown(self, aserver: asyncio.Server) -> None:
+        deadline = (self._stopping_since or time.monotonic()) + SHUTDOWN_BUDGET_S
+        aserver.close()  # stop accepting; live connections are ours to end below
+        removed = self.remove_socket()
+        await self.listener.close_all(timeout=min(1.5, max(0.1, deadline - time.monotonic() - 1.0)))
+        await self.engine.close(timeout=max(0.1, deadline - time.monotonic() - 0.2))
+        self._clean = True
+        log.info("stopped", socket_removed=removed, uptime_s=round(time.monotonic() - self._t0, 3))
+
+    def remove_socket(self) -> bool:
+        """Unlink our socket file if it is still ours (idempotent); ``True`` when removed now."""
+        return self._bound.remove_file() if self._bound is not None else False
+
+    def release(self) -> None:
+        """Release both locks (idempotent); the socket file must already be gone."""
+        self._board_lock.release()
+        self._socket_lock.release()
+
+    # --- status --------------------------------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        """Process-level facts: ``{"running", "pid", "version", "started_at", "uptime_s", "sessions",
+        "socket": {"path","exists","mode","owner_uid","owner"}, "board", "index", "tool_groups",
+        "tool_timeout_ms", "engine_state"}``. Times are seconds; ``started_at`` is ISO-8601 UTC."""
+        locs = self.config.locations
+        return {
+            "running": True,
+            "pid": self.pid,
+            "version": self.config.version,
+            "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.started_at)),
+            "uptime_s": round(time.monotonic() - self._t0, 3),
+            "sessions": len(self.listener.sessions) if self.listener else 0,
+            "socket": socketfile.describe(locs.socket),
+            "board": str(locs.board),
+            "index": str(locs.index),
+            "tool_groups": self.registry.groups if self.registry else [],
+            "tool_timeout_ms": round(self.config.tool_timeout_s * 1000),
+            "engine_state": self.engine.state,
+        }
+
+    async def full_status(self) -> dict[str, Any]:
+        """:meth:`status` plus ``"engine"``: the engine slot state merged with ``engine.status()``."""
+        return {**self.status(), "engine": await self.engine.status()}
+
+
+def server_status() -> dict[str, Any]:
+    """The running daemon's :meth:`Daemon.status` (in-process), or ``{"running": False}``."""
+    return _current.status() if _current is not None else {"running": False}
+
+
+async def serve(config: ServeConfig) -> None:
+    """Serve until SIGTERM/SIGINT inside the running event loop. Raises :class:`StartupError`."""
+    daemon = Daemon(config)
+    daemon.claim()
+    try:
+        await daemon.serve()
+    finally:
+        daemon.cancel_watchdog()
+
+
+def run(
+    config: ServeConfig | None = None,
+    *,
+    board: str | None = None,
+    index: str | None = None,
+    socket: str | None = None,
+    model: str | None = None,
+    engine_factory: EngineFactory | None = None,
+) -> int:
+    """Blocking entry point for ``memoryd serve``; returns the process exit code.
+
+    Pass a ready :class:`ServeConfig`, or the ``memoryd serve`` flags (``board``, ``index``, ``socket``,
+    ``model``; ``None`` = default), which go through ``Settings.load`` and, unless ``engine_factory`` is
+    given, ``memoryd.engine.open_engine(settings)``.
+    """
+    try:
+        if config is None:
+            from memoryd.settings import Settings
+
+            settings = Settings.load(board=board, index=index, socket=socket, model=model)
+            extra = {} if engine_factory is None else {"engine_factory": engine_factory}
+            config = ServeConfig.from_settings(settings, **extra)
+        daemon = Daemon(config)
+        daemon.claim()
+    except StartupError as exc:
+        return _startup_failed(exc)
+    # Until the event loop installs its own handlers, a stop signal unwinds through serve()'s cleanup.
+    previous = {sig: signal.signal(sig, _stop_before_serving) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        asyncio.run(daemon.serve())
+    except _StopBeforeServing as stop:
+        log.info("stopped_before_serving", reason=str(stop))
+    except Exception as exc:
+        log.error("crashed", exc_info=exc)
+        print(
+            f"memoryd: crashed: {type(exc).__name__}: {exc} (see the log above)", file=sys.stderr, flush=True
+        )
+        return 1
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        daemon.remove_socket()
+        daemon.release()
+        daemon.cancel_watchdog()
+    return 0
+
+
+def _startup_failed(exc: StartupError) -> int:
+    log.error("startup_failed", reason=str(exc), exit_code=exc.exit_code)
+    # One plain line for a person at a terminal; the JSON line above is for machines. Never stdout.
+    print(f"memoryd: {exc}", file=sys.stderr, flush=True)
+    return exc.exit_code

@@ -1,0 +1,206 @@
+"""Tool groups: what a tool is (:class:`ToolSpec`), what it gets (:class:`ToolContext`), what it returns.
+
+A *group* is a named list of tool specs (``briefs``, ``memories``, ``sessions``, ``memo``; the hello's
+``tools`` picks the groups a session sees, contract §4). A group module exposes ``tools() -> list[ToolSpec]``
+and is listed in :data:`memoryd.tools.GROUP_MODULES`; :func:`memoryd.tools.build_registry` imports it.
+
+Example (a group module)::
+
+    async def _search(args: dict, ctx: ToolContext) -> ToolResult:
+        engine = await ctx.engine()                   # raises WarmingUp while the index loads
+        hits = await engine.search(args["query"], project=args.get("project"), limit=args.get("limit", 10))
+        return ToolResult(structured={"shown": len(hits), "results": hits}, text=render(hits))
+
+    def tools() -> list[ToolSpec]:
+        return [ToolSpec(
+            name="search_briefs",                     # ^[a-zA-Z0-9_-]{1,64}$, unique across all groups
+            description="...written for the model: when to use it, and why another tool won't do...",
+            input_schema={"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"],
+                          "additionalProperties": False},
+            output_schema={"type": "object", ...},    # optional; structured output must then match it
+            annotations={"readOnlyHint": True, "openWorldHint": False},   # MCP ToolAnnotations, wire names
+            handler=_search,
+        )]
+
+Handlers raise :mod:`memoryd.errors` exceptions (``InvalidParams``, ``NotFound``, ``BoardUnreadable``...)
+or anything else; the boundary in :mod:`memoryd.mcp_app` maps them. Arguments reach the handler already
+validated against ``input_schema`` (JSON Schema 2020-12, by ``jsonschema``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import mcp_types as types
+from jsonschema import SchemaError, exceptions, validators
+
+from memoryd.errors import InvalidParams
+from memoryd.warmup import EngineHandle
+
+#: Tool names: the MCP spec's recommendation narrowed to what every client accepts (issue 3).
+TOOL_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+_MAX_ERROR_TEXT = 400
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a handler returns: ``structured`` (JSON object) plus an optional readable ``text`` of the same
+    data. Without ``text`` the text block is ``structured`` as JSON, so both always say the same thing
+    (Codex shows the model only ``structuredContent``; older clients only the text)."""
+
+    structured: dict[str, Any]
+    text: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """Per-call context: who is calling, the time budget, and the process-level engine.
+
+    ``deadline`` is a ``time.monotonic()`` value after which the call is stopped by the boundary.
+    """
+
+    tool: str
+    session_id: int
+    groups: tuple[str, ...]
+    cwd: str | None
+    client_pid: int | None
+    protocol_version: str
+    deadline: float
+    engine_handle: EngineHandle
+    log: Any = field(repr=False, default=None)
+
+    @property
+    def remaining_s(self) -> float:
+        return max(0.0, self.deadline - time.monotonic())
+
+    async def engine(self, wait_s: float | None = None) -> Any:
+        """The engine, waiting up to ``wait_s`` (default: most of the remaining budget) while it loads.
+
+        Raises :class:`~memoryd.errors.WarmingUp` (still loading: the message tells the model to retry)
+        or :class:`~memoryd.errors.EngineUnavailable` (failed or not configured).
+        """
+        budget = self.remaining_s * 0.8 if wait_s is None else min(wait_s, self.remaining_s)
+        return await self.engine_handle.get(wait_s=budget)
+
+
+Handler = Callable[[dict[str, Any], ToolContext], Awaitable[ToolResult | dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool. ``annotations`` uses the MCP wire names (``readOnlyHint``, ``destructiveHint``,
+    ``idempotentHint``, ``openWorldHint``, ``title``)."""
+
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
+    handler: Handler
+    output_schema: Mapping[str, Any] | None = None
+    annotations: Mapping[str, Any] | None = None
+    title: str | None = None
+
+
+def _check_object_schema(tool: str, which: str, schema: Mapping[str, Any]) -> Any:
+    if not isinstance(schema, Mapping) or schema.get("type") != "object":
+        raise ValueError(f"tool {tool}: {which} must be a JSON Schema with type 'object' at the root")
+    cls = validators.validator_for(schema, default=validators.Draft202012Validator)
+    try:
+        cls.check_schema(schema)
+    except SchemaError as exc:
+        raise ValueError(f"tool {tool}: {which} is not a valid JSON Schema: {exc.message}") from exc
+    return cls(dict(schema))
+
+
+def _first_error(validator: Any, instance: Any) -> str | None:
+    error = exceptions.best_match(validator.iter_errors(instance))
+    if error is None:
+        return None
+    where = "/".join(str(p) for p in error.absolute_path) or "(arguments)"
+    return f"{where}: {error.message}"[:_MAX_ERROR_TEXT]
+
+
+class RegisteredTool:
+    """A spec with its compiled validators and its wire ``Tool`` (computed once at registration)."""
+
+    def __init__(self, spec: ToolSpec, group: str) -> None:
+        if not TOOL_NAME_RE.fullmatch(spec.name):
+            raise ValueError(f"tool name {spec.name!r} must match {TOOL_NAME_RE.pattern}")
+        if not spec.description.strip():
+            raise ValueError(f"tool {spec.name}: a description is required (it is what the model reads)")
+        self.spec = spec
+        self.group = group
+        self._input = _check_object_schema(spec.name, "input_schema", spec.input_schema)
+        self._output = (
+            _check_object_schema(spec.name, "output_schema", spec.output_schema)
+            if spec.output_schema
+            else None
+        )
+        self.wire = types.Tool(
+            name=spec.name,
+            title=spec.title,
+            description=spec.description,
+            input_schema=dict(spec.input_schema),
+            output_schema=dict(spec.output_schema) if spec.output_schema else None,
+            annotations=types.ToolAnnotations.model_validate(dict(spec.annotations), by_name=False)
+            if spec.annotations
+            else None,
+        )
+
+    def check_arguments(self, arguments: dict[str, Any]) -> None:
+        """Raise :class:`InvalidParams` naming the first schema violation (JSON-RPC -32602)."""
+        problem = _first_error(self._input, arguments)
+        if problem is not None:
+            raise InvalidParams(f"Invalid arguments for tool {self.spec.name}: {problem}")
+
+    def to_result(self, output: ToolResult | dict[str, Any]) -> types.CallToolResult:
+        """Shape a handler's output; raises ``ValueError`` when it breaks the declared output schema."""
+        result = output if isinstance(output, ToolResult) else ToolResult(structured=output)
+        if not isinstance(result.structured, dict):
+            raise ValueError(
+                f"tool {self.spec.name} returned {type(result.structured).__name__}, not an object"
+            )
+        if self._output is not None and (problem := _first_error(self._output, result.structured)):
+            raise ValueError(f"tool {self.spec.name} output breaks its output_schema: {problem}")
+        text = result.text if result.text is not None else json.dumps(result.structured, ensure_ascii=False)
+        return types.CallToolResult(
+            content=[types.TextContent(text=text)], structured_content=result.structured, is_error=False
+        )
+
+
+class ToolRegistry:
+    """All tool groups known to this daemon. Registration validates every spec; lookups never fall back
+    to attribute access, so names like ``constructor`` or ``__proto__`` are simply unknown."""
+
+    def __init__(self) -> None:
+        self._groups: dict[str, list[RegisteredTool]] = {}
+        self._always: list[str] = []
+        self._names: dict[str, str] = {}
+
+    def add_group(self, group: str, tools: Iterable[ToolSpec], *, always: bool = False) -> None:
+        """Register ``tools`` under ``group``. ``always`` makes the group visible in every session whatever
+        the hello asked for (used only by the test-only ``_diagnostics`` group). Raises ``ValueError``."""
+        if group in self._groups:
+            raise ValueError(f"tool group {group!r} is already registered")
+        registered = []
+        for spec in tools:
+            if spec.name in self._names:
+                raise ValueError(f"tool {spec.name!r} is in both {self._names[spec.name]!r} and {group!r}")
+            registered.append(RegisteredTool(spec, group))
+            self._names[spec.name] = group
+        self._groups[group] = registered
+        if always:
+            self._always.append(group)
+
+    @property
+    def groups(self) -> list[str]:
+        return list(self._groups)
+
+    def visible(self, groups: Iterable[str]) -> dict[str, RegisteredTool]:
+        """Name -> tool for a session that asked for ``groups`` (plus the always-on groups), in order."""
+        chosen = [*groups, *(g for g in self._always if g not in groups)]
+        return {t.spec.name: t for g in chosen for t in self._groups.get(g, ())}

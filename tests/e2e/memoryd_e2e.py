@@ -1,0 +1,279 @@
+"""End-to-end helpers: the real ``memoryd serve`` as a subprocess, and clients that speak to its socket.
+
+* :class:`DaemonProcess` starts ``python -m memoryd serve --socket <short path> --board <tmp> --model none``
+  (test tools on: ``MEMORYD_TEST_TOOLS=1``) and waits until its socket answers a status request. The
+  fixtures in ``conftest.py`` always kill it in teardown and print its stderr log when the test failed.
+* :class:`RawConnection` speaks raw lines (hello first) for the JSON-RPC hygiene tests.
+* :func:`socket_transport` is an ``mcp`` SDK ``Transport`` over the socket (the SDK client in ``auto``
+  or ``legacy`` mode without the shim in between).
+
+Socket paths are kept short (``/tmp/md-XXXX/s.sock``): macOS limits ``sun_path`` to 104 bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import asynccontextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+VENV_PYTHON = REPO / ".venv" / "bin" / "python"
+PYTHON = str(VENV_PYTHON if VENV_PYTHON.exists() else Path(sys.executable))
+START_TIMEOUT_S = 60.0  # importing the MCP SDK takes seconds on a loaded 2-core machine
+
+
+def short_tmpdir() -> Path:
+    """A fresh 0700 directory under /tmp with a short name (socket paths stay far below 104 bytes)."""
+    return Path(tempfile.mkdtemp(dir="/tmp", prefix="md-"))
+
+
+def daemon_env(home: Path, **extra: str) -> dict[str, str]:
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "MEMORYD_HOME": str(home),
+        "MEMORYD_TEST_TOOLS": "1",
+        "LANCEDB_LOG": "error",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    env.update(extra)
+    return env
+
+
+class DaemonProcess:
+    """One real daemon. ``start()`` returns once it answers (or raises with its log)."""
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        socket_path: Path | None = None,
+        board: Path | None = None,
+        env: dict[str, str] | None = None,
+        user: int | None = None,
+    ) -> None:
+        self.root = root
+        self.socket = socket_path or root / "s.sock"
+        self.board = board or root / "board"
+        self.log_path = root / f"daemon-{time.monotonic_ns()}.log"
+        self.env = daemon_env(root / "home", **(env or {}))
+        self.user = user
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def argv(self) -> list[str]:
+        return [PYTHON, "-m", "memoryd", "serve", "--socket", str(self.socket), "--board", str(self.board)]
+
+    def launch(self) -> DaemonProcess:
+        """Start the process without waiting for it."""
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in kill()
+        self.proc = subprocess.Popen(
+            [*self.argv, "--index", str(self.root / "index"), "--model", "none"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,  # must stay empty: the daemon never writes stdout
+            stderr=self._log,
+            env=self.env,
+            cwd="/",
+            user=self.user,
+            start_new_session=True,
+        )
+        return self
+
+    def start(self, timeout: float = START_TIMEOUT_S) -> DaemonProcess:
+        self.launch()
+        self.wait_ready(timeout)
+        return self
+
+    def wait_ready(self, timeout: float = START_TIMEOUT_S) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise AssertionError(f"daemon exited with {self.proc.returncode}:\n{self.log()}")
+            try:
+                return self.status()
+            except OSError:
+                time.sleep(0.05)
+        raise AssertionError(f"daemon did not answer on {self.socket} within {timeout} s:\n{self.log()}")
+
+    def status(self, timeout: float = 5.0) -> dict[str, Any]:
+        """Ask the daemon for its status over the control line; raises ``OSError`` when nobody answers."""
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(timeout)
+            sock.connect(str(self.socket))
+            sock.sendall(b'{"memoryd":"status","v":1}\n')
+            line = sock.makefile("rb").readline()
+        if not line:
+            raise ConnectionResetError("daemon closed the status connection without answering")
+        answer = json.loads(line)
+        assert answer["memoryd"] == "status", answer
+        return answer["status"]
+
+    def wait_exit(self, timeout: float) -> int:
+        assert self.proc is not None
+        return self.proc.wait(timeout)
+
+    def signal(self, signum: int) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signum)
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except OSError:
+            return "(no log)"
+
+    def stdout(self) -> bytes:
+        assert self.proc is not None and self.proc.stdout is not None
+        return self.proc.stdout.read()
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        if self.proc is not None and self.proc.stdout is not None:
+            self.proc.stdout.close()
+        if getattr(self, "_log", None) is not None:
+            self._log.close()
+
+
+# --- clients ---------------------------------------------------------------------------------------------
+
+
+class RawConnection:
+    """Raw newline-delimited lines over the daemon socket."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        hello: dict | bytes | None = None,
+        tools: list[str] | None = None,
+        timeout: float = 10.0,
+    ) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(timeout)
+        self.sock.connect(str(path))
+        self.reader = self.sock.makefile("rb")
+        self.ready: dict | None = None
+        if hello is not False:
+            self.send(
+                hello
+                if hello is not None
+                else {
+                    "memoryd": "hello",
+                    "v": 1,
+                    "tools": tools or ["briefs"],
+                    "cwd": "/",
+                    "pid": os.getpid(),
+                }
+            )
+            self.ready = json.loads(self.readline())
+
+    def send(self, message: Any) -> None:
+        data = message if isinstance(message, bytes) else json.dumps(message).encode()
+        self.sock.sendall(data + b"\n")
+
+    def readline(self) -> bytes:
+        line = self.reader.readline()
+        if not line:
+            raise EOFError("daemon closed the connection")
+        return line
+
+    def recv(self) -> Any:
+        return json.loads(self.readline())
+
+    def request(self, method: str, params: dict | None = None, id: Any = 1) -> Any:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+        return self.recv()
+
+    def initialize(self, version: str = "2025-11-25") -> dict:
+        answer = self.request(
+            "initialize",
+            {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}},
+            id="init",
+        )
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return answer
+
+    def call(self, name: str, arguments: dict, id: Any = 1) -> Any:
+        return self.request("tools/call", {"name": name, "arguments": arguments}, id=id)
+
+    def at_eof(self, timeout: float = 5.0) -> bool:
+        """``True`` once the daemon has closed this connection (EOF or reset), ``False`` on timeout/data."""
+        self.sock.settimeout(timeout)
+        try:
+            return self.reader.readline() == b""
+        except ConnectionResetError:
+            return True
+        except TimeoutError:
+            return False
+
+    def close(self) -> None:
+        self.reader.close()
+        self.sock.close()
+
+    def __enter__(self) -> RawConnection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@asynccontextmanager
+async def socket_transport(path: Path, tools: list[str] | None = None):
+    """An ``mcp`` client ``Transport`` over the daemon socket: the hello, then SDK messages as lines."""
+    import asyncio
+
+    import anyio
+    import mcp_types as types
+    from mcp.shared._context_streams import create_context_streams
+    from mcp.shared.message import SessionMessage
+
+    reader, writer = await asyncio.open_unix_connection(str(path), limit=64 * 1024 * 1024)
+    hello = {"memoryd": "hello", "v": 1, "tools": tools or ["briefs"], "cwd": "/", "pid": os.getpid()}
+    writer.write(json.dumps(hello).encode() + b"\n")
+    ready = json.loads(await reader.readline())
+    assert ready["memoryd"] == "ready", ready
+    read_send, read_recv = create_context_streams[SessionMessage | Exception](0)
+    write_send, write_recv = create_context_streams[SessionMessage](0)
+
+    async def pump_in() -> None:
+        async with read_send:
+            while line := await reader.readline():
+                try:
+                    message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                except Exception as exc:
+                    await read_send.send(exc)
+                    continue
+                await read_send.send(SessionMessage(message))
+
+    async def pump_out() -> None:
+        async with write_recv:
+            async for item in write_recv:
+                writer.write(item.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n")
+                await writer.drain()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pump_in)
+        tg.start_soon(pump_out)
+        try:
+            yield read_recv, write_send
+        finally:
+            tg.cancel_scope.cancel()
+            writer.close()
+
+
+def kill_quietly(pid: int) -> None:
+    with suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)

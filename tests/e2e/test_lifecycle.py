@@ -1,0 +1,155 @@
+"""Daemon lifecycle with real processes: one instance per socket and board, stale sockets, signals, peers.
+
+Each test starts its own daemons (``make_daemon``) on short socket paths; every process is killed in
+teardown. Losing daemons exit fast: they check the locks before importing the MCP SDK.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import time
+
+import pytest
+from memoryd_e2e import RawConnection
+
+from memoryd import lock
+from memoryd.errors import EXIT_ALREADY_RUNNING, EXIT_STARTUP_FAILED
+
+
+def test_second_daemon_on_the_same_socket_or_board_is_refused(make_daemon):
+    first = make_daemon().start()
+    same_socket = make_daemon(first.root, board=first.root / "other-board").launch()
+    same_board = make_daemon(
+        first.root, socket_path=first.root / "s2.sock", env={"MEMORYD_LOCK_WAIT_MS": "300"}
+    ).launch()
+    assert same_socket.wait_exit(30) == EXIT_ALREADY_RUNNING
+    assert "already running" in same_socket.log()
+    assert same_board.wait_exit(30) == EXIT_ALREADY_RUNNING
+    assert f"board {first.board}" in same_board.log()
+    assert not (first.root / "s2.sock").exists()
+    # The first one never noticed: still serving sessions.
+    with RawConnection(first.socket) as c:
+        assert c.initialize()["result"]["protocolVersion"] == "2025-11-25"
+    assert first.status()["pid"] == first.proc.pid
+    first.signal(signal.SIGINT)  # SIGINT stops as cleanly as SIGTERM
+    assert first.wait_exit(10) == 0
+    assert not first.socket.exists()
+
+
+def test_five_daemons_started_at_once_leave_exactly_one(make_daemon):
+    first = make_daemon()
+    daemons = [first, *(make_daemon(first.root) for _ in range(4))]
+    for daemon in daemons:
+        daemon.launch()
+    deadline = time.monotonic() + 60
+    while sum(d.proc.poll() is None for d in daemons) > 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    alive = [d for d in daemons if d.proc.poll() is None]
+    assert len(alive) == 1, [d.log() for d in daemons]
+    assert all(d.proc.returncode == EXIT_ALREADY_RUNNING for d in daemons if d is not alive[0])
+    assert alive[0].wait_ready()["pid"] == alive[0].proc.pid
+
+
+@pytest.mark.parametrize("kind", ["file", "symlink", "directory"])
+def test_something_that_is_not_a_socket_is_never_deleted(make_daemon, kind):
+    daemon = make_daemon()
+    root = daemon.root
+    path = daemon.socket
+    if kind == "file":
+        path.write_text("precious")
+    elif kind == "symlink":
+        (root / "target").write_text("precious")
+        path.symlink_to(root / "target")
+    else:
+        path.mkdir()
+        (path / "inside").write_text("precious")
+    daemon.launch()
+    assert daemon.wait_exit(30) == EXIT_STARTUP_FAILED
+    assert "will not remove it" in daemon.log()
+    if kind == "file":
+        assert path.read_text() == "precious"
+    elif kind == "symlink":
+        assert path.is_symlink() and (root / "target").read_text() == "precious"
+    else:
+        assert (path / "inside").read_text() == "precious"
+
+
+def test_kill_9_leaves_a_stale_socket_that_a_fresh_daemon_replaces_then_sigterm_is_clean(make_daemon):
+    first = make_daemon().start()
+    os.killpg(first.proc.pid, signal.SIGKILL)
+    first.proc.wait(10)
+    assert stat.S_ISSOCK(first.socket.lstat().st_mode)  # left behind, nobody listening
+    probe = socket.socket(socket.AF_UNIX)
+    with pytest.raises(ConnectionRefusedError):
+        probe.connect(str(first.socket))
+    probe.close()
+
+    fresh = make_daemon(first.root).start()
+    assert "stale_socket_replaced" in fresh.log()
+    with RawConnection(fresh.socket) as busy, RawConnection(fresh.socket) as idle:
+        busy.initialize()
+        idle.initialize()
+        busy.send(
+            {
+                "jsonrpc": "2.0",
+                "id": "long",
+                "method": "tools/call",
+                "params": {"name": "diag_sleep", "arguments": {"seconds": 60}},
+            }
+        )
+        time.sleep(0.3)
+        started = time.monotonic()
+        fresh.signal(signal.SIGTERM)
+        assert fresh.wait_exit(5.5) == 0
+        elapsed = time.monotonic() - started
+        # The in-flight call is cancelled and answered with an error, never left hanging.
+        answer = busy.recv()
+        assert answer["id"] == "long" and answer["error"]["message"] == "Connection closed"
+        assert busy.at_eof() and idle.at_eof()
+    assert elapsed < 5
+    assert not fresh.socket.exists()
+    assert '"event": "stopped"' in fresh.log()
+    released = lock.FileLock(fresh.root / "s.sock.lock")
+    assert released.try_acquire()  # the lock file stays, unheld
+    released.release()
+
+
+# Connect with effective uid "nobody" (what SO_PEERCRED reports) while the filesystem uid stays 0, so the
+# path lookup still passes the daemon's 0700 directory: only the daemon's own peer check can refuse us.
+FOREIGN_PEER = """
+import ctypes, json, os, socket, sys
+libc = ctypes.CDLL(None, use_errno=True)
+os.seteuid(65534)
+libc.setfsuid(0)
+sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+sock.settimeout(10)
+sock.connect(sys.argv[1])
+try:  # the daemon may refuse (write its error line and close) before our hello lands
+    sock.sendall(json.dumps({"memoryd": "hello", "v": 1, "tools": ["briefs"], "cwd": "/", "pid": 1}).encode() + b"\\n")
+except BrokenPipeError:
+    pass
+reader = sock.makefile("rb")
+print(json.dumps({"answer": reader.readline().decode(), "then": reader.readline().decode()}))
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not sys.platform.startswith("linux"), reason="needs root on Linux")
+def test_a_peer_with_another_uid_is_refused(make_daemon):
+    daemon = make_daemon().start()
+    out = subprocess.run(
+        [sys.executable, "-c", FOREIGN_PEER, str(daemon.socket)], capture_output=True, timeout=30
+    )
+    assert out.returncode == 0, out.stderr.decode()
+    seen = json.loads(out.stdout)
+    answer = json.loads(seen["answer"])
+    assert answer["memoryd"] == "error" and "peer uid 65534" in answer["message"]
+    assert seen["then"] == ""  # and the connection is closed
+    assert "peer_refused" in daemon.log()
+    with RawConnection(daemon.socket) as c:  # our own uid is still welcome
+        assert c.ready["memoryd"] == "ready"

@@ -1,0 +1,555 @@
+"""The serving layer end to end: a real ``memoryd serve`` process, raw JSON-RPC lines and the official SDK client.
+
+Covers issue 3's JSON-RPC hygiene list, both MCP protocol eras, tool-call timeouts and cancellation,
+large and over-cap lines, colliding ids across connections, and the hello / status control lines.
+The tools used are the test-only ``_diagnostics`` group (``MEMORYD_TEST_TOOLS=1``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import stat
+import time
+
+import pytest
+from memoryd_e2e import REPO, RawConnection, socket_transport
+
+from memoryd_shim import rendezvous
+
+HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+MODERN = "2026-07-28"
+ENVELOPE = {
+    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+@pytest.fixture
+def conn(daemon):
+    with RawConnection(daemon.socket) as c:
+        c.initialize()
+        yield c
+
+
+def assert_error(answer: dict, code: int, id: object) -> None:
+    assert answer.get("jsonrpc") == "2.0", answer
+    assert "result" not in answer, answer
+    assert answer["error"]["code"] == code, answer
+    assert type(answer["id"]) is type(id) and answer["id"] == id, answer
+
+
+def next_is_ping_answer(c: RawConnection, id: object = "probe") -> None:
+    """Nothing was answered in between: the very next line is the answer to this ping."""
+    answer = c.request("ping", id=id)
+    assert answer == {"jsonrpc": "2.0", "id": id, "result": {}}, answer
+
+
+# --- hello, status, socket -----------------------------------------------------------------------------
+
+
+def test_hello_is_answered_ready_with_the_daemon_version(daemon):
+    with RawConnection(daemon.socket) as c:
+        assert c.ready == {"memoryd": "ready", "v": 1, "version": daemon.status()["version"]}
+
+
+@pytest.mark.parametrize(
+    "hello",
+    [b"not json", b'{"memoryd":"hello","v":99}', b'{"memoryd":"hello","v":1,"tools":["nope"]}', b"[]"],
+)
+def test_bad_hello_gets_one_error_line_then_close(daemon, hello):
+    with RawConnection(daemon.socket, hello=hello) as c:
+        assert c.ready["memoryd"] == "error" and c.ready["message"]
+        assert c.at_eof()
+
+
+def test_status_control_line(daemon):
+    with RawConnection(daemon.socket) as s1, RawConnection(daemon.socket):
+        s1.initialize()
+        status = daemon.status()
+    assert status["running"] is True and status["pid"] > 0 and status["uptime_s"] > 0
+    assert status["sessions"] >= 2  # sessions of earlier tests may still be closing
+    assert status["socket"] == {
+        "path": str(daemon.socket),
+        "exists": True,
+        "mode": "0600",
+        "owner_uid": os.getuid(),
+        "owner": status["socket"]["owner"],
+    }
+    assert status["engine"]["state"] in {"disabled", "loading", "ready", "failed"}
+
+
+def test_control_ask_status_for_the_cli(daemon, tmp_path):
+    from memoryd import control
+
+    status = control.ask_status(daemon.socket)
+    assert status["pid"] == daemon.proc.pid and status["socket"]["mode"] == "0600"
+    assert control.ask_status(tmp_path / "nothing.sock") is None
+
+
+def test_socket_is_0600_in_a_0700_directory(daemon):
+    assert stat.S_IMODE(daemon.socket.stat().st_mode) == 0o600
+    assert stat.S_IMODE(daemon.socket.parent.stat().st_mode) == 0o700
+
+
+# --- JSON-RPC hygiene ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b"{bad",
+        b'{"jsonrpc":"2.0","id":1,',
+        b"\xff\xfe{}",
+        b'{"jsonrpc":"2.0","id":1,"method":"ping","x":NaN}',
+        b'{"jsonrpc":"2.0","id":1e999,"method":"ping"}',
+    ],
+)
+def test_invalid_json_is_a_parse_error_with_null_id(conn, line):
+    conn.send(line)
+    assert_error(conn.recv(), -32700, None)
+    next_is_ping_answer(conn)
+
+
+@pytest.mark.parametrize("line", [b"null", b"42", b'"str"', b"true", b"[]", b"{}"])
+def test_non_request_values_are_invalid_requests(conn, line):
+    conn.send(line)
+    assert_error(conn.recv(), -32600, None)
+    next_is_ping_answer(conn)
+
+
+def test_a_batch_is_answered_with_errors_never_silence(conn):
+    conn.send(b'[{"jsonrpc":"2.0","id":7,"method":"ping"},{"jsonrpc":"2.0","method":"x"},1]')
+    answers = conn.recv()
+    assert isinstance(answers, list) and len(answers) == 2
+    assert_error(answers[0], -32600, 7)
+    assert_error(answers[1], -32600, None)
+    conn.send(b'[{"jsonrpc":"2.0","method":"notifications/initialized"}]')
+    assert_error(conn.recv(), -32600, None)
+    next_is_ping_answer(conn)
+
+
+@pytest.mark.parametrize(
+    ("message", "code", "echo"),
+    [
+        ({"id": 5, "method": "ping"}, -32600, 5),  # no "jsonrpc"
+        ({"jsonrpc": "1.0", "id": "a", "method": "ping"}, -32600, "a"),
+        ({"jsonrpc": "2.0", "id": 6, "method": 42}, -32600, 6),
+        ({"jsonrpc": "2.0", "id": None, "method": "ping"}, -32600, None),
+        ({"jsonrpc": "2.0", "id": 1.5, "method": "ping"}, -32600, None),
+        ({"jsonrpc": "2.0", "id": True, "method": "ping"}, -32600, None),
+        ({"jsonrpc": "2.0", "id": {"a": 1}, "method": "ping"}, -32600, None),
+        ({"jsonrpc": "2.0", "id": 8}, -32600, 8),
+        ({"jsonrpc": "2.0", "id": 9, "method": "tools/list", "params": [1]}, -32602, 9),
+        ({"jsonrpc": "2.0", "id": 10, "method": "tools/list", "params": "x"}, -32600, 10),
+        ({"method": 1, "params": "bar"}, -32600, None),
+    ],
+)
+def test_invalid_request_objects(conn, message, code, echo):
+    conn.send(message)
+    assert_error(conn.recv(), code, echo)
+    next_is_ping_answer(conn)
+
+
+def test_notifications_are_never_answered(conn):
+    for message in [
+        {"jsonrpc": "2.0", "method": "no/such/notification"},
+        {
+            "jsonrpc": "2.0",
+            "method": "tools/call",
+            "params": {"name": "diag_echo", "arguments": {"value": 1}},
+        },
+        {"jsonrpc": "2.0", "method": "ping"},
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 12345}},
+        {"jsonrpc": "2.0", "method": "notifications/progress", "params": [1, 2]},
+        {"jsonrpc": "2.0", "id": 77, "result": {}},  # a response to nothing: not answered either
+        {"jsonrpc": "2.0", "id": 78, "error": {"code": 1, "message": "x"}},
+    ]:
+        conn.send(message)
+    conn.send(b"")  # a blank keep-alive line
+    next_is_ping_answer(conn)
+
+
+IDS = [0, "0", 1, "1", -1, "", "é🙂", 2**70, -(2**70), 2**63, "x" * 100_000, "\ud800"]
+
+
+def test_every_request_gets_one_answer_with_its_exact_id(conn):
+    for id in IDS:
+        conn.send({"jsonrpc": "2.0", "id": id, "method": "ping"})
+    for id in IDS:
+        answer = conn.recv()
+        assert type(answer["id"]) is type(id) and answer["id"] == id
+        assert answer["result"] == {}
+    next_is_ping_answer(conn)
+
+
+def test_ids_round_trip_through_tool_calls_and_errors(conn):
+    conn.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 2**70,
+            "method": "tools/call",
+            "params": {"name": "diag_echo", "arguments": {"value": 1}},
+        }
+    )
+    conn.send({"jsonrpc": "2.0", "id": "2", "method": "no/such/method"})
+    conn.send(
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "nope", "arguments": {}}}
+    )
+    answers = {json.dumps(a["id"]): a for a in (conn.recv(), conn.recv(), conn.recv())}
+    assert answers[json.dumps(2**70)]["result"]["structuredContent"]["value"] == 1
+    assert_error(answers['"2"'], -32601, "2")
+    assert_error(answers["2"], -32602, 2)
+
+
+def test_unknown_methods_are_method_not_found(conn):
+    for method in ("no/such/method", "constructor", "__proto__", "rpc.discover", ""):
+        assert_error(conn.request(method, id=method or "empty"), -32601, method or "empty")
+
+
+@pytest.mark.parametrize(
+    "name", ["constructor", "__class__", "__proto__", "hasOwnProperty", "toString", "", "diag_echo "]
+)
+def test_unknown_tool_names_are_unknown(conn, name):
+    answer = conn.call(name, {"value": 1}, id="t")
+    assert_error(answer, -32602, "t")
+    assert "Unknown tool" in answer["error"]["message"]
+
+
+def test_tool_groups_pick_what_a_session_sees(daemon):
+    with RawConnection(daemon.socket, tools=["all"]) as every:
+        every.initialize()
+        all_tools = {t["name"] for t in every.request("tools/list")["result"]["tools"]}
+    assert {"diag_echo", "diag_sleep", "diag_fail"} <= all_tools  # test tools are in every session
+    for name in all_tools:
+        assert rendezvous_name_ok(name)
+    per_group = {}
+    for group in rendezvous.TOOL_GROUPS:
+        with RawConnection(daemon.socket, tools=[group]) as c:
+            c.initialize()
+            per_group[group] = {t["name"] for t in c.request("tools/list")["result"]["tools"]} - {
+                "diag_echo",
+                "diag_sleep",
+                "diag_fail",
+            }
+            assert per_group[group] <= all_tools
+    for group in rendezvous.TOOL_GROUPS:
+        others = set().union(*(tools for g, tools in per_group.items() if g != group)) - per_group[group]
+        with RawConnection(daemon.socket, tools=[group]) as c:
+            c.initialize()
+            for name in sorted(others):
+                assert_error(c.call(name, {}, id=name), -32602, name)
+
+
+def rendezvous_name_ok(name: str) -> bool:
+    import re
+
+    return re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", name) is not None
+
+
+# --- tools: arguments, results, failures ----------------------------------------------------------------
+
+
+def test_invalid_arguments_are_invalid_params(conn):
+    for i, (name, args) in enumerate(
+        [
+            ("diag_echo", {}),
+            ("diag_echo", {"value": 1, "extra": 2}),
+            ("diag_sleep", {"seconds": "x"}),
+            ("diag_sleep", {"seconds": -1}),
+            ("diag_fail", {"kind": "other"}),
+        ]
+    ):
+        answer = conn.call(name, args, id=i)
+        assert_error(answer, -32602, i)
+        assert name in answer["error"]["message"]
+    conn.send({"jsonrpc": "2.0", "id": "p", "method": "tools/call", "params": {"arguments": {}}})
+    assert_error(conn.recv(), -32602, "p")  # no tool name at all
+
+
+def test_structured_content_and_text_say_the_same(conn):
+    value = {"nested": [1, "two", None, True, {"é": "🙂"}]}
+    result = conn.call("diag_echo", {"value": value})["result"]
+    assert result["isError"] is False
+    assert result["structuredContent"]["value"] == value
+    assert json.loads(result["content"][0]["text"]) == result["structuredContent"]
+
+
+def test_tool_failures_are_is_error_results(conn):
+    result = conn.call("diag_fail", {"kind": "not_found"})["result"]
+    assert result["isError"] is True and "nothing by that id" in result["content"][0]["text"]
+    assert result["structuredContent"]["error"]["message"] == result["content"][0]["text"]
+    crash = conn.call("diag_fail", {"kind": "crash"})["result"]
+    assert crash["isError"] is True and "internal error" in crash["content"][0]["text"]
+    assert "/secret/path" not in json.dumps(crash)  # exception text stays in the daemon log
+    own_timeout = conn.call("diag_fail", {"kind": "timeout_error"})["result"]
+    assert own_timeout["isError"] is True and "did not finish" not in own_timeout["content"][0]["text"]
+    assert_error(conn.call("diag_fail", {"kind": "invalid_params"}, id="ip"), -32602, "ip")
+
+
+def test_tool_call_timeout_ends_the_call_with_a_clear_error(conn):
+    started = time.monotonic()
+    result = conn.call("diag_sleep", {"seconds": 30}, id="slow")["result"]
+    elapsed = time.monotonic() - started
+    assert result["isError"] is True
+    assert "did not finish within 3 s" in result["content"][0]["text"]
+    assert 2.5 < elapsed < 8
+
+
+def test_cancelled_calls_are_never_answered(conn):
+    def sleep_call(id: object, seconds: float) -> dict:
+        return {
+            "jsonrpc": "2.0",
+            "id": id,
+            "method": "tools/call",
+            "params": {"name": "diag_sleep", "arguments": {"seconds": seconds}},
+        }
+
+    started = time.monotonic()
+    conn.send(sleep_call(5, 1.0))
+    conn.send(sleep_call("5", 0.3))
+    time.sleep(0.1)
+    # Cancel the integer 5 only; the string "5" is a different request and must still be answered.
+    conn.send(
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5, "reason": "test"}}
+    )
+    answer = conn.recv()
+    assert answer["id"] == "5" and answer["result"]["isError"] is False
+    time.sleep(max(0.0, 1.5 - (time.monotonic() - started)))  # past the moment id 5 would have finished
+    next_is_ping_answer(conn, id="after")  # so nothing for id 5 was ever sent
+
+
+# --- protocol versions and eras -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", HANDSHAKE_VERSIONS)
+def test_initialize_negotiates_each_handshake_version(daemon, version):
+    with RawConnection(daemon.socket) as c:
+        result = c.initialize(version)["result"]
+        assert result["protocolVersion"] == version
+        assert result["serverInfo"]["name"] == "memoryd"
+        tools = {t["name"]: t for t in c.request("tools/list")["result"]["tools"]}
+        call = c.call("diag_echo", {"value": [1]})["result"]
+    text = json.loads(call["content"][0]["text"])
+    assert text["value"] == [1]
+    # Older revisions have no structured output; the SDK still sends it and old clients ignore it, so the
+    # text must carry the same data in every era.
+    assert call.get("structuredContent", text) == text
+    assert tools["diag_echo"]["inputSchema"]["type"] == "object"
+
+
+@pytest.mark.parametrize("asked", ["2099-01-01", "1.0", MODERN])
+def test_initialize_never_echoes_an_unsupported_version(daemon, asked):
+    with RawConnection(daemon.socket) as c:
+        assert c.initialize(asked)["result"]["protocolVersion"] == "2025-11-25"
+
+
+def test_stateless_era_discover_then_calls(daemon):
+    with RawConnection(daemon.socket) as c:
+        result = c.request("server/discover", {"_meta": ENVELOPE}, id="d")["result"]
+        assert result["supportedVersions"] == [MODERN]
+        assert "tools" in result["capabilities"]
+        listed = c.request("tools/list", {"_meta": ENVELOPE}, id="l")["result"]
+        assert "diag_echo" in {t["name"] for t in listed["tools"]}
+        call = c.request("tools/call", {"name": "diag_echo", "arguments": {"value": 3}, "_meta": ENVELOPE})
+        assert call["result"]["structuredContent"]["value"] == 3
+        answer = c.request(
+            "initialize",
+            {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "x", "version": "0"},
+            },
+            id="late-init",
+        )
+        assert_error(answer, -32022, "late-init")
+
+
+def test_a_probe_at_an_unknown_modern_version_leaves_room_to_fall_back(daemon):
+    newer = {**ENVELOPE, "io.modelcontextprotocol/protocolVersion": "2099-01-01"}
+    with RawConnection(daemon.socket) as c:
+        answer = c.request("server/discover", {"_meta": newer}, id="probe")
+        assert_error(answer, -32022, "probe")
+        assert {"2025-11-25", MODERN} <= set(answer["error"]["data"]["supported"])
+        assert answer["error"]["data"]["requested"] == "2099-01-01"
+        assert c.initialize()["result"]["protocolVersion"] == "2025-11-25"  # the same connection falls back
+    with RawConnection(daemon.socket) as c:
+        c.request("server/discover", {"_meta": newer}, id="probe")
+        assert c.request("server/discover", {"_meta": ENVELOPE}, id="again")["result"][
+            "supportedVersions"
+        ] == [MODERN]
+
+
+def test_discover_without_envelope_is_answered_not_silent(daemon):
+    with RawConnection(daemon.socket) as c:
+        started = time.monotonic()
+        answer = c.request("server/discover", id=1)
+        assert "error" in answer and time.monotonic() - started < 2
+        assert c.initialize()["result"]["protocolVersion"] == "2025-11-25"
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_official_sdk_client(daemon, mode):
+    from mcp.client import Client
+
+    async def main() -> None:
+        async with Client(socket_transport(daemon.socket), mode=mode) as client:
+            assert client.session.protocol_version == (MODERN if mode == "auto" else "2025-11-25")
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert {"diag_echo", "diag_sleep", "diag_fail"} <= names
+            result = await client.call_tool("diag_echo", {"value": {"mode": mode}})
+            assert result.is_error is False
+            assert result.structured_content["value"] == {"mode": mode}
+            assert json.loads(result.content[0].text) == result.structured_content
+
+    started = time.monotonic()
+    asyncio.run(main())
+    assert time.monotonic() - started < 5  # auto mode never waits out a silent discover
+
+
+SHIM = REPO / ".venv" / "bin" / "memoryd-shim"
+
+
+@pytest.mark.skipif(
+    not (REPO / "shim" / "memoryd_shim" / "relay.py").exists() or not SHIM.exists(),
+    reason="no shim relay yet",
+)
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_official_sdk_client_through_the_shim(daemon, mode):
+    from mcp.client import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    server = StdioServerParameters(
+        command=str(SHIM), args=["--socket", str(daemon.socket), "--no-start"], cwd="/"
+    )
+    big = "b" * (2 * 1024 * 1024)
+
+    async def main() -> None:
+        async with Client(server, mode=mode) as client:
+            assert client.session.protocol_version == (MODERN if mode == "auto" else "2025-11-25")
+            assert "diag_echo" in {t.name for t in (await client.list_tools()).tools}
+            result = await client.call_tool("diag_echo", {"value": big})
+            assert result.structured_content["value"] == big
+
+    asyncio.run(main())
+
+
+# --- concurrency, sizes ---------------------------------------------------------------------------------------
+
+
+def test_colliding_ids_on_twelve_connections_stay_on_their_connection(daemon):
+    conns = [RawConnection(daemon.socket) for _ in range(12)]
+    try:
+        for c in conns:
+            c.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {},
+                        "clientInfo": {"name": "t", "version": "0"},
+                    },
+                }
+            )
+        for c in conns:
+            assert c.recv()["id"] == 1
+            c.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        for i, c in enumerate(conns):  # every agent uses id 1, slow calls first so answers interleave
+            if i % 2 == 0:
+                c.send(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": 1,
+                        "method": "tools/call",
+                        "params": {"name": "diag_sleep", "arguments": {"seconds": 0.3}},
+                    }
+                )
+            c.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": "1" if i % 2 == 0 else 1,
+                    "method": "tools/call",
+                    "params": {"name": "diag_echo", "arguments": {"value": f"conn-{i}"}},
+                }
+            )
+        for i, c in enumerate(conns):
+            answers = [c.recv() for _ in range(2 if i % 2 == 0 else 1)]
+            echoes = [a for a in answers if "value" in a["result"]["structuredContent"]]
+            assert len(echoes) == 1 and echoes[0]["result"]["structuredContent"]["value"] == f"conn-{i}"
+            assert echoes[0]["id"] == ("1" if i % 2 == 0 else 1)
+            next_is_ping_answer(c)
+    finally:
+        for c in conns:
+            c.close()
+
+
+def test_several_mib_lines_pass_both_ways(conn):
+    big = "é" * (3 * 1024 * 1024)  # 6 MiB of UTF-8 in, ~12 MiB out (structured + text)
+    started = time.monotonic()
+    conn.send(
+        {
+            "jsonrpc": "2.0",
+            "id": "big",
+            "method": "tools/call",
+            "params": {"name": "diag_echo", "arguments": {"value": big}},
+        }
+    )
+    line = conn.readline()
+    assert len(line) > 12 * 1024 * 1024
+    result = json.loads(line)["result"]
+    assert result["structuredContent"]["value"] == big
+    assert time.monotonic() - started < 20
+    next_is_ping_answer(conn)
+
+
+def rss_bytes(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs /proc for RSS")
+def test_an_over_cap_line_ends_only_its_connection(daemon, conn):
+    other = RawConnection(daemon.socket)
+    other.initialize()
+    before = rss_bytes(daemon.proc.pid)
+    with RawConnection(daemon.socket) as victim:
+        victim.initialize()
+        chunk = b"x" * (1024 * 1024)
+        sent = 0
+        try:
+            while sent <= rendezvous.MAX_LINE_BYTES + len(chunk):
+                victim.sock.sendall(chunk)
+                sent += len(chunk)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the daemon closed on us mid-stream, as it should
+        try:
+            last = victim.recv()
+            assert_error(last, -32600, None)
+            assert "exceeds" in last["error"]["message"]
+            assert victim.at_eof()
+        except (EOFError, ConnectionResetError):
+            pass
+    next_is_ping_answer(conn)
+    next_is_ping_answer(other)
+    with RawConnection(daemon.socket) as fresh:
+        fresh.initialize()
+        next_is_ping_answer(fresh)
+    assert rss_bytes(daemon.proc.pid) - before < 200 * 1024 * 1024
+    assert "line_over_cap" in daemon.log()
+    other.close()
+
+
+def test_daemon_never_writes_stdout(daemon):
+    # The daemon's stdout is a pipe only it could write; after every test above it is still empty.
+    import select
+
+    assert daemon.proc.poll() is None
+    ready, _, _ = select.select([daemon.proc.stdout], [], [], 0)
+    assert not ready

@@ -1,0 +1,200 @@
+"""In-process checks of the serving layer's pure parts: line classification, id mapping, tool registry,
+the engine warm-up slot. The end-to-end behaviour is in ``tests/e2e``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import mcp_types as types
+import pytest
+
+from memoryd import jsonrpc
+from memoryd.errors import EngineUnavailable, InvalidParams, WarmingUp
+from memoryd.tools import ToolRegistry, ToolResult, ToolSpec, build_registry
+from memoryd.warmup import EngineHandle
+
+
+def reply_of(line: bytes):
+    outcome = jsonrpc.classify(line)
+    assert isinstance(outcome, jsonrpc.Reply), outcome
+    return json.loads(outcome.line)
+
+
+def test_classify_forwards_well_formed_messages():
+    for line in (
+        b'{"jsonrpc":"2.0","id":1,"method":"ping"}',
+        b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
+        b'{"jsonrpc":"2.0","id":3,"result":{}}',
+        b'{"jsonrpc":"2.0","id":3,"error":{"code":1,"message":"m"}}',
+    ):
+        assert isinstance(jsonrpc.classify(line), jsonrpc.Forward)
+
+
+def test_classify_answers_or_drops_the_rest():
+    assert reply_of(b"{x")["error"]["code"] == -32700
+    assert reply_of(b"[]")["id"] is None
+    assert reply_of(b'{"jsonrpc":"2.0","id":"k","method":null}')["id"] == "k"
+    batch = reply_of(b'[{"jsonrpc":"2.0","id":"a","method":"ping"}]')
+    assert [e["id"] for e in batch] == ["a"]
+    assert isinstance(jsonrpc.classify(b"   "), jsonrpc.Drop)
+    assert isinstance(jsonrpc.classify(b'{"jsonrpc":"2.0","method":"x","params":[1]}'), jsonrpc.Drop)
+    assert isinstance(jsonrpc.classify(b'{"id":1,"result":{}}'), jsonrpc.Drop)
+
+
+def test_lone_surrogate_ids_round_trip_as_escapes():
+    line = jsonrpc.error_line("\ud800", -32600, "m")
+    assert json.loads(line)["id"] == "\ud800"
+    message = types.JSONRPCResponse(jsonrpc="2.0", id="\ud800", result={})
+    assert json.loads(jsonrpc.encode_message(message))["id"] == "\ud800"
+
+
+def test_id_map_keeps_types_apart_and_never_leaks_private_ids():
+    ids = jsonrpc.IdMap()
+
+    def request(id):
+        return types.JSONRPCRequest(jsonrpc="2.0", id=id, method="ping")
+
+    a, b = ids.inbound(request(7)), ids.inbound(request("7"))
+    assert a.id != b.id and isinstance(a.id, int) and isinstance(b.id, int)
+    cancel = types.JSONRPCNotification(
+        jsonrpc="2.0", method="notifications/cancelled", params={"requestId": "7"}
+    )
+    forwarded = ids.inbound(cancel)
+    assert forwarded.params["requestId"] == b.id
+    unknown = types.JSONRPCNotification(
+        jsonrpc="2.0", method="notifications/cancelled", params={"requestId": 99}
+    )
+    assert ids.inbound(unknown) is None
+    answer = ids.outbound(types.JSONRPCResponse(jsonrpc="2.0", id=a.id, result={}))
+    assert answer.id == 7 and type(answer.id) is int
+    assert ids.outbound(types.JSONRPCResponse(jsonrpc="2.0", id=b.id, result={})) is None  # cancelled
+    assert len(ids) == 0
+
+
+async def _noop(args, ctx):
+    return {"ok": True}
+
+
+def spec(name: str = "t_ok", **kwargs) -> ToolSpec:
+    values = {
+        "name": name,
+        "description": "a test tool",
+        "input_schema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+        "handler": _noop,
+    }
+    values.update(kwargs)
+    return ToolSpec(**values)
+
+
+@pytest.mark.parametrize("name", ["", "has space", "x" * 65, "dot.ted", "slash/ed", "ünï"])
+def test_registry_refuses_bad_tool_names(name):
+    with pytest.raises(ValueError):
+        ToolRegistry().add_group("g", [spec(name)])
+
+
+def test_registry_refuses_bad_schemas_and_duplicates():
+    with pytest.raises(ValueError, match="type 'object'"):
+        ToolRegistry().add_group("g", [spec(input_schema={"type": "string"})])
+    with pytest.raises(ValueError, match="not a valid JSON Schema"):
+        ToolRegistry().add_group("g", [spec(input_schema={"type": "object", "properties": 3})])
+    registry = ToolRegistry()
+    registry.add_group("a", [spec("same")])
+    with pytest.raises(ValueError, match="both"):
+        registry.add_group("b", [spec("same")])
+
+
+def test_registry_visibility_follows_groups():
+    registry = ToolRegistry()
+    registry.add_group("briefs", [spec("one")])
+    registry.add_group("memo", [spec("two")])
+    registry.add_group("_test", [spec("three")], always=True)
+    assert list(registry.visible(["briefs"])) == ["one", "three"]
+    assert list(registry.visible(["memo", "briefs"])) == ["two", "one", "three"]
+    assert "constructor" not in registry.visible(["briefs"])
+
+
+def test_arguments_and_outputs_are_checked():
+    registry = ToolRegistry()
+    registry.add_group(
+        "g",
+        [
+            spec(
+                output_schema={
+                    "type": "object",
+                    "properties": {"ok": {"type": "boolean"}},
+                    "required": ["ok"],
+                }
+            )
+        ],
+    )
+    tool = registry.visible(["g"])["t_ok"]
+    tool.check_arguments({"n": 1})
+    with pytest.raises(InvalidParams, match="n: 'x' is not of type 'integer'"):
+        tool.check_arguments({"n": "x"})
+    result = tool.to_result(ToolResult(structured={"ok": True}, text="fine"))
+    assert result.structured_content == {"ok": True} and result.content[0].text == "fine"
+    assert json.loads(tool.to_result({"ok": False}).content[0].text) == {"ok": False}
+    with pytest.raises(ValueError, match="output_schema"):
+        tool.to_result({"ok": "yes"})
+
+
+def test_default_registry_has_test_tools_only_when_asked():
+    assert "_diagnostics" not in build_registry().groups
+    assert "_diagnostics" in build_registry(test_tools=True).groups
+
+
+def test_engine_slot_reports_warming_up_then_ready():
+    async def main():
+        release = asyncio.Event()
+
+        async def factory():
+            await release.wait()
+            return "engine"
+
+        handle = EngineHandle()
+        with pytest.raises(EngineUnavailable, match="without an engine"):
+            await handle.get()
+        handle.start(factory)
+        with pytest.raises(WarmingUp, match="still loading"):
+            await handle.get(wait_s=0.05)
+        assert (await handle.status())["state"] == "loading"
+        release.set()
+        assert await handle.get(wait_s=1) == "engine"
+        await handle.close(timeout=1)
+
+    asyncio.run(main())
+
+
+def test_engine_slot_reports_a_failed_load():
+    async def main():
+        async def factory():
+            raise RuntimeError("no index")
+
+        handle = EngineHandle()
+        handle.start(factory)
+        with pytest.raises(EngineUnavailable, match="no index"):
+            await handle.get(wait_s=1)
+
+    asyncio.run(main())
+
+
+def test_foreign_exceptions_named_in_the_error_table_exist_and_map():
+    import importlib
+
+    from memoryd import errors
+
+    for qualified, mapped in errors.FOREIGN.items():
+        module_name, _, class_name = qualified.rpartition(".")
+        try:
+            cls = getattr(importlib.import_module(module_name), class_name)
+        except ImportError:
+            pytest.skip(f"{module_name} is not written yet")
+        assert issubclass(cls, BaseException)
+        try:
+            raised = cls("boom")
+        except TypeError:
+            continue  # needs more arguments; the name check above is what matters
+        translated = errors.translate(raised)
+        assert isinstance(translated, mapped) and str(translated) == str(raised)
+    assert isinstance(errors.translate(KeyError("x")), KeyError)
