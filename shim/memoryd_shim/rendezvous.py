@@ -5,16 +5,24 @@ The daemon imports this module; this module never imports the daemon. It holds:
 * the socket-path rule, computable from ``HOME`` alone (agents start the shim with a
   reduced environment), mirroring platformdirs' user *state* dir for app ``memoryd``;
 * the hello / ready / error lines exchanged once per connection;
-* the line cap and the tool-group names.
+* the line cap and the tool-group names;
+* the command line a shim uses to start the daemon.
+
+``pathlib`` is imported lazily: the shim computes the path as a ``str`` (``*_str`` functions) to stay
+inside its start-up budget; the ``Path`` functions wrap those, so both sides decide from one rule.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-from collections.abc import Mapping
-from pathlib import Path
+
+from memoryd_shim import wirejson
+
+TYPE_CHECKING = False  # not ``typing.TYPE_CHECKING``: importing typing costs the shim milliseconds
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
 
 APP_NAME = "memoryd"
 WIRE_VERSION = 1
@@ -25,6 +33,21 @@ MAX_SOCKET_PATH_BYTES = 103
 MAX_LINE_BYTES = 32 * 1024 * 1024
 TOOL_GROUPS = ("briefs", "memories", "sessions", "memo")
 DEFAULT_TOOL_GROUPS = ("briefs",)
+#: stderr of a daemon started by a shim goes here, under the state dir.
+SPAWN_LOG_NAME = "memoryd-spawned.log"
+_SPACED = (", ", ": ")  # the separators json.dumps uses by default, kept for the daemon's lines
+
+
+def state_dir_str(env: Mapping[str, str] | None = None, platform: str | None = None) -> str:
+    """:func:`state_dir` as a ``str`` (no pathlib import)."""
+    env = os.environ if env is None else env
+    platform = sys.platform if platform is None else platform
+    if env.get("MEMORYD_HOME"):
+        return os.path.join(os.path.expanduser(env["MEMORYD_HOME"]), "state")
+    home = env.get("HOME") or os.path.expanduser("~")
+    if platform == "darwin":
+        return os.path.join(home, "Library", "Application Support", APP_NAME)
+    return os.path.join(home, ".local", "state", APP_NAME)
 
 
 def state_dir(env: Mapping[str, str] | None = None, platform: str | None = None) -> Path:
@@ -34,20 +57,33 @@ def state_dir(env: Mapping[str, str] | None = None, platform: str | None = None)
     agents that spawn the shim pass only ``HOME LOGNAME PATH SHELL TERM USER``, so a socket placed by an
     XDG variable could not be found by the shim.
     """
-    env = os.environ if env is None else env
-    platform = sys.platform if platform is None else platform
-    if env.get("MEMORYD_HOME"):
-        return Path(env["MEMORYD_HOME"]).expanduser() / "state"
-    home = Path(env.get("HOME") or Path.home())
-    if platform == "darwin":
-        return home / "Library" / "Application Support" / APP_NAME
-    return home / ".local" / "state" / APP_NAME
+    from pathlib import Path
+
+    return Path(state_dir_str(env, platform))
+
+
+def fallback_socket_path_str(uid: int | None = None) -> str:
+    """:func:`fallback_socket_path` as a ``str``."""
+    uid = os.getuid() if uid is None else uid
+    return f"/tmp/{APP_NAME}-{uid}/{SOCKET_NAME}"
 
 
 def fallback_socket_path(uid: int | None = None) -> Path:
     """``/tmp/memoryd-<uid>/memoryd.sock``, used when the normal path exceeds ``sun_path``."""
-    uid = os.getuid() if uid is None else uid
-    return Path("/tmp") / f"{APP_NAME}-{uid}" / SOCKET_NAME
+    from pathlib import Path
+
+    return Path(fallback_socket_path_str(uid))
+
+
+def socket_path_str(env: Mapping[str, str] | None = None, platform: str | None = None) -> str:
+    """:func:`socket_path` as a ``str``; the one place the rule (and its length check) is decided."""
+    env = os.environ if env is None else env
+    if env.get("MEMORYD_SOCKET"):
+        return os.path.expanduser(env["MEMORYD_SOCKET"])
+    path = os.path.join(state_dir_str(env, platform), SOCKET_NAME)
+    if len(os.fsencode(path)) > MAX_SOCKET_PATH_BYTES:
+        return fallback_socket_path_str()
+    return path
 
 
 def socket_path(env: Mapping[str, str] | None = None, platform: str | None = None) -> Path:
@@ -56,13 +92,50 @@ def socket_path(env: Mapping[str, str] | None = None, platform: str | None = Non
     A path longer than :data:`MAX_SOCKET_PATH_BYTES` falls back to :func:`fallback_socket_path`
     (a 0700 directory owned by the user, created by whoever binds).
     """
-    env = os.environ if env is None else env
-    if env.get("MEMORYD_SOCKET"):
-        return Path(env["MEMORYD_SOCKET"]).expanduser()
-    path = state_dir(env, platform) / SOCKET_NAME
-    if len(os.fsencode(str(path))) > MAX_SOCKET_PATH_BYTES:
-        return fallback_socket_path()
-    return path
+    from pathlib import Path
+
+    return Path(socket_path_str(env, platform))
+
+
+def socket_dir_problem(directory: str, uid: int | None = None) -> str | None:
+    """Why ``directory`` is unsafe to hold the socket, or ``None`` when it is fine or absent.
+
+    Safe means: a real directory (not a symlink), owned by ``uid``, no group/other permissions. Matters
+    for the shared ``/tmp`` fallback, where another user could otherwise pre-create the directory.
+    """
+    uid = os.getuid() if uid is None else uid
+    try:
+        st = os.lstat(directory)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"cannot inspect {directory}: {exc.strerror}"
+    import stat
+
+    if not stat.S_ISDIR(st.st_mode):
+        return f"{directory} is not a directory"
+    if st.st_uid != uid:
+        return f"{directory} is owned by uid {st.st_uid}, not {uid}"
+    if st.st_mode & 0o077:
+        return f"{directory} has mode {stat.S_IMODE(st.st_mode):04o}; it must be 0700"
+    return None
+
+
+def serve_argv(python: str, socket: str | None = None) -> list[str]:
+    """The daemon's command line: ``[python, "-m", "memoryd", "serve"]`` plus ``--socket`` when given.
+
+    ``python`` must be an absolute interpreter path (the shim passes ``sys.executable``), never a
+    name looked up on ``PATH``: agents and launchd run with a minimal ``PATH``.
+    """
+    argv = [python, "-m", APP_NAME, "serve"]
+    if socket:
+        argv += ["--socket", socket]
+    return argv
+
+
+def spawn_log_path_str(env: Mapping[str, str] | None = None, platform: str | None = None) -> str:
+    """``<state>/memoryd-spawned.log``: the stderr of a daemon a shim started."""
+    return os.path.join(state_dir_str(env, platform), SPAWN_LOG_NAME)
 
 
 def parse_tool_groups(spec: str | None) -> list[str]:
@@ -85,32 +158,66 @@ def parse_tool_groups(spec: str | None) -> list[str]:
 
 def hello_line(tools: list[str], cwd: str, pid: int, version: str) -> bytes:
     """The shim's first line on a new connection (contract §4), newline-terminated."""
-    msg = {"memoryd": "hello", "v": WIRE_VERSION, "tools": tools, "cwd": cwd, "pid": pid, "shim_version": version}
-    return (json.dumps(msg, separators=(",", ":")) + "\n").encode()
+    msg = {
+        "memoryd": "hello",
+        "v": WIRE_VERSION,
+        "tools": tools,
+        "cwd": cwd,
+        "pid": pid,
+        "shim_version": version,
+    }
+    return (wirejson.dumps(msg) + "\n").encode()
 
 
 def ready_line(version: str) -> bytes:
     """The daemon's answer to a good hello."""
-    return (json.dumps({"memoryd": "ready", "v": WIRE_VERSION, "version": version}) + "\n").encode()
+    return (
+        wirejson.dumps({"memoryd": "ready", "v": WIRE_VERSION, "version": version}, separators=_SPACED) + "\n"
+    ).encode()
 
 
 def error_line(message: str) -> bytes:
     """The daemon's answer to a hello it refuses; the connection closes after it."""
-    return (json.dumps({"memoryd": "error", "message": message}) + "\n").encode()
+    return (wirejson.dumps({"memoryd": "error", "message": message}, separators=_SPACED) + "\n").encode()
 
 
 def parse_hello(line: bytes) -> dict:
     """Validate a hello line; returns the dict or raises ``ValueError`` with a reason."""
     try:
-        msg = json.loads(line)
-    except (ValueError, UnicodeDecodeError) as exc:
+        msg = wirejson.loads(line)
+    except (ValueError, RecursionError) as exc:
         raise ValueError(f"hello is not JSON: {exc}") from None
     if not isinstance(msg, dict) or msg.get("memoryd") != "hello":
         raise ValueError('first line must be {"memoryd":"hello",...}')
     if msg.get("v") != WIRE_VERSION:
-        raise ValueError(f"wire version {msg.get('v')!r} is not supported (this daemon speaks v{WIRE_VERSION})")
+        raise ValueError(
+            f"wire version {msg.get('v')!r} is not supported (this daemon speaks v{WIRE_VERSION})"
+        )
     tools = msg.get("tools", list(DEFAULT_TOOL_GROUPS))
     if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
         raise ValueError("hello.tools must be a list of group names")
     msg["tools"] = parse_tool_groups(",".join(tools))
+    return msg
+
+
+def parse_answer(line: bytes) -> dict:
+    """Validate the daemon's answer to a hello.
+
+    Returns ``{"memoryd": "ready", "version": str, ...}`` or ``{"memoryd": "error", "message": str}``;
+    raises ``ValueError`` for anything else (not JSON, another shape, another wire version).
+    """
+    try:
+        msg = wirejson.loads(line)
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+        raise ValueError(f"daemon answer is not JSON: {exc}") from None
+    if not isinstance(msg, dict):
+        raise ValueError("daemon answer is not a JSON object")
+    kind = msg.get("memoryd")
+    if kind == "error":
+        msg["message"] = str(msg.get("message") or "the daemon refused the connection")
+        return msg
+    if kind != "ready":
+        raise ValueError(f'daemon answer must be {{"memoryd":"ready"|"error"}}, got {kind!r}')
+    if msg.get("v") != WIRE_VERSION:
+        raise ValueError(f"daemon speaks wire version {msg.get('v')!r}; this shim speaks v{WIRE_VERSION}")
     return msg

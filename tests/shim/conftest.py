@@ -1,0 +1,53 @@
+"""Fixtures for the shim's tests; the helpers themselves are in ``shim_helpers``."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+
+import pytest
+from shim_helpers import EchoPeer, ShimProc
+
+
+@pytest.fixture
+def short_dir():
+    """A short private directory under /tmp (socket paths must stay under ~100 bytes)."""
+    path = tempfile.mkdtemp(dir="/tmp", prefix="md-")
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def sock_path(short_dir) -> str:
+    return os.path.join(short_dir, "d.sock")
+
+
+@pytest.fixture
+def peers():
+    """Factory for :class:`EchoPeer`; every peer is stopped at teardown."""
+    started: list[EchoPeer] = []
+
+    def make(path: str, **kwargs) -> EchoPeer:
+        peer = EchoPeer(path, **kwargs).start()
+        started.append(peer)
+        return peer
+
+    yield make
+    for peer in started:
+        peer.stop()
+
+
+@pytest.fixture
+def shims():
+    """Factory for :class:`ShimProc`; every shim still running at teardown is killed."""
+    started: list[ShimProc] = []
+
+    def make(*args: str, env: dict | None = None, cwd: str | None = None, script: bool = False) -> ShimProc:
+        shim = ShimProc(list(args), env=env, cwd=cwd, script=script)
+        started.append(shim)
+        return shim
+
+    yield make
+    for shim in started:
+        shim.kill()

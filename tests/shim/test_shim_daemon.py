@@ -1,0 +1,328 @@
+"""memoryd-shim against the real daemon (``python -m memoryd serve``), as separate processes.
+
+The daemon runs keyword-only (``MEMORYD_MODEL=none``) on an empty temporary board, with the test-only
+``_diagnostics`` tools (``MEMORYD_TEST_TOOLS=1``: ``diag_echo``, ``diag_sleep``). Every daemon a test
+starts, directly or through a shim, is found by its environment and killed at teardown.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from shim_helpers import wait_until
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="finds daemons through /proc")
+
+PROTOCOL = "2025-06-18"
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": PROTOCOL,
+        "capabilities": {},
+        "clientInfo": {"name": "shim-e2e", "version": "0"},
+    },
+}
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+START_TIMEOUT_S = 20.0
+
+
+def call(id, tool, **arguments):
+    return {
+        "jsonrpc": "2.0",
+        "id": id,
+        "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments},
+    }
+
+
+def _daemon_available() -> str | None:
+    try:
+        out = subprocess.run(
+            [sys.executable, "-m", "memoryd", "serve", "--help"], capture_output=True, text=True, timeout=60
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"memoryd serve cannot run: {exc}"
+    if out.returncode != 0 or "--socket" not in out.stdout:
+        return f"memoryd serve is not available yet: {out.stderr.strip()[-300:]}"
+    return None
+
+
+@pytest.fixture(scope="module")
+def daemon_ready():
+    reason = _daemon_available()
+    if reason:
+        pytest.skip(reason)
+
+
+def daemons_with(marker: str) -> list[int]:
+    """Pids of live (non-zombie) ``memoryd serve`` processes whose environment contains ``marker``."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path("/proc", entry, "cmdline").read_bytes().split(b"\0")
+            if b"memoryd" not in cmdline or b"serve" not in cmdline:
+                continue
+            if marker.encode() not in Path("/proc", entry, "environ").read_bytes():
+                continue
+            if Path("/proc", entry, "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                continue
+        except OSError:
+            continue
+        pids.append(int(entry))
+    return pids
+
+
+class Env:
+    """One test's memoryd world: ``home`` (MEMORYD_HOME, also the marker that finds its daemons), a
+    board, a short socket path, and the environment for shims and daemons."""
+
+    def __init__(self, root: str):
+        self.home = os.path.join(root, "home")
+        self.board = os.path.join(root, "board")
+        self.socket = os.path.join(root, "d.sock")
+        os.makedirs(self.board)
+        self.env = dict(
+            os.environ,
+            MEMORYD_HOME=self.home,
+            MEMORYD_BOARD=self.board,
+            MEMORYD_MODEL="none",
+            MEMORYD_TEST_TOOLS="1",
+        )
+        self.env.pop("MEMORYD_SOCKET", None)
+        self.env.pop("MEMORYD_NO_START", None)
+
+    def daemons(self) -> list[int]:
+        return daemons_with(f"MEMORYD_HOME={self.home}\0")
+
+    def spawn_log(self) -> str:
+        path = Path(self.home, "state", "memoryd-spawned.log")
+        return path.read_text(errors="replace")[-4000:] if path.exists() else "(no spawn log)"
+
+    def kill_all(self) -> None:
+        for pid in self.daemons():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def world(daemon_ready, short_dir, request):
+    env = Env(short_dir)
+    yield env
+    failed = getattr(request.node, "rep_call", None)
+    env.kill_all()
+    wait_until(lambda: not env.daemons(), timeout=5, what="the test's daemons to exit")
+    if failed is not None and failed.failed:
+        print("spawned daemon log:\n" + env.spawn_log())
+
+
+@pytest.hookimpl(tryfirst=True, hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    setattr(item, "rep_" + outcome.get_result().when, outcome.get_result())
+
+
+def start_daemon(world: Env) -> subprocess.Popen:
+    """``memoryd serve --socket S --board B --model none`` run by the test itself, stderr to a file."""
+    log = open(os.path.join(os.path.dirname(world.socket), "daemon.log"), "ab")  # noqa: SIM115 - kept by Popen
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "memoryd",
+            "serve",
+            "--socket",
+            world.socket,
+            "--board",
+            world.board,
+            "--model",
+            "none",
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+        env=world.env,
+        start_new_session=True,
+    )
+    log.close()
+    return proc
+
+
+def handshake(shim, timeout: float = START_TIMEOUT_S) -> dict:
+    shim.send(INIT)
+    answer = shim.recv(timeout=timeout)
+    assert answer["id"] == 1 and "result" in answer, answer
+    shim.send(INITIALIZED)
+    return answer["result"]
+
+
+def test_initialize_tools_list_and_a_large_call_through_the_shim(world, shims):
+    daemon = start_daemon(world)
+    # --no-start fails at once when nothing is bound, so the shim starts once the socket exists
+    wait_until(lambda: os.path.exists(world.socket), timeout=START_TIMEOUT_S, what="the daemon's socket")
+    shim = shims("--socket", world.socket, "--no-start", env=world.env)
+    result = handshake(shim)
+    assert result["protocolVersion"] and "serverInfo" in result
+    shim.send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    tools = shim.recv()
+    assert tools["id"] == 2
+    names = {t["name"] for t in tools["result"]["tools"]}
+    assert "diag_echo" in names
+    big = "é" * 3_000_000  # ~6 MB of UTF-8 each way
+    shim.send(call(3, "diag_echo", value=big))
+    echoed = shim.recv(timeout=60)
+    assert echoed["id"] == 3 and echoed["result"]["structuredContent"]["value"] == big
+    assert shim.stdout_is_only_jsonrpc()
+    eof_at = shim.close_stdin()
+    assert shim.wait() == 0 and time.monotonic() - eof_at < 1.0
+    assert daemon.poll() is None  # the shim leaving does not stop the daemon
+
+
+def test_the_shim_starts_the_daemon_from_home_alone(world, shims):
+    # No --socket, no MEMORYD_SOCKET: shim and daemon both derive <MEMORYD_HOME>/state/memoryd.sock.
+    shim = shims(env=world.env, cwd="/")
+    handshake(shim)
+    [pid] = world.daemons()
+    assert os.getsid(pid) == pid != os.getsid(shim.proc.pid)  # detached: its own session
+    cmdline = Path("/proc", str(pid), "cmdline").read_bytes().split(b"\0")[:-1]
+    assert cmdline == [sys.executable.encode(), b"-m", b"memoryd", b"serve"]
+    assert Path(world.home, "state", "memoryd.sock").is_socket()
+    shim.close_stdin()
+    assert shim.wait() == 0
+    assert world.daemons() == [pid]  # still serving after the shim left
+
+
+def test_five_shims_at_once_end_up_with_exactly_one_daemon(world, shims):
+    group = [shims("--socket", world.socket, env=world.env) for _ in range(5)]
+    for shim in group:
+        shim.send(INIT)
+    for shim in group:
+        answer = shim.recv(timeout=START_TIMEOUT_S)
+        assert answer["id"] == 1 and "result" in answer, answer
+    wait_until(lambda: len(world.daemons()) == 1, timeout=10, what="exactly one daemon")
+    time.sleep(0.5)
+    assert len(world.daemons()) == 1
+
+
+def test_kill_9_then_a_fresh_shim_works(world, shims):
+    first = shims("--socket", world.socket, env=world.env)
+    handshake(first)
+    [old] = world.daemons()
+    first.close_stdin()
+    first.wait()
+    os.kill(old, signal.SIGKILL)
+    wait_until(lambda: not world.daemons(), what="the killed daemon to go")
+    assert Path(world.socket).is_socket()  # a stale socket is left behind
+    fresh = shims("--socket", world.socket, env=world.env)
+    handshake(fresh)
+    [new] = world.daemons()
+    assert new != old
+
+
+@pytest.mark.parametrize("how", ["kill -9", "SIGTERM"])
+def test_a_live_session_survives_a_daemon_restart(world, shims, how):
+    shim = shims("--socket", world.socket, env=world.env)
+    handshake(shim)
+    [old] = world.daemons()
+    shim.send(call(5, "diag_sleep", seconds=30))
+    time.sleep(0.5)  # let the call reach the daemon
+    os.kill(old, signal.SIGKILL if how == "kill -9" else signal.SIGTERM)
+    in_flight = shim.recv(timeout=10)
+    assert in_flight["id"] == 5 and "error" in in_flight or in_flight["result"].get("isError"), in_flight
+    if how == "kill -9":
+        assert in_flight["error"]["message"] == "memoryd restarted; please retry"
+    # A stopping daemon may answer the call itself (cancelled) and close a moment later; a request sent
+    # in between is in flight when it closes and gets the shim's error. "Next" means after the restart.
+    wait_until(lambda: b"lost the daemon connection" in shim.stderr, timeout=10, what="the drop")
+    shim.send(call(6, "diag_echo", value="after"))
+    answer = shim.recv(timeout=START_TIMEOUT_S)
+    assert answer["id"] == 6 and "result" in answer, (answer, shim.stderr.decode())
+    assert answer["result"]["structuredContent"]["value"] == "after"
+    [new] = world.daemons()
+    assert new != old
+    shim.expect_silence(0.5)  # no duplicate for 5, no replayed initialize answer
+    assert [json.loads(line)["id"] for line in shim.raw] == [1, 5, 6]
+
+
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": {"name": "shim-e2e", "version": "0"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+def modern_call(id, tool, **arguments):
+    msg = call(id, tool, **arguments)
+    msg["params"]["_meta"] = MODERN_META
+    return msg
+
+
+def test_a_stateless_session_survives_kill_9(world, shims):
+    shim = shims("--socket", world.socket, env=world.env)
+    shim.send({"jsonrpc": "2.0", "id": "d", "method": "server/discover", "params": {"_meta": MODERN_META}})
+    discovered = shim.recv(timeout=START_TIMEOUT_S)
+    assert discovered["id"] == "d" and "2026-07-28" in discovered["result"]["supportedVersions"]
+    [old] = world.daemons()
+    shim.send(modern_call("slow", "diag_sleep", seconds=30))
+    time.sleep(0.5)
+    os.kill(old, signal.SIGKILL)
+    assert shim.recv(timeout=10) == {
+        "jsonrpc": "2.0",
+        "id": "slow",
+        "error": {"code": -32000, "message": "memoryd restarted; please retry"},
+    }
+    shim.send(modern_call("next", "diag_echo", value=[1, "two"]))
+    answer = shim.recv(timeout=START_TIMEOUT_S)
+    assert answer["id"] == "next" and answer["result"]["structuredContent"]["value"] == [1, "two"], answer
+    assert b"reconnected" in shim.stderr
+    shim.expect_silence(0.3)
+
+
+def test_env_i_home_and_path_only_reach_a_running_daemon(world, shims):
+    # What launchd and agents give: HOME and a system PATH, no memoryd variable, cwd "/". The daemon was
+    # started with the same HOME, so both sides derive the socket from HOME alone.
+    home = os.path.join(os.path.dirname(world.socket), "h")
+    daemon_env = {k: v for k, v in world.env.items() if not k.startswith(("MEMORYD_HOME", "XDG_"))}
+    daemon_env["HOME"] = home
+    log = open(os.path.join(os.path.dirname(world.socket), "daemon-home.log"), "ab")  # noqa: SIM115
+    subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "memoryd",
+            "serve",
+            "--board",
+            world.board,
+            "--index",
+            os.path.join(home, "index"),
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+        env=daemon_env,
+        start_new_session=True,
+    )
+    log.close()
+    try:
+        sock = Path(home, ".local", "state", "memoryd", "memoryd.sock")
+        wait_until(sock.exists, timeout=START_TIMEOUT_S, what=f"the daemon's socket at {sock}")
+        shim = shims("--no-start", env={"HOME": home, "PATH": "/usr/bin:/bin:/usr/sbin:/sbin"}, cwd="/")
+        handshake(shim)
+        shim.send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        assert "diag_echo" in {t["name"] for t in shim.recv()["result"]["tools"]}
+        shim.close_stdin()
+        assert shim.wait() == 0
+    finally:
+        for pid in daemons_with(f"HOME={home}\0"):
+            os.kill(pid, signal.SIGKILL)

@@ -1,0 +1,126 @@
+"""Import boundaries, checked on the source (ast) and on a live interpreter.
+
+* ``memoryd_shim`` imports only the standard library and itself: never ``memoryd``, never a third-party
+  package (agents spawn it per session; it must start in milliseconds and work from any interpreter).
+* ``lancedb``, ``onnxruntime``, ``onnx`` and ``tokenizers`` are imported only under ``daemon/memoryd/index/``.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHIM = REPO / "shim" / "memoryd_shim"
+DAEMON = REPO / "daemon" / "memoryd"
+INDEX = DAEMON / "index"
+INDEX_ONLY = {"lancedb", "onnxruntime", "onnx", "tokenizers"}
+STDLIB = set(sys.stdlib_module_names)
+
+
+def imported_modules(path: Path) -> list[tuple[int, str]]:
+    """``(line, dotted name)`` for every import in ``path``, absolute or relative (as ``.name``), plus
+    ``importlib.import_module("x")`` / ``__import__("x")`` calls with a literal name."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            found.append((node.lineno, "." * node.level + (node.module or "")))
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name in ("import_module", "__import__") and isinstance(node.args[0].value, str):
+                found.append((node.lineno, node.args[0].value))
+    return found
+
+
+def top(name: str) -> str:
+    return name.split(".")[0]
+
+
+def test_the_sources_are_where_we_look():
+    assert (SHIM / "__init__.py").is_file() and (SHIM / "relay.py").is_file()
+    assert (DAEMON / "__init__.py").is_file() and INDEX.is_dir()
+
+
+def test_shim_imports_only_the_standard_library_and_never_memoryd():
+    offenders = []
+    for path in sorted(SHIM.rglob("*.py")):
+        for line, name in imported_modules(path):
+            if name.startswith("."):
+                continue  # relative: inside memoryd_shim
+            root = top(name)
+            if root == "memoryd_shim" or (root in STDLIB and root != "memoryd"):
+                continue
+            offenders.append(f"{path.relative_to(REPO)}:{line} imports {name}")
+    assert not offenders, "memoryd_shim must be standard library only:\n" + "\n".join(offenders)
+
+
+def test_heavy_native_packages_only_in_the_index_package():
+    offenders = []
+    for path in sorted(DAEMON.rglob("*.py")):
+        if INDEX in path.parents:
+            continue
+        for line, name in imported_modules(path):
+            if top(name) in INDEX_ONLY:
+                offenders.append(f"{path.relative_to(REPO)}:{line} imports {name}")
+    for path in sorted(SHIM.rglob("*.py")):
+        for line, name in imported_modules(path):
+            if top(name) in INDEX_ONLY:
+                offenders.append(f"{path.relative_to(REPO)}:{line} imports {name}")
+    assert not offenders, (
+        "only daemon/memoryd/index/ may import "
+        + ", ".join(sorted(INDEX_ONLY))
+        + ":\n"
+        + "\n".join(offenders)
+    )
+
+
+def test_the_checker_sees_every_import_form(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        "import os, lancedb.table\nfrom . import x\nfrom ..y import z\nfrom memoryd.paths import resolve\n"
+        "def f():\n    import onnxruntime as ort\n    importlib.import_module('tokenizers')\n    __import__('onnx')\n"
+    )
+    names = [name for _, name in imported_modules(sample)]
+    assert names == ["os", "lancedb.table", ".", "..y", "memoryd.paths", "onnxruntime", "tokenizers", "onnx"]
+
+
+@pytest.mark.parametrize(
+    "modules",
+    [
+        "memoryd_shim.relay",  # the start-up path
+        "memoryd_shim.relay, memoryd_shim.connect, memoryd_shim.spawn, memoryd_shim.options",
+    ],
+)
+def test_a_live_shim_loads_nothing_outside_the_standard_library(modules):
+    code = (
+        "import sys; before = set(sys.modules)\n"
+        f"import {modules}\n"
+        "print('\\n'.join(sorted(set(sys.modules) - before)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    loaded = {top(name) for name in out.split()}
+    outside = sorted(name for name in loaded if name not in STDLIB and name != "memoryd_shim")
+    assert not outside, f"the shim loaded non-stdlib modules: {outside}"
+    assert "memoryd" not in loaded
+
+
+def test_the_shim_fast_path_skips_heavy_stdlib_modules():
+    # Not a rule of the contract but of the 50 ms start-up budget: each of these costs milliseconds
+    # (json and socket pull in re and enum), so the shim uses the C modules _json and _socket instead.
+    code = "import sys; import memoryd_shim.relay, memoryd_shim.options; print(' '.join(sorted(sys.modules)))"
+    loaded = set(
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout.split()
+    )
+    heavy = {"asyncio", "subprocess", "argparse", "pathlib", "typing", "threading", "logging", "ctypes"}
+    heavy |= {"json", "re", "enum", "socket", "selectors", "signal", "collections", "contextlib"}
+    assert not (loaded & heavy), f"heavy modules on the shim's start-up path: {sorted(loaded & heavy)}"
