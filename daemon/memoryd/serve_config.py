@@ -13,6 +13,7 @@ engine (see :mod:`memoryd.warmup`). Without a ``memoryd.engine`` module the daem
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import importlib.util
 import os
@@ -110,7 +111,8 @@ def find_engine_factory(settings: Any) -> EngineFactory | None:
         return None
 
     async def factory() -> Any:
-        module = importlib.import_module("memoryd.engine")
+        # importing the engine pulls in lancedb and numpy (seconds): never on the event loop thread
+        module = await asyncio.to_thread(importlib.import_module, "memoryd.engine")
         opener = getattr(module, "open_engine", None)
         if opener is None:
             raise StartupError(

@@ -1,0 +1,97 @@
+"""Cheap query intents that the words alone don't carry: "still open?" and "the one in August".
+
+Both are priors added to the hybrid score, never filters: a wrong guess costs a little rank, not the
+answer.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+
+_OPEN = re.compile(
+    r"\b(still|open|unresolved|pending|outstanding|remaining|left|todo|to-do|unfinished|not yet|yet|"
+    r"baaki|baki|abhi tak|pending hai)\b|未解決|残って|まだ|未対応|対応中",
+    re.IGNORECASE,
+)
+_MONTHS = {
+    name: i
+    for i, names in enumerate(
+        [
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ],
+        start=1,
+    )
+    for name in names
+}
+_MONTH_WORD = re.compile(r"\b(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\b", re.IGNORECASE)
+_JA_MONTH = re.compile(r"(1[0-2]|[1-9])\s*月")
+_RELATIVE = re.compile(
+    r"\b(last|this|pichhle|pichle|is)\s+(week|month|hafte|mahine)\b|先月|今月|先週|今週", re.IGNORECASE
+)
+
+
+def asks_open(query: str) -> bool:
+    """True when the query asks what is still open / unresolved (English, Hinglish, Japanese)."""
+    return bool(_OPEN.search(query))
+
+
+def _month_key(year: int, month: int) -> str:
+    return f"{year:04d}-{month:02d}"
+
+
+def months(query: str, as_of: datetime) -> set[str]:
+    """``YYYY-MM`` keys the query points at: month names (the latest such month not after ``as_of``),
+    Japanese ``8月``, and "last/this week|month" relative to ``as_of``."""
+    found: set[str] = set()
+    nums = [_MONTHS[m.group(1).lower()] for m in _MONTH_WORD.finditer(query)]
+    # "may" is also a verb: only trust it next to a date-ish word
+    if "may" in {m.group(1).lower() for m in _MONTH_WORD.finditer(query)} and not re.search(
+        r"\b(in|since|from|during|early|late|mid)\s+may\b", query, re.IGNORECASE
+    ):
+        nums = [n for n in nums if n != 5]
+    nums += [int(m.group(1)) for m in _JA_MONTH.finditer(query)]
+    for n in nums:
+        year = as_of.year if n <= as_of.month else as_of.year - 1
+        found.add(_month_key(year, n))
+    for m in _RELATIVE.finditer(query):
+        word = m.group(0).lower()
+        if "week" in word or "hafte" in word or "週" in word:
+            last = word.startswith(("last", "pichh")) or "先" in word
+            start = as_of - timedelta(days=14 if last else 7)
+            for d in (start, as_of):
+                found.add(_month_key(d.year, d.month))
+        else:
+            last = word.startswith(("last", "pichh")) or "先" in word
+            d = (as_of.replace(day=1) - timedelta(days=1)) if last else as_of
+            found.add(_month_key(d.year, d.month))
+    return found
+
+
+def projects(query_terms: set[str], known: set[str]) -> dict[str, float]:
+    """Projects the query names: ``{project: 1.0}`` for the full name ("payments-api", "payments api",
+    "paymentsapi"), ``0.5`` when only a distinctive part of it (≥ 4 letters, e.g. "docs" for
+    "docs-site") occurs. ``query_terms`` are :func:`memoryd.index.text.terms` of the query."""
+    out: dict[str, float] = {}
+    for name in known:
+        parts = [p for p in re.split(r"[-_. ]+", name.lower()) if p]
+        if (
+            name.lower() in query_terms
+            or "".join(parts) in query_terms
+            or (len(parts) > 1 and all(p in query_terms for p in parts))
+        ):
+            out[name] = 1.0
+        elif any(len(p) >= 4 and p in query_terms for p in parts):
+            out[name] = 0.5
+    return out

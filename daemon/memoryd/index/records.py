@@ -1,0 +1,165 @@
+"""Records: the rows of the index, derived from board files (the truth) and rebuildable at any time.
+
+One record per brief for now; memories, interactions and summaries become records of other kinds in
+the same table. Every text field is redacted *before* it becomes a record, so neither the keyword
+index nor the vectors ever see a secret.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import asdict, dataclass
+
+from memoryd.index.redact import redact
+from memoryd.index.text import PLACEHOLDER, term_string
+
+#: Bump when the way records are derived changes: every record is then re-derived (not re-embedded
+#: unless its embedding text changed).
+RECORD_FORMAT = 1
+LINE_CHARS = 200
+
+
+@dataclass(frozen=True)
+class Record:
+    """One index row before embedding.
+
+    ``text_main`` / ``text_aux`` are keyword term strings (:func:`memoryd.index.text.term_string`):
+    main = what the person said, titles, summary (weighted higher); aux = prompt, outcome, notes and
+    screen text (searchable, never handed out). ``embed_text`` is what the meaning half embeds.
+    """
+
+    id: str
+    kind: str
+    project: str
+    task: str
+    status: str
+    created_at: str
+    title: str
+    line: str
+    text_main: str
+    text_aux: str
+    embed_text: str
+
+    @property
+    def lang(self) -> str:
+        """Script group of the embedded text: ``"cjk"`` or ``"latin"`` (see :func:`script_group`)."""
+        return script_group(self.embed_text)
+
+    @property
+    def content_hash(self) -> str:
+        """SHA-256 over every derived field: equal hash = nothing to rewrite."""
+        blob = json.dumps([RECORD_FORMAT, asdict(self), self.lang], ensure_ascii=False, sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    @property
+    def embed_hash(self) -> str:
+        """SHA-256 of the embedding text alone: equal hash = the stored vector is still right."""
+        return hashlib.sha256(self.embed_text.encode()).hexdigest()
+
+
+_CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+
+
+def script_group(text: str) -> str:
+    """``"cjk"`` when the text has ten or more CJK characters (or they are a fifth of its letters),
+    else ``"latin"``.
+
+    Multilingual embedders score a query higher against any text in its own script; search
+    normalises cosines within each group so a Japanese question can still find an English record.
+    """
+    cjk = len(_CJK_CHAR.findall(text))
+    letters = sum(1 for ch in text if ch.isalpha())
+    return "cjk" if letters and (cjk >= 10 or cjk * 5 >= letters) else "latin"
+
+
+def clean(text: str) -> str:
+    """Redact secrets; the only way text enters a record."""
+    return redact(text).text
+
+
+def unplaced(text: str) -> str:
+    """Drop redaction placeholders from text that is embedded: a vector must not encode that a
+    secret of some kind was there."""
+    return PLACEHOLDER.sub(" ", text)
+
+
+def first_line(text: str, limit: int = LINE_CHARS) -> str:
+    """The first non-blank line of ``text``, whitespace-collapsed, cut to ``limit`` characters."""
+    for raw in text.splitlines():
+        line = " ".join(raw.split())
+        if line:
+            return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+    return ""
+
+
+def brief_record(brief, task) -> Record:
+    """Derive the record of a brief (``memoryd.board.formats.Brief``) and its task (``Task`` or None)."""
+    task_title = clean(task.title) if task else ""
+    status = task.status if task else "open"
+    title, summary, said = clean(brief.title), clean(brief.summary), clean(brief.said)
+    outcome_text = ""
+    if brief.outcome is not None:
+        o = brief.outcome
+        outcome_text = "\n".join([*o.did, *o.decided, *o.open, *o.files, *o.retired])
+    aux = "\n".join(
+        [clean(brief.prompt), clean(outcome_text), clean("\n".join(brief.notes))]
+        + [
+            clean(s.text) + "\n" + clean(s.window_title or "") + " " + clean(s.app or "")
+            for s in brief.screens
+        ]
+    )
+    main = "\n".join([task_title, title, summary, said, brief.project])
+    embed = unplaced("\n".join(x for x in (task_title, title, summary, said) if x))
+    return Record(
+        id=brief.id,
+        kind="brief",
+        project=brief.project,
+        task=brief.task,
+        status=status,
+        created_at=brief.created_at,
+        title=title,
+        line=first_line(said) or first_line(summary) or title,
+        text_main=term_string(main),
+        text_aux=term_string(aux),
+        embed_text=embed,
+    )
+
+
+def corpus_record(row: dict, scope: str) -> Record:
+    """A record for one line of a public retrieval corpus (``{"id","text",...}``), used by ``eval``.
+
+    ``scope`` goes into ``project`` so ``--scope prefix`` is an ordinary project filter.
+    """
+    text = clean(str(row.get("text") or ""))
+    title = clean(str(row.get("title") or ""))
+    speaker = str(row.get("speaker") or "")
+    at = str(row.get("at") or "")
+    head = " ".join(x for x in (title, f"{speaker}:" if speaker else "") if x)
+    body = f"{head} {text}".strip()
+    dated = f"{body} ({human_date(at)})" if at else body
+    return Record(
+        id=str(row["id"]),
+        kind="corpus",
+        project=scope,
+        task=str(row.get("session") or ""),
+        status="",
+        created_at=at,
+        title=title,
+        line=first_line(text),
+        text_main=term_string(dated),
+        text_aux="",
+        embed_text=unplaced(dated),
+    )
+
+
+def human_date(iso: str) -> str:
+    """``2023-05-08T13:56:00`` -> ``8 May 2023`` (dates a question would name); input echoed if unparsable."""
+    from datetime import datetime
+
+    try:
+        dt = datetime.fromisoformat(iso.replace("Z", "+00:00"))
+    except ValueError:
+        return iso
+    return f"{dt.day} {dt.strftime('%B %Y')}"

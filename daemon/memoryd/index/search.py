@@ -1,0 +1,278 @@
+"""Hybrid search: one function that the MCP tools, the CLI and ``memoryd eval`` all call.
+
+Two candidate lists are fetched from the same LanceDB table: BM25 over our keyword terms and cosine
+nearest neighbours of the query embedding. Each list is scaled to 0–1 *by its own confidence*, then
+mixed by weight (meaning ≈ 0.8), not by rank fusion: a top rank won by one stray keyword must not
+count as much as a strong meaning match (lessons measured in ``shared/eval/README.md``).
+
+* meaning: e5 cosines sit in a narrow band, so each is scaled against the query's own candidate
+  distribution (``(cos − mean) / (best − mean)``) and the list's weight shrinks when the best hit does
+  not stand out from the crowd (a z-score);
+* keyword: BM25 scores are divided by a saturating reference, so one weak accidental match stays
+  weak, and a record matching many rare query terms scores near 1;
+* briefs vote for their task: a task whose several briefs match is a better answer than a stray brief;
+* small priors: open tasks for "what is still open" queries, a named month for "that thing in August";
+* nothing is returned when neither list is confident (a random string, a redacted secret's fragment).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import numpy as np
+
+from memoryd.index import intent
+from memoryd.index.redact import redact
+from memoryd.index.store import TEXT_BOOSTS, IndexStore, quote
+from memoryd.index.text import PLACEHOLDER, term_string
+
+CANDIDATES = 50
+GROUP_CANDIDATES = 25
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """Weights of the hybrid score; defaults tuned on ``shared/eval/board-v1/dev.jsonl``."""
+
+    meaning_weight: float = 0.4
+    bm25_reference: float = 0.5  # scales the "every query term matched once" BM25 reference
+    z_full: float = 6.0  # meaning z-score at which the meaning list counts fully
+    min_z: float = 4.0  # below this, without a real keyword hit, the answer is "nothing found"
+    task_vote: float = 0.15  # share of a task's second-best brief added to its best
+    status_boost: float = 0.2
+    date_boost: float = 0.10
+    project_boost: float = 0.2
+
+
+DEFAULT_RANKING = Ranking()
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result. ``score`` is in 0–1 (higher is better); ``line`` is one line of what was said
+    (redacted); ``date`` is the record's ISO-8601 creation time."""
+
+    id: str
+    kind: str
+    task: str
+    project: str
+    status: str
+    date: str
+    title: str
+    line: str
+    score: float
+
+    def as_dict(self) -> dict:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "task": self.task,
+            "project": self.project,
+            "status": self.status,
+            "date": self.date,
+            "title": self.title,
+            "line": self.line,
+            "score": round(self.score, 4),
+        }
+
+
+@dataclass
+class SearchResult:
+    """``hits`` best first; ``mode`` is "hybrid" or "keyword" (no model, or model not ready)."""
+
+    hits: list[Hit] = field(default_factory=list)
+    mode: str = "hybrid"
+    query_redactions: int = 0
+
+
+def _where(project: str | None, kind: str | None, status: str | None, scope: str | None = None) -> str | None:
+    parts = []
+    if project:
+        parts.append(f"project = {quote(project)}")
+    if scope:
+        parts.append(f"project = {quote(scope)}")
+    if kind:
+        parts.append(f"kind = {quote(kind)}")
+    if status:
+        parts.append(f"status = {quote(status)}")
+    return " AND ".join(parts) or None
+
+
+@dataclass
+class Candidates:
+    """What both halves found for one query, before any weighting (so ranking can be tuned offline).
+
+    ``bm25``: id -> raw BM25; ``ref``: BM25 of a record holding every query term once (sum of IDFs x
+    main boost); ``cos``: id -> cosine; ``pool``: the cosines of the nearest-neighbour list;
+    ``known``: some query term occurs in the index; ``rows``: stored columns of every candidate.
+    """
+
+    text: str = ""
+    bm25: dict[str, float] = field(default_factory=dict)
+    ref: float = 0.0
+    cos: dict[str, float] = field(default_factory=dict)
+    pool: list[float] = field(default_factory=list)
+    known: bool = False
+    has_vectors: bool = False
+    rows: dict[str, dict] = field(default_factory=dict)
+    wants_open: bool = False
+    months: set[str] = field(default_factory=set)
+    projects: dict[str, float] = field(default_factory=dict)
+
+
+def gather(
+    store: IndexStore,
+    embedder,
+    text: str,
+    where: str | None,
+    as_of: datetime | None = None,
+) -> Candidates:
+    """Fetch both candidate lists for already-redacted, non-empty ``text``."""
+    c = Candidates(text=text)
+    qterms = term_string(text, query=True)
+    kw = store.keyword(qterms, where, CANDIDATES) if qterms else []
+    c.bm25 = dict(kw)
+    c.ref = TEXT_BOOSTS[0] * sum(store.stats.idf(t) for t in set(qterms.split()))
+    c.known = any(store.stats.df.get(t, 0) > 0 for t in qterms.split())
+    if embedder is not None:
+        qvec = embedder.embed_queries([text])[0]
+        # Cosines are compared within each script group (a query scores higher against any text in
+        # its own script): each group's list is z-scored against its own nearest neighbours.
+        stats: dict[str, tuple[float, float]] = {}
+        raw: dict[str, float] = {}
+        for group in ("latin", "cjk"):
+            clause = f"lang = {quote(group)}" + (f" AND ({where})" if where else "")
+            near = store.nearest(qvec, clause, CANDIDATES)
+            if not near:
+                continue
+            values = np.array([cos for _, cos in near[:GROUP_CANDIDATES]], dtype=np.float64)
+            stats[group] = (float(values.mean()), float(values.std()) or 1e-3)
+            raw.update(near)
+        nearest_ids = set(raw)
+        c.has_vectors = bool(raw)
+        missing = [i for i in c.bm25 if i not in raw]
+        if missing:
+            for i, v in store.vectors(missing).items():
+                raw[i] = float(v @ qvec)
+        langs = store.rows(list(raw), ("id", "lang")) if raw else {}
+        for i, cos in raw.items():
+            group = langs.get(i, {}).get("lang", "latin")
+            mean, std = stats.get(group) or next(iter(stats.values()), (cos, 1e-3))
+            c.cos[i] = (cos - mean) / std
+        c.pool = sorted((v for i, v in c.cos.items() if i in nearest_ids), reverse=True)[:CANDIDATES]
+    c.rows = store.rows(list(set(c.bm25) | set(c.cos)))
+    c.wants_open = intent.asks_open(text)
+    c.months = intent.months(text, as_of or datetime.now(UTC))
+    c.projects = intent.projects(set(qterms.split()), store.projects())
+    return c
+
+
+def score(
+    c: Candidates, ranking: Ranking = DEFAULT_RANKING, group_by_task: bool = True, explain: dict | None = None
+) -> list[Hit]:
+    """Rank candidates; ``[]`` means "nothing found" (see the module docstring)."""
+    ref = c.ref * ranking.bm25_reference
+    kw = {i: min(1.0, s / ref) for i, s in c.bm25.items()} if ref > 0 else {}
+    m_scores: dict[str, float] = {}
+    m_conf = 0.0
+    if c.cos:
+        pool = np.array(c.pool or list(c.cos.values()), dtype=np.float64)
+        mean, std = float(pool.mean()), float(pool.std()) or 1e-6
+        best = max(c.cos.values())
+        z = (best - mean) / std if len(pool) > 2 else ranking.z_full
+        m_conf = min(1.0, max(0.0, z / ranking.z_full))
+        span = max(best - mean, 1e-6)
+        m_scores = {i: min(1.0, max(0.0, (v - mean) / span)) for i, v in c.cos.items()}
+        if explain is not None:
+            explain.update(z=z, best_cos=best, mean_cos=mean)
+        if not c.known and z < ranking.min_z:
+            # no query word occurs anywhere in the index and nothing stands out by meaning:
+            # "nothing found" (a random string, a redacted secret's fragment, a forgotten screen)
+            return []
+    if explain is not None:
+        explain.update(k_top=max(kw.values(), default=0.0), n_kw=len(kw))
+    w = ranking.meaning_weight if c.has_vectors else 0.0
+    hits = []
+    for i, row in c.rows.items():
+        k = kw.get(i, 0.0)
+        s = w * m_scores.get(i, 0.0) * m_conf + (1 - w) * k
+        if c.wants_open and row["status"] == "open":
+            s += ranking.status_boost
+        if c.months and row["created_at"][:7] in c.months:
+            s += ranking.date_boost
+        s += ranking.project_boost * c.projects.get(row["project"], 0.0)
+        # raw BM25 breaks ties among capped keyword scores (keyword-only mode)
+        s += 1e-6 * min(c.bm25.get(i, 0.0), 1000.0) / 1000.0
+        hits.append(
+            Hit(
+                id=i,
+                kind=row["kind"],
+                task=row["task"],
+                project=row["project"],
+                status=row["status"],
+                date=row["created_at"],
+                title=row["title"],
+                line=row["line"],
+                score=s,
+            )
+        )
+    if group_by_task:
+        hits = _task_vote(hits, ranking.task_vote)
+    hits.sort(key=lambda h: (-h.score, h.id))
+    return hits
+
+
+def search(
+    store: IndexStore,
+    embedder,
+    query: str,
+    *,
+    project: str | None = None,
+    kind: str | None = None,
+    status: str | None = None,
+    limit: int = 10,
+    as_of: datetime | None = None,
+    ranking: Ranking = DEFAULT_RANKING,
+    group_by_task: bool = True,
+    scope: str | None = None,
+    explain: dict | None = None,
+) -> SearchResult:
+    """Search the index. ``query`` is plain user text, never query syntax: any string (quotes, colons,
+    braces, a lone ``(``, URLs, blanks) gives a result list, possibly empty, never an error.
+
+    ``embedder`` is a :class:`memoryd.index.embed.Embedder` or None (keyword-only). ``limit`` is
+    clamped to 1–100. ``scope`` is an extra project filter (``eval --scope prefix``). ``as_of``
+    anchors relative dates ("last week"); default now (UTC). The query is redacted first, so a
+    guessed secret can never be confirmed. Raises only for a broken index (LanceDB errors propagate).
+    """
+    limit = max(1, min(int(limit), 100))
+    red = redact(query or "")
+    text = " ".join(PLACEHOLDER.sub(" ", red.text).split())
+    result = SearchResult(
+        mode="hybrid" if embedder is not None else "keyword", query_redactions=sum(red.counts.values())
+    )
+    if not text or store.count() == 0:
+        return result
+    cands = gather(store, embedder, text, _where(project, kind, status, scope), as_of)
+    hits = score(cands, ranking, group_by_task, explain)
+    top = hits[0].score if hits else 0.0
+    result.hits = [_scaled(h, top) for h in hits[:limit]]
+    return result
+
+
+def _task_vote(hits: list[Hit], share: float) -> list[Hit]:
+    """Lift each brief by ``share`` of its task's second-best brief score: briefs vote for their task."""
+    by_task: dict[str, list[float]] = {}
+    for h in hits:
+        if h.task:
+            by_task.setdefault(h.task, []).append(h.score)
+    bonus = {t: sorted(v, reverse=True)[1] * share if len(v) > 1 else 0.0 for t, v in by_task.items()}
+    return [Hit(**{**h.__dict__, "score": h.score + bonus.get(h.task, 0.0)}) if h.task else h for h in hits]
+
+
+def _scaled(hit: Hit, top: float) -> Hit:
+    # report a 0–1 score: raw sums of boosts can exceed 1
+    score = hit.score / top if top > 1.0 else hit.score
+    return Hit(**{**hit.__dict__, "score": max(0.0, min(1.0, score))}) if not math.isnan(score) else hit
