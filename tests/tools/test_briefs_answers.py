@@ -1,0 +1,125 @@
+"""The ``briefs`` answers without a daemon: bounds, counts, answer-time redaction, the keyword-only note,
+and that the text block renders exactly the structured data (the e2e tests cover the wire)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memoryd.board.formats import Brief, Outcome, Task
+from memoryd.index.search import Hit, SearchResult
+from memoryd.tools import briefs_render as render
+from memoryd.tools.answers import DATA_NOTE, Scrub, clip
+
+TOKEN = "ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+TASK = Task(
+    id="t-20260101-abcdef", title="Checkout", project="shop", status="open", created_at="2026-01-01T00:00:00Z"
+)
+
+
+def brief(n: int, **fields) -> Brief:
+    base = dict(
+        id=f"b-202601{n // 28 + 1:02d}{n % 28 + 1:02d}-{n:06x}",
+        task=TASK.id,
+        project="shop",
+        created_at=f"2026-01-{n % 28 + 1:02d}T10:00:00Z",
+        title=f"brief {n}",
+        summary="a summary",
+    )
+    return Brief(**{**base, **fields})
+
+
+def leaves(value):
+    if isinstance(value, dict):
+        return [x for v in value.values() for x in leaves(v)]
+    if isinstance(value, list):
+        return [x for v in value for x in leaves(v)]
+    return [value]
+
+
+def assert_rendered(answer: dict, text: str) -> None:
+    for leaf in leaves(answer):
+        if isinstance(leaf, str):
+            assert all(line in text for line in leaf.splitlines()), leaf
+        elif isinstance(leaf, int | float) and not isinstance(leaf, bool):
+            assert str(leaf) in text, leaf
+
+
+def test_clip_and_scrub_count_and_record_cuts():
+    assert clip("abcdef", 4) == ("abc…", True) and clip("abc", 4) == ("abc", False)
+    scrub = Scrub()
+    assert scrub(f"token {TOKEN}") == "token [REDACTED:github-token]"
+    assert scrub.bounded("x" * 50, 10, "said") == "x" * 9 + "…"
+    assert scrub.items(["a"] * 5, 3, 10, "notes") == ["a"] * 3
+    assert scrub.report() == {"redacted": {"github-token": 1}, "truncated": ["notes", "said"]}
+
+
+def test_keyword_only_search_says_why():
+    hits = [
+        Hit(
+            id="b-20260101-000001",
+            kind="brief",
+            task=TASK.id,
+            project="shop",
+            status="open",
+            date="2026-01-01T10:00:00Z",
+            title="t",
+            line=f"said {TOKEN}",
+            score=0.5,
+        )
+    ] * 60
+    for state, words in (("loading", "still loading"), ("disabled", "--model none"), ("failed", "failed")):
+        answer = render.search_answer(
+            SearchResult(hits=hits, mode="keyword"), limit=5, project=None, model_state=state
+        )
+        assert words in answer["mode_note"]
+        assert answer["shown"] == 5 and answer["matched"] == 60 and answer["matched_at_least"] is True
+        assert answer["redacted"] == {"github-token": 5} and TOKEN not in str(answer)
+        text = render.render_search(answer)
+        assert text.startswith("5 of 60+ matching briefs") and DATA_NOTE in text
+        assert_rendered(answer, text)
+    hybrid = render.search_answer(
+        SearchResult(hits=hits[:2], mode="hybrid"), limit=5, project=None, model_state="ready"
+    )
+    assert "mode_note" not in hybrid and hybrid["shown"] == hybrid["matched"] == 2
+
+
+def test_get_task_shows_the_newest_fifty_briefs_in_order_with_bounded_outcomes():
+    many = [
+        brief(i, said=f"line {i}\nsecond line", outcome=Outcome(did=[f"d{j}" for j in range(15)]))
+        for i in range(60)
+    ]
+    answer = render.task_answer(TASK, many)
+    assert answer["shown"] == 50 and answer["briefs_total"] == 60
+    assert [b["brief_id"] for b in answer["briefs"]] == [b.id for b in many[10:]]
+    assert answer["briefs"][0]["said"] == "line 10"
+    assert len(answer["briefs"][0]["outcome"]["did"]) == render.OVERVIEW_ITEMS
+    assert answer["truncated"] == ["outcome.did"]
+    text = render.render_task(answer)
+    assert "50 of 60 briefs" in text and "only the newest" in text
+    assert_rendered(answer, text)
+
+
+def test_get_brief_redacts_bounds_and_lists_only_existing_screens(tmp_path: Path):
+    b = brief(
+        1,
+        said=f"use {TOKEN}\n" + "x" * 9000,
+        prompt="-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA1234567890abcdef\n-----END RSA PRIVATE KEY-----\nthen go",
+        notes=("a note",),
+        outcome=Outcome(did=["did it"], open=["more"]),
+        screen_pngs=("briefs/b-20260102-000001/screens/1.png",),
+    )
+    answer = render.brief_answer(b, TASK, tmp_path)
+    assert TOKEN not in str(answer) and "PRIVATE KEY" not in answer["prompt"]
+    assert answer["redacted"] == {"github-token": 1, "private-key": 1}
+    assert answer["truncated"] == ["said"] and len(answer["said"]) == render.SAID_CHARS
+    assert answer["screenshots"] == [str(tmp_path / "briefs/b-20260102-000001/screens/1.png")]
+    assert answer["outcome"] == {
+        "did": ["did it"],
+        "decided": [],
+        "open": ["more"],
+        "files": [],
+        "retired": [],
+    }
+    text = render.render_brief(answer)
+    assert "## Decided\n- none" in text and "Secrets redacted from this answer" in text
+    assert_rendered(answer, text)
