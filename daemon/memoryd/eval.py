@@ -135,7 +135,15 @@ def corpus_eval(corpus: Path, queries: Path, scope: str, embedder, cache: Path, 
 
     lines = read_jsonl(corpus)
     store = IndexStore(_eval_index_dir(cache, corpus, embedder.name if embedder else "none"))
-    recs = [corpus_record(row, _scope_of(str(row["id"]), scope)) for row in lines if "id" in row]
+    rows = [row for row in lines if "id" in row]
+    recs = []
+    for n, row in enumerate(rows):
+        session = row.get("session")
+        before = rows[n - 1] if session and n > 0 and rows[n - 1].get("session") == session else None
+        after = (
+            rows[n + 1] if session and n + 1 < len(rows) and rows[n + 1].get("session") == session else None
+        )
+        recs.append(corpus_record(row, _scope_of(str(row["id"]), scope), before, after))
     sync_records(store, recs, embedder, kinds=("corpus",))
     store.optimize()
     rows = []

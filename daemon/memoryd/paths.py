@@ -69,8 +69,12 @@ def resolve(
         state=state,
         cache=cache,
         logs=logs,
-        board=Path(board).expanduser().absolute() if board else _env_path(env, "MEMORYD_BOARD") or data / "board",
-        index=Path(index).expanduser().absolute() if index else _env_path(env, "MEMORYD_INDEX") or data / "index",
+        board=Path(board).expanduser().absolute()
+        if board
+        else _env_path(env, "MEMORYD_BOARD") or data / "board",
+        index=Path(index).expanduser().absolute()
+        if index
+        else _env_path(env, "MEMORYD_INDEX") or data / "index",
         models=_env_path(env, "MEMORYD_MODELS") or cache / "models",
         socket=Path(socket).expanduser().absolute() if socket else rendezvous.socket_path(env).absolute(),
         exports=data / "exports",

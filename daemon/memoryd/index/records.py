@@ -127,18 +127,27 @@ def brief_record(brief, task) -> Record:
     )
 
 
-def corpus_record(row: dict, scope: str) -> Record:
+def _turn(row: dict) -> str:
+    speaker = str(row.get("speaker") or "")
+    text = clean(str(row.get("text") or ""))
+    return f"{speaker}: {text}" if speaker else text
+
+
+def corpus_record(row: dict, scope: str, before: dict | None = None, after: dict | None = None) -> Record:
     """A record for one line of a public retrieval corpus (``{"id","text",...}``), used by ``eval``.
 
-    ``scope`` goes into ``project`` so ``--scope prefix`` is an ordinary project filter.
+    ``scope`` goes into ``project`` so ``--scope prefix`` is an ordinary project filter. In a
+    conversation (rows with a ``session``), ``before``/``after`` are the neighbouring turns: an answer
+    is often split between a statement and its reply, so the neighbours are embedded with the turn
+    and searchable at the lower weight of ``text_aux``.
     """
     text = clean(str(row.get("text") or ""))
     title = clean(str(row.get("title") or ""))
-    speaker = str(row.get("speaker") or "")
     at = str(row.get("at") or "")
-    head = " ".join(x for x in (title, f"{speaker}:" if speaker else "") if x)
-    body = f"{head} {text}".strip()
+    body = " ".join(x for x in (title, _turn(row)) if x)
     dated = f"{body} ({human_date(at)})" if at else body
+    context = [_turn(r) for r in (before, after) if r]
+    embed = "\n".join([*(context[:1] if before else []), dated, *(context[-1:] if after else [])])
     return Record(
         id=str(row["id"]),
         kind="corpus",
@@ -149,8 +158,8 @@ def corpus_record(row: dict, scope: str) -> Record:
         title=title,
         line=first_line(text),
         text_main=term_string(dated),
-        text_aux="",
-        embed_text=unplaced(dated),
+        text_aux=term_string("\n".join(context)),
+        embed_text=unplaced(embed),
     )
 
 

@@ -40,7 +40,7 @@ class Ranking:
     bm25_reference: float = 0.5  # scales the "every query term matched once" BM25 reference
     z_full: float = 6.0  # meaning z-score at which the meaning list counts fully
     min_z: float = 4.0  # below this, without a real keyword hit, the answer is "nothing found"
-    task_vote: float = 0.15  # share of a task's second-best brief added to its best
+    task_vote: float = 0.3  # share of a task's second-best brief added to its best
     status_boost: float = 0.2
     date_boost: float = 0.10
     project_boost: float = 0.2

