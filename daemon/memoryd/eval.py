@@ -96,7 +96,7 @@ def board_eval(board: Path, queries: Path, embedder, cache: Path, ranking=None) 
     """Index ``board`` (incrementally, in a cache folder) and score ``queries``. Returns the report."""
     from memoryd.board.reader import BoardReader
     from memoryd.index.records import brief_record
-    from memoryd.index.search import DEFAULT_RANKING, search
+    from memoryd.index.search import search
     from memoryd.index.store import IndexStore
     from memoryd.index.sync import sync_records
 
@@ -113,7 +113,7 @@ def board_eval(board: Path, queries: Path, embedder, cache: Path, ranking=None) 
             str(q.get("query", "")),
             limit=50,
             as_of=BOARD_AS_OF,
-            ranking=ranking or DEFAULT_RANKING,
+            ranking=ranking,
         )
         if q.get("expect") == "none":
             rows.append(("negative", {"none": 1.0 if not res.hits else 0.0}))
@@ -129,7 +129,7 @@ def board_eval(board: Path, queries: Path, embedder, cache: Path, ranking=None) 
 def corpus_eval(corpus: Path, queries: Path, scope: str, embedder, cache: Path, ranking=None) -> dict:
     """Index a corpus (one record per line) and score ``queries`` by their ``relevant`` ids."""
     from memoryd.index.records import corpus_record
-    from memoryd.index.search import DEFAULT_RANKING, search
+    from memoryd.index.search import search
     from memoryd.index.store import IndexStore
     from memoryd.index.sync import sync_records
 
@@ -154,7 +154,7 @@ def corpus_eval(corpus: Path, queries: Path, scope: str, embedder, cache: Path, 
             str(q.get("query", "")),
             kind="corpus",
             limit=10,
-            ranking=ranking or DEFAULT_RANKING,
+            ranking=ranking,
             group_by_task=False,
             scope=_scope_of(str(q.get("id", "")), scope) or None,
         )

@@ -47,6 +47,10 @@ class Ranking:
 
 
 DEFAULT_RANKING = Ranking()
+#: Ranking profile per record kind. Conversation turns are short, so a keyword match on one says more
+#: than one inside a brief's long prompt and screen text: their keyword reference is looser (tuned on
+#: LoCoMo; briefs on board-v1 dev).
+RANKINGS: dict[str, Ranking] = {"brief": DEFAULT_RANKING, "corpus": Ranking(bm25_reference=1.0)}
 
 
 @dataclass(frozen=True)
@@ -234,7 +238,7 @@ def search(
     status: str | None = None,
     limit: int = 10,
     as_of: datetime | None = None,
-    ranking: Ranking = DEFAULT_RANKING,
+    ranking: Ranking | None = None,
     group_by_task: bool = True,
     scope: str | None = None,
     explain: dict | None = None,
@@ -256,6 +260,7 @@ def search(
     if not text or store.count() == 0:
         return result
     cands = gather(store, embedder, text, _where(project, kind, status, scope), as_of)
+    ranking = ranking or RANKINGS.get(kind or "brief", DEFAULT_RANKING)
     hits = score(cands, ranking, group_by_task, explain)
     top = hits[0].score if hits else 0.0
     result.hits = [_scaled(h, top) for h in hits[:limit]]

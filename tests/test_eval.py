@@ -1,0 +1,83 @@
+"""`memoryd eval` end to end on the real model: the quality bars of issue 2 are tests, not hopes.
+
+Board mode: top-1 >= 0.95 overall and >= 0.85 on every kind of board-v1 dev.
+Corpus mode: LoCoMo (own-conversation scope) recall@5 >= 0.65.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import MODELS, REPO, need_shared
+
+
+def run_eval(*args: str, home) -> dict:
+    env = {**os.environ, "MEMORYD_HOME": str(home), "MEMORYD_MODELS": str(MODELS), "LANCEDB_LOG": "error"}
+    out = subprocess.run(
+        [sys.executable, "-m", "memoryd", "eval", *args, "--json"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout)
+
+
+def test_board_dev_meets_the_bar(tmp_path, embedder):
+    board = need_shared("eval", "board-v1", "board")
+    queries = need_shared("eval", "board-v1", "dev.jsonl")
+    report = run_eval("--board", str(board), "--queries", str(queries), home=tmp_path)
+    assert report["mode"] == "hybrid"
+    assert report["queries"] == 120
+    assert report["top1"] >= 0.95, report
+    for kind, values in report["by_kind"].items():
+        assert values["top1"] >= 0.85, (kind, values)
+    assert set(report) >= {"queries", "top1", "mrr", "recall@5", "ndcg@10", "by_kind"}
+
+
+def test_board_negatives_return_nothing(tmp_path, embedder):
+    board = need_shared("eval", "board-v1", "board")
+    queries = need_shared("eval", "board-v1", "negatives.jsonl")
+    report = run_eval("--board", str(board), "--queries", str(queries), home=tmp_path)
+    assert report["by_kind"]["negative"]["n"] == 20
+    assert report["by_kind"]["negative"]["none"] == 1.0
+
+
+@pytest.mark.timeout(1500)  # embeds 2,760 turns: minutes on 2 cores
+def test_locomo_recall_at_5(tmp_path, embedder):
+    corpus = need_shared("eval", "locomo", "corpus.jsonl")
+    queries = need_shared("eval", "locomo", "queries.jsonl")
+    report = run_eval("--corpus", str(corpus), "--queries", str(queries), "--scope", "prefix", home=tmp_path)
+    assert report["queries"] == 997
+    assert report["recall@5"] >= 0.65, report
+    assert {"multi-hop", "open-domain"} <= set(report["by_kind"])
+
+
+def test_eval_refuses_missing_files(tmp_path):
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "memoryd",
+            "eval",
+            "--board",
+            str(tmp_path / "nope"),
+            "--queries",
+            str(tmp_path / "q"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert out.returncode == 2
+    assert "does not exist" in out.stderr
