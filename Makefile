@@ -46,3 +46,6 @@ format: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .uv .pytest_cache .ruff_cache
+
+conformance: $(STAMP)
+	bash conformance/run.sh
