@@ -1,0 +1,57 @@
+"""Every location from one rule (contract §2)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import platformdirs
+
+from memoryd.paths import resolve
+from memoryd_shim import rendezvous
+
+
+def test_memoryd_home_puts_everything_under_one_folder(tmp_path):
+    loc = resolve(env={"MEMORYD_HOME": str(tmp_path)})
+    assert loc.board == tmp_path / "data" / "board"
+    assert loc.index == tmp_path / "data" / "index"
+    assert loc.models == tmp_path / "cache" / "models"
+    assert loc.socket == tmp_path / "state" / "memoryd.sock"
+    assert loc.log_file == tmp_path / "logs" / "memoryd.log"
+
+
+def test_single_overrides_and_flags_win(tmp_path):
+    env = {
+        "MEMORYD_HOME": str(tmp_path),
+        "MEMORYD_BOARD": "/b",
+        "MEMORYD_INDEX": "/i",
+        "MEMORYD_MODELS": "/m",
+        "MEMORYD_SOCKET": "/s.sock",
+    }
+    loc = resolve(env=env)
+    assert (loc.board, loc.index, loc.models, loc.socket) == (
+        Path("/b"),
+        Path("/i"),
+        Path("/m"),
+        Path("/s.sock"),
+    )
+    loc = resolve(board="/flag-board", index="/flag-index", socket="/flag.sock", env=env)
+    assert (loc.board, loc.index, loc.socket) == (
+        Path("/flag-board"),
+        Path("/flag-index"),
+        Path("/flag.sock"),
+    )
+
+
+def test_default_socket_is_platformdirs_state_dir_from_home_alone(tmp_path, monkeypatch):
+    monkeypatch.delenv("MEMORYD_HOME", raising=False)
+    for var in ("XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    loc = resolve(env={"HOME": str(tmp_path)})
+    assert loc.socket == Path(platformdirs.user_state_dir("memoryd", appauthor=False)) / "memoryd.sock"
+    assert loc.socket == rendezvous.socket_path({"HOME": str(tmp_path)})
+
+
+def test_long_socket_path_falls_back_to_tmp(tmp_path):
+    deep = tmp_path / ("x" * 120)
+    assert rendezvous.socket_path({"MEMORYD_HOME": str(deep)}) == rendezvous.fallback_socket_path()
