@@ -406,7 +406,7 @@ def test_official_sdk_client(daemon, mode):
 
     started = time.monotonic()
     asyncio.run(main())
-    assert time.monotonic() - started < 5  # auto mode never waits out a silent discover
+    assert time.monotonic() - started < 9  # auto mode never waits out a silent discover (10 s)
 
 
 SHIM = REPO / ".venv" / "bin" / "memoryd-shim"
