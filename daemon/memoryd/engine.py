@@ -73,6 +73,22 @@ class Engine:
             self.lock,
             optimize_interval_s=self.settings.optimize_interval_s,
         )
+        # Watch before reading the board: a save made while the reconcile runs is queued for the writer
+        # (which starts below), not lost between the read and the first event.
+        self._start_watcher()
+        try:
+            await self._reconcile()
+        except BaseException:
+            if self.watcher is not None:  # the engine never starts: nothing would take the watcher's events
+                self.watcher.stop()
+            raise
+        self.indexer.start()
+        if self.model.state == "loading":
+            self._model_task = asyncio.get_running_loop().create_task(
+                self._load_model(), name="memoryd-model"
+            )
+
+    async def _reconcile(self) -> None:
         try:
             report = await asyncio.to_thread(self.indexer.full_sync)
             log.info(
@@ -87,12 +103,6 @@ class Engine:
             log.error("board_unreadable", board=str(self.board), error=str(exc))
         if self.indexer.dirty_since is not None:
             await asyncio.to_thread(self.indexer.maintain)
-        self.indexer.start()
-        self._start_watcher()
-        if self.model.state == "loading":
-            self._model_task = asyncio.get_running_loop().create_task(
-                self._load_model(), name="memoryd-model"
-            )
 
     async def _load_model(self) -> None:
         from memoryd.index.embed import load_embedder
@@ -112,7 +122,7 @@ class Engine:
             return
         self.embedder = embedder
         log.info("model_ready", model=status.name, detail=status.detail)
-        await self.indexer.submit(rescan=True)  # give keyword-only records their vectors
+        self.indexer.request_backfill()  # give keyword-only records their vectors, a chunk at a time
 
     def _start_watcher(self) -> None:
         try:

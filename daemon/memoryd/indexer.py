@@ -21,6 +21,9 @@ from memoryd.rwlock import RWLock
 
 log = get_logger("memoryd.indexer")
 
+#: Records embedded per backfill step; board changes and saves queued meanwhile are applied between steps.
+BACKFILL_CHUNK = 16
+
 
 @dataclass
 class Pending:
@@ -66,6 +69,8 @@ class Indexer:
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._closing = False
+        self._backfill = False
+        self._backfilled = SyncReport()
 
     # -- requests (event loop thread) -----------------------------------------------------------
     def submit(self, briefs=(), tasks=(), rescan: bool = False) -> asyncio.Future:
@@ -77,6 +82,13 @@ class Indexer:
         self._pending.waiters.append(fut)
         self._wake.set()
         return fut
+
+    def request_backfill(self) -> None:
+        """Give records written keyword-only (or by another model) vectors of the current embedder, a
+        chunk at a time, in the writer task: changes submitted meanwhile go first, so a save stays
+        searchable at once instead of waiting behind the whole embedding pass."""
+        self._backfill = True
+        self._wake.set()
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="memoryd-indexer")
@@ -91,7 +103,8 @@ class Indexer:
     # -- the writer task ------------------------------------------------------------------------
     async def _run(self) -> None:
         while True:
-            timeout = self._next_maintenance_in()
+            backfill = self._backfill and not self._closing
+            timeout = 0 if backfill else self._next_maintenance_in()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=timeout)
             self._wake.clear()
@@ -108,6 +121,12 @@ class Indexer:
                     for w in work.waiters:
                         if not w.done():
                             w.set_result(None)
+            elif backfill:
+                try:
+                    self._backfill = await asyncio.to_thread(self._backfill_step)
+                except Exception as exc:
+                    self._backfill = False
+                    log.error("index_backfill_failed", error=f"{type(exc).__name__}: {exc}", exc_info=exc)
             if self.dirty_since is not None and (
                 self._closing or time.monotonic() - self.dirty_since >= self.optimize_interval_s
             ):
@@ -144,11 +163,39 @@ class Indexer:
         self._after_write(report)
         return report
 
+    def _backfill_step(self) -> bool:
+        """Embed up to :data:`BACKFILL_CHUNK` brief records whose vector is missing or from another model;
+        True while more remain."""
+        embedder = self.embedder_ref()
+        if embedder is None:
+            return False
+        snap = self.snapshot
+        stored = self.store.stored_hashes("brief")
+        stale = sorted(i for i, h in stored.items() if h.model != embedder.name and i in snap.briefs)
+        chunk = [
+            brief_record(snap.briefs[i], snap.tasks.get(snap.briefs[i].task)) for i in stale[:BACKFILL_CHUNK]
+        ]
+        report = SyncReport(updated=len(chunk))
+        write_records(self.store, chunk, embedder, report)
+        self._after_write(report)
+        total = self._backfilled
+        total.updated += report.updated
+        total.embedded += report.embedded
+        if len(stale) > len(chunk):
+            return True
+        log.info("index_backfilled", updated=total.updated, embedded=total.embedded, model=embedder.name)
+        self._backfilled = SyncReport()
+        return False
+
     def _apply(self, work: Pending) -> None:
         if work.rescan:
             self.full_sync()
             return
-        snap = self.snapshot
+        # Copy on write: tools iterate the published snapshot's dicts on the event loop while this runs in
+        # a worker thread, so those dicts are never changed in place ("dictionary changed size during
+        # iteration"); the copy is published in one assignment.
+        old = self.snapshot
+        snap = BoardSnapshot(tasks=dict(old.tasks), briefs=dict(old.briefs), skipped=old.skipped)
         briefs = set(work.briefs)
         for task_id in work.tasks:
             task = self.reader.read_task(task_id)
@@ -168,6 +215,7 @@ class Indexer:
                 continue
             snap.briefs[brief_id] = brief
             upserts.append(brief_record(brief, snap.tasks.get(brief.task)))
+        self.snapshot = snap
         stored = self.store.stored_hashes_for([r.id for r in upserts])
         changed = [r for r in upserts if r.id not in stored or stored[r.id].hash != r.content_hash]
         report.updated = sum(1 for r in changed if r.id in stored)

@@ -68,6 +68,10 @@ class Shim:
         self.proc.stdin.write(json.dumps(message).encode() + b"\n")
         self.proc.stdin.flush()
 
+    def recv(self, timeout: float = 20.0) -> Any:
+        """The next line the shim printed, parsed (for tests that choose their own ids)."""
+        return json.loads(self._lines.get(timeout=timeout))
+
     def request(self, method: str, params: dict | None = None, timeout: float = 20.0) -> dict:
         self._id += 1
         self.send(

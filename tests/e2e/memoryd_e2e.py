@@ -1,8 +1,9 @@
 """End-to-end helpers: the real ``memoryd serve`` as a subprocess, and clients that speak to its socket.
 
 * :class:`DaemonProcess` starts ``python -m memoryd serve --socket <short path> --board <tmp> --model none``
-  (test tools on: ``MEMORYD_TEST_TOOLS=1``) and waits until its socket answers a status request. The
-  fixtures in ``conftest.py`` always kill it in teardown and print its stderr log when the test failed.
+  (``model=""``: the default model instead; test tools on: ``MEMORYD_TEST_TOOLS=1``) and waits until its
+  socket answers a status request. The fixtures in ``conftest.py`` always kill it in teardown and print its
+  stderr log when the test failed.
 * :class:`RawConnection` speaks raw lines (hello first) for the JSON-RPC hygiene tests.
 * :func:`socket_transport` is an ``mcp`` SDK ``Transport`` over the socket (the SDK client in ``auto``
   or ``legacy`` mode without the shim in between).
@@ -59,8 +60,10 @@ class DaemonProcess:
         board: Path | None = None,
         env: dict[str, str] | None = None,
         user: int | None = None,
+        model: str = "none",
     ) -> None:
         self.root = root
+        self.model = model  # "none": keyword-only (fast); "" : the daemon's default model
         self.socket = socket_path or root / "s.sock"
         self.board = board or root / "board"
         self.log_path = root / f"daemon-{time.monotonic_ns()}.log"
@@ -76,7 +79,12 @@ class DaemonProcess:
         """Start the process without waiting for it."""
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in kill()
         self.proc = subprocess.Popen(
-            [*self.argv, "--index", str(self.root / "index"), "--model", "none"],
+            [
+                *self.argv,
+                "--index",
+                str(self.root / "index"),
+                *(["--model", self.model] if self.model else []),
+            ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,  # must stay empty: the daemon never writes stdout
             stderr=self._log,
