@@ -12,7 +12,6 @@ import subprocess
 import sys
 
 import pytest
-
 from tests.conftest import MODELS, REPO, need_shared
 
 

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from tests.conftest import need_shared
 
 from memoryd.board.reader import BoardReader
 from memoryd.eval import read_jsonl
@@ -15,7 +16,6 @@ from memoryd.index.search import search
 from memoryd.index.store import IndexStore
 from memoryd.index.sync import sync_records
 from memoryd.index.text import term_string
-from tests.conftest import need_shared
 
 SYNTAX = [
     '"',
