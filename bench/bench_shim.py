@@ -10,7 +10,7 @@ tools (``MEMORYD_TEST_TOOLS=1``):
   as the floor no Python program beats;
 * shim RSS while connected (target <= 20 MB);
 * relay overhead: a ``tools/call diag_echo`` round trip through the shim minus the same call on a direct
-  socket connection (p50; target <= 1 ms);
+  socket connection, the two alternating call by call (median of the paired differences; target <= 1 ms);
 * kill -9 of the daemon -> next successful call through the same live shim, which starts a new daemon
   (p50/p95).
 
@@ -182,18 +182,14 @@ def bench_startup(world: World, runs: int) -> tuple[dict, dict, dict, dict, dict
 
 
 def bench_relay(world: World, calls: int) -> dict:
+    """diag_echo round trips on a direct socket session and through a shim, alternating call by call (so both
+    see the same machine load); ``added_p50`` is the median of the per-pair differences."""
     request = {
         "jsonrpc": "2.0",
         "method": "tools/call",
         "params": {"name": "diag_echo", "arguments": {"value": "x" * 200}},
     }
     direct, relayed = [], []
-    with direct_session(world.socket) as (sock, rfile):
-        for n in range(calls):
-            t0 = time.perf_counter()
-            sock.sendall(line({**request, "id": n}))
-            rfile.readline()
-            direct.append((time.perf_counter() - t0) * 1000)
     shim = subprocess.Popen(
         [str(SHIM), "--socket", world.socket, "--no-start"],
         stdin=subprocess.PIPE,
@@ -204,19 +200,31 @@ def bench_relay(world: World, calls: int) -> dict:
         shim.stdin.write(line(INIT) + line(INITIALIZED))
         shim.stdin.flush()
         shim.stdout.readline()
-        for n in range(calls):
-            t0 = time.perf_counter()
-            shim.stdin.write(line({**request, "id": n}))
-            shim.stdin.flush()
-            shim.stdout.readline()
-            relayed.append((time.perf_counter() - t0) * 1000)
+        with direct_session(world.socket) as (sock, rfile):
+
+            def via_direct(n: int) -> None:
+                sock.sendall(line({**request, "id": n}))
+                rfile.readline()
+
+            def via_shim(n: int) -> None:
+                shim.stdin.write(line({**request, "id": n}))
+                shim.stdin.flush()
+                shim.stdout.readline()
+
+            for n in range(calls + 20):  # the first 20 pairs warm up
+                pair = (via_direct, via_shim) if n % 2 else (via_shim, via_direct)
+                for call in pair:
+                    t0 = time.perf_counter()
+                    call(n)
+                    if n >= 20:
+                        (direct if call is via_direct else relayed).append((time.perf_counter() - t0) * 1000)
     finally:
         shim.stdin.close()
         shim.wait()
     return {
         "direct_p50": statistics.median(direct),
         "shim_p50": statistics.median(relayed),
-        "added_p50": statistics.median(relayed) - statistics.median(direct),
+        "added_p50": statistics.median(r - d for r, d in zip(relayed, direct, strict=True)),
         "shim_p95": pct(relayed, 0.95),
     }
 

@@ -1,0 +1,250 @@
+"""Shared pieces of the benchmarks: percentiles, RSS, machine facts, and one report format.
+
+Every benchmark script builds a :class:`Report` (rows of figures, each with an optional baseline measured
+in the same run, a target and whether it was met), prints it as a table, and with ``--out FILE`` writes
+it as JSON for ``bench/run_all.py``, which renders the same rows into ``docs/benchmarks.md``.
+Speed and memory are measured here only, never asserted in tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+BOARD_V1 = REPO.parent / "shared" / "eval" / "board-v1" / "board"
+DEV_QUERIES = BOARD_V1.parent / "dev.jsonl"
+MODELS = REPO / ".cache" / "models"
+VENV_BIN = REPO / ".venv" / "bin"
+
+
+def quiet_env() -> None:
+    """Environment for an in-process benchmark: no LanceDB warnings, few log lines, the repo's model cache."""
+    os.environ.setdefault("LANCEDB_LOG", "error")
+    os.environ.setdefault("MEMORYD_LOG_LEVEL", "error")
+    os.environ.setdefault("MEMORYD_MODELS", str(MODELS))
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from memoryd.logs import configure
+
+    configure()  # the library logs JSON lines on stderr at MEMORYD_LOG_LEVEL
+
+
+# --- statistics ---------------------------------------------------------------------------------------
+
+
+def pct(values: list[float], q: float) -> float:
+    """The ``q`` quantile (0-1) by nearest rank on the sorted values."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def summary(values: list[float]) -> dict:
+    """``{"n","p50","p95","p99","min","max","mean"}`` of ``values`` (same unit)."""
+    return {
+        "n": len(values),
+        "p50": statistics.median(values),
+        "p95": pct(values, 0.95),
+        "p99": pct(values, 0.99),
+        "min": min(values),
+        "max": max(values),
+        "mean": statistics.fmean(values),
+    }
+
+
+def timed_ms(fn, runs: int) -> list[float]:
+    """Wall times of ``runs`` calls of ``fn()`` in milliseconds (no warm-up: do it yourself)."""
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1000)
+    return times
+
+
+# --- memory ---------------------------------------------------------------------------------------------
+
+
+def proc_status(pid: int | str = "self") -> dict[str, int]:
+    """``VmRSS`` and ``VmHWM`` (peak RSS) of a process in KiB, from /proc (Linux)."""
+    out = {}
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            key = line.split(":", 1)[0]
+            if key in ("VmRSS", "VmHWM"):
+                out[key] = int(line.split()[1])
+    return out
+
+
+def rss_mb(pid: int | str = "self") -> float:
+    return proc_status(pid).get("VmRSS", 0) / 1024
+
+
+def peak_rss_mb(pid: int | str = "self") -> float:
+    return proc_status(pid).get("VmHWM", 0) / 1024
+
+
+# --- the machine --------------------------------------------------------------------------------------
+
+
+def load_average() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def machine() -> dict:
+    """CPU model, cores, RAM, OS and Python of this machine, and the load average now."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    ram_gb = None
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                ram_gb = round(int(line.split()[1]) / (1 << 20), 1)
+    except OSError:
+        pass
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "usable_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "ram_gb": ram_gb,
+        "os": f"{platform.system()} {platform.release()} ({platform.platform(terse=True)})",
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
+        "load_average": load_average(),
+    }
+
+
+# --- reports --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    """One figure. ``value``/``baseline`` are numbers in ``unit``; ``ratio`` = value / baseline."""
+
+    figure: str
+    value: float | int | str | None
+    unit: str = ""
+    baseline: float | int | None = None
+    baseline_label: str = ""
+    ratio: float | None = None
+    target: str = ""
+    met: bool | None = None
+    note: str = ""
+
+
+@dataclass
+class Report:
+    """What one benchmark script measured: rows for the doc, notes (one line each), raw numbers."""
+
+    name: str
+    title: str
+    rows: list[Row] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    raw: dict = field(default_factory=dict)
+    load_before: list[float] = field(default_factory=load_average)
+    load_after: list[float] = field(default_factory=list)
+    seconds: float = 0.0
+    started: float = field(default_factory=time.perf_counter)
+
+    def row(
+        self,
+        figure: str,
+        value,
+        unit: str = "",
+        *,
+        baseline=None,
+        baseline_label: str = "",
+        target: str = "",
+        met: bool | None = None,
+        note: str = "",
+    ) -> Row:
+        ratio = None
+        if isinstance(value, int | float) and isinstance(baseline, int | float) and baseline:
+            ratio = value / baseline
+        r = Row(figure, value, unit, baseline, baseline_label, ratio, target, met, note)
+        self.rows.append(r)
+        return r
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+    def finish(self, out: Path | None) -> None:
+        """Print the table; write the JSON to ``out`` when given."""
+        self.load_after = load_average()
+        self.seconds = round(time.perf_counter() - self.started, 1)
+        print()
+        print(f"== {self.title} ==")
+        for r in self.rows:
+            print("  " + format_row_text(r))
+        for n in self.notes:
+            print(f"  note: {n}")
+        print(f"  load average {self.load_before} -> {self.load_after}; {self.seconds} s")
+        sys.stdout.flush()
+        if out is not None:
+            data = asdict(self)
+            data.pop("started")
+            out.write_text(json.dumps(data, indent=1, default=float))
+
+
+def fmt(value, unit: str = "") -> str:
+    """A number with sensible precision, plus its unit."""
+    if value is None:
+        return "-"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        text = f"{value:,}"
+    elif abs(value) >= 100:
+        text = f"{value:,.0f}"
+    elif abs(value) >= 10:
+        text = f"{value:.1f}"
+    elif abs(value) >= 1:
+        text = f"{value:.2f}"
+    else:
+        text = f"{value:.3f}"
+    return f"{text} {unit}".strip()
+
+
+def met_mark(met: bool | None) -> str:
+    return {True: "met", False: "MISSED", None: ""}[met]
+
+
+def format_row_text(r: Row) -> str:
+    parts = [f"{r.figure:<58} {fmt(r.value, r.unit):>14}"]
+    if r.baseline is not None:
+        parts.append(f"  {r.baseline_label or 'baseline'} {fmt(r.baseline, r.unit)}")
+    if r.ratio is not None:
+        parts.append(f"  ratio {r.ratio:.2f}")
+    if r.target:
+        parts.append(f"  target {r.target} {met_mark(r.met)}")
+    if r.note:
+        parts.append(f"  ({r.note})")
+    return "".join(parts)
+
+
+def arg_parser(doc: str | None) -> argparse.ArgumentParser:
+    """A parser with the flags every benchmark takes: ``--quick`` and ``--out FILE``."""
+    parser = argparse.ArgumentParser(
+        description=(doc or "").splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="a smaller, faster run")
+    parser.add_argument("--out", type=Path, help="write the report as JSON to this file")
+    return parser
+
+
+def dev_queries() -> list[str]:
+    """The 120 labelled queries of board-v1 (English, Hinglish, Japanese, vague, error codes...)."""
+    return [json.loads(line)["query"] for line in DEV_QUERIES.read_text().splitlines() if line.strip()]
