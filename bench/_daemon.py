@@ -21,7 +21,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from _util import MODELS, VENV_BIN, rss_mb
+from _util import MODELS, REPO, VENV_BIN, rss_mb
+
+OUT = REPO / "bench" / "out"
 
 
 class Daemon:
@@ -100,7 +102,15 @@ class Daemon:
         except OSError:
             return "(no log)"
 
-    def stop(self) -> None:
+    def stop(self, keep_log: bool = False) -> None:
+        """SIGTERM (SIGKILL after 10 s), then remove the temporary folder; ``keep_log`` first copies the
+        daemon's log to ``bench/out/`` (after a failure)."""
+        if keep_log:
+            with contextlib.suppress(OSError):
+                OUT.mkdir(parents=True, exist_ok=True)
+                kept = OUT / f"daemon-{time.strftime('%Y%m%dT%H%M%S')}.log"
+                shutil.copyfile(self.log_path, kept)
+                print(f"daemon log kept in {kept}", flush=True)
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
@@ -116,8 +126,8 @@ class Daemon:
     def __enter__(self) -> Daemon:
         return self.start()
 
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def __exit__(self, exc_type, *exc: object) -> None:
+        self.stop(keep_log=exc_type is not None)
 
 
 def hybrid_ready(status: dict) -> bool:

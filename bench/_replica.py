@@ -171,9 +171,12 @@ def with_vectors(base: Base, embedder, cache_dir: Path | None) -> float | None:
     or None when they came from the cache."""
     import time
 
-    key = hashlib.sha256(
-        "\n".join([embedder.name, *(r.embed_hash for r in base.records)]).encode()
-    ).hexdigest()[:16]
+    model_id = (
+        f"{embedder.name}:{Path(getattr(embedder, 'model_dir', '')).name}"  # the build, not only the name
+    )
+    key = hashlib.sha256("\n".join([model_id, *(r.embed_hash for r in base.records)]).encode()).hexdigest()[
+        :16
+    ]
     path = cache_dir / f"base-vectors-{key}.npy" if cache_dir else None
     base.model = embedder.name
     if path is not None and path.exists():

@@ -50,6 +50,24 @@ INIT = {
     },
 }
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+LOST_AFTER_S = 20
+# texts of the briefs saved while the daemon runs: varied, so that each is found by its own made-up word
+SAVE_TITLES = [
+    "Nightly export stops on customers without invoices",
+    "Retry the webhook delivery with backoff",
+    "Dark mode toggle forgets its state",
+    "Search page times out on long queries",
+    "Migrate the cron billing jobs to the orchestrator",
+    "CSV import rejects UTF-8 files with a BOM",
+]
+SAVE_SAID = [
+    "the export keeps crashing when a customer has zero invoices, fix it please",
+    "webhooks pe retry nahi ho raha, add exponential backoff",
+    "ダークモードの設定が再起動すると消える",
+    "search page is timing out whenever the query is really long",
+    "move the billing cron jobs into the workflow orchestrator, step one only",
+    "the csv import says invalid encoding for files saved from excel",
+]
 
 
 def line(msg: dict) -> bytes:
@@ -420,7 +438,7 @@ def bench_saves(report: Report, d: Daemon, board: Path, saves: int) -> None:
 
     tasks = [json.loads(p.read_text()) for p in sorted((board / "tasks").glob("*.json"))]
     rng = random.Random(3)
-    times, polls = [], []
+    times, polls, lost = [], [], []
     optimized_before = d.log_path.read_text(errors="replace").count('"index_optimized"')
     with DaemonClient(d.socket) as client:
         for n in range(saves):
@@ -432,10 +450,10 @@ def bench_saves(report: Report, d: Daemon, board: Path, saves: int) -> None:
                 "task": task["id"],
                 "project": task["project"],
                 "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "title": f"Export job {word} fails on empty invoices",
-                "summary": "The nightly export stops when a customer has no invoices.",
+                "title": f"{word}: {rng.choice(SAVE_TITLES)}",
+                "summary": rng.choice(SAVE_TITLES),
             }
-            said = f"the {word} export keeps crashing when a customer has zero invoices, fix it please\n"
+            said = f"{rng.choice(SAVE_SAID)} ({word})\n"
             folder = board / "briefs" / brief_id
             t0 = time.perf_counter()
             folder.mkdir()
@@ -444,27 +462,58 @@ def bench_saves(report: Report, d: Daemon, board: Path, saves: int) -> None:
             count = 0
             while True:
                 count += 1
-                answer = client.call_tool("search_briefs", {"query": f"{word} export crash"})
+                answer = client.call_tool("search_briefs", {"query": word})
                 if any(r.get("brief_id") == brief_id for r in answer.get("results", [])):
+                    times.append((time.perf_counter() - t0) * 1000)
+                    polls.append(count)
                     break
-                if time.perf_counter() - t0 > 30:
-                    raise RuntimeError(f"{brief_id} not searchable 30 s after it was written")
+                if time.perf_counter() - t0 > LOST_AFTER_S:
+                    lost.append(lost_save(client, d, brief_id, word, n))
+                    print(
+                        f"save {n}: {brief_id} not searchable after {LOST_AFTER_S} s: {lost[-1]}", flush=True
+                    )
+                    break
                 time.sleep(0.02)
-            times.append((time.perf_counter() - t0) * 1000)
-            polls.append(count)
             time.sleep(0.3)
     optimized = d.log_path.read_text(errors="replace").count('"index_optimized"') - optimized_before
+    report.raw["save_to_searchable_each_ms"] = times
+    report.raw["saves_lost"] = lost
+    report.row(
+        f"saves never searchable (within {LOST_AFTER_S} s)",
+        len(lost),
+        target="0",
+        met=not lost,
+        note=f"of {saves}",
+    )
+    if not times:
+        return
     s = summary(times)
     report.raw["save_to_searchable_ms"] = s
-    report.raw["save_to_searchable_each_ms"] = times
     report.row("save -> searchable p50", s["p50"], "ms")
-    report.row("save -> searchable p95", s["p95"], "ms", target="<= 1000 ms", met=s["p95"] <= 1000)
+    report.row(
+        "save -> searchable p95", s["p95"], "ms", target="<= 1000 ms", met=s["p95"] <= 1000 and not lost
+    )
     report.note(
-        f"save -> searchable: {saves} new briefs; the watcher's per-brief debounce is 250 ms; polls every "
+        f"save -> searchable: {saves} new briefs, each with a made-up word that search_briefs is polled for "
+        f"(percentiles over the {len(times)} found); the watcher's per-brief debounce is 250 ms; polls every "
         f"~20 ms plus a search's own time (median {sorted(polls)[len(polls) // 2]} polls per save); slowest "
         f"{max(times):.0f} ms; the daemon's scheduled index optimisation (30 s after writes, exclusive) ran "
         f"{optimized} time(s) during the saves"
     )
+
+
+def lost_save(client, d: Daemon, brief_id: str, word: str, n: int) -> dict:
+    """What the daemon knows of a brief that never became searchable (for the report and the log)."""
+    status = d.status() or {}
+    found = client.call_tool("search_briefs", {"query": word, "limit": 50})
+    return {
+        "save": n,
+        "brief_id": brief_id,
+        "daemon_briefs": status.get("briefs"),
+        "daemon_records": status.get("records"),
+        "found_by_word_alone": any(r.get("brief_id") == brief_id for r in found.get("results", [])),
+        "get_brief_ok": bool(client.call_tool("get_brief", {"brief_id": brief_id}).get("brief_id")),
+    }
 
 
 def prebuilt_index(index: Path, board: Path, embedder, cache: Path | None) -> None:
@@ -520,18 +569,12 @@ def main() -> int:
         report.row("memoryd serve: spawn -> hybrid search ready (200 briefs, index exists)", ready_s, "s")
         print(f"daemon up (pid {d.pid}), hybrid after {ready_s:.1f} s", flush=True)
         bench_spawn(report, d, env, args.spawns)
-        bench_paths(
-            report,
-            d,
-            env,
-            index,
-            embedder,
-            queries[::2] if args.quick else queries,
-            1 if args.quick else 2,
-            300,
-        )
+        bench_paths(report, d, env, index, embedder, queries[::4] if args.quick else queries, 2, 300)
         bench_agents(report, d, env, args.agents, args.searches, queries)
         bench_saves(report, d, board, args.saves)
+    except BaseException:
+        d.stop(keep_log=True)
+        raise
     finally:
         d.stop()
         shutil.rmtree(work, ignore_errors=True)
