@@ -58,16 +58,6 @@ def summary(values: list[float]) -> dict:
     }
 
 
-def timed_ms(fn, runs: int) -> list[float]:
-    """Wall times of ``runs`` calls of ``fn()`` in milliseconds (no warm-up: do it yourself)."""
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1000)
-    return times
-
-
 # --- memory ---------------------------------------------------------------------------------------------
 
 

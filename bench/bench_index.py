@@ -217,6 +217,13 @@ def daemon_restart(board: Path, index: Path) -> dict:
         out["records"] = status.get("records")
         out["rss_mb"] = d.rss_mb()
         out["peak_rss_mb"] = peak_rss_mb(d.pid)
+        from memoryd.client import DaemonClient
+
+        with DaemonClient(d.socket) as client:
+            for q in dev_queries()[:20]:
+                client.call_tool("search_briefs", {"query": q})
+        out["rss_after_queries_mb"] = d.rss_mb()
+        out["peak_after_queries_mb"] = peak_rss_mb(d.pid)
         log = d.log_path.read_text(errors="replace")
     embedded = [int(m) for m in re.findall(r'"embedded":\s*(\d+)', log)]
     reconciled = re.findall(r'"event":\s*"board_reconciled".*?"unchanged":\s*(\d+)', log)
@@ -307,6 +314,13 @@ def bench_restart(report: Report, work: Path, size: int, base, daemon: bool) -> 
             "MB",
             target=f"<= {RSS_TARGET_MB:g} MB" if size == 10_000 else "",
             met=d["rss_mb"] <= RSS_TARGET_MB if size == 10_000 else None,
+        )
+        over = size == 10_000 and d["peak_after_queries_mb"] > RSS_TARGET_MB
+        report.row(
+            f"memoryd serve RSS, {size:,} briefs, after 20 searches (peak {d['peak_after_queries_mb']:.0f} MB)",
+            d["rss_after_queries_mb"],
+            "MB",
+            note="past the 800 MB of the after-load target" if over else "",
         )
     shutil.rmtree(board, ignore_errors=True)
     shutil.rmtree(index, ignore_errors=True)
