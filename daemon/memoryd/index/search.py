@@ -160,13 +160,15 @@ def gather(
         if missing:
             for i, v in store.vectors(missing).items():
                 raw[i] = float(v @ qvec)
-        langs = store.rows(list(raw), ("id", "lang")) if raw else {}
+        # one row fetch for every candidate: it carries the script group used just below
+        c.rows = store.rows(list(set(c.bm25) | set(raw)))
         for i, cos in raw.items():
-            group = langs.get(i, {}).get("lang", "latin")
+            group = c.rows.get(i, {}).get("lang", "latin")
             mean, std = stats.get(group) or next(iter(stats.values()), (cos, 1e-3))
             c.cos[i] = (cos - mean) / std
         c.pool = sorted((v for i, v in c.cos.items() if i in nearest_ids), reverse=True)[:CANDIDATES]
-    c.rows = store.rows(list(set(c.bm25) | set(c.cos)))
+    else:
+        c.rows = store.rows(list(c.bm25))
     c.wants_open = intent.asks_open(text)
     c.months = intent.months(text, as_of or datetime.now(UTC))
     c.projects = intent.projects(set(qterms.split()), store.projects())
