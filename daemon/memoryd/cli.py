@@ -1,4 +1,10 @@
-"""``memoryd`` command line (contract §5): serve, status, search, eval."""
+"""``memoryd`` command line (contract §5): serve, status, search, eval, and the commands of
+:data:`COMMAND_MODULES`.
+
+A command module exposes ``register(sub)``: it adds its parser(s) to the ``argparse`` sub-parsers ``sub``
+and sets ``func`` (``args -> exit code``) with ``set_defaults``. Modules are imported only to build the
+parser; heavy imports belong inside ``func``.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,9 @@ import sys
 from pathlib import Path
 
 from memoryd import __version__
+
+#: Modules adding sub-commands through ``register(sub)`` (one line per module; order = help order).
+COMMAND_MODULES: tuple[str, ...] = ()
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -47,6 +56,13 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--scope", choices=("prefix", "global"), default="global")
     e.add_argument("--model")
     e.add_argument("--json", action="store_true")
+
+    for name, func in (("serve", cmd_serve), ("status", cmd_status), ("search", cmd_search), ("eval", cmd_eval)):
+        sub.choices[name].set_defaults(func=func)
+    import importlib
+
+    for module in COMMAND_MODULES:
+        importlib.import_module(module).register(sub)
     return p
 
 
@@ -107,8 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     from memoryd.logs import configure
 
     configure()
-    handler = {"eval": cmd_eval, "search": cmd_search, "serve": cmd_serve, "status": cmd_status}[args.command]
     try:
-        return handler(args)
+        return args.func(args)
     except KeyboardInterrupt:
         return 130
