@@ -249,6 +249,8 @@ def test_a_live_session_survives_a_daemon_restart(world, shims, how):
     answer = shim.recv(timeout=START_TIMEOUT_S)
     assert answer["id"] == 6 and "result" in answer, (answer, shim.stderr.decode())
     assert answer["result"]["structuredContent"]["value"] == "after"
+    # A gracefully stopping daemon releases the socket and lock before its last teardown; it must still exit.
+    wait_until(lambda: old not in world.daemons(), timeout=15, what="the old daemon's exit")
     [new] = world.daemons()
     assert new != old
     shim.expect_silence(0.5)  # no duplicate for 5, no replayed initialize answer
