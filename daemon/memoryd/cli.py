@@ -16,7 +16,9 @@ from pathlib import Path
 from memoryd import __version__
 
 #: Modules adding sub-commands through ``register(sub)`` (one line per module; order = help order).
-COMMAND_MODULES: tuple[str, ...] = ()
+COMMAND_MODULES: tuple[str, ...] = (
+    "memoryd.connect.cli",
+)
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -1,0 +1,268 @@
+"""``memoryd doctor``: check the whole installation and say, for each problem, the command that fixes it.
+
+Checks, in order: the background service (installed, running; :func:`memoryd.service.manager.service_state`
+when that module is present), the socket (answers, directory 0700 and socket 0600, owned by the user),
+versions (shim, installed daemon, running daemon), the embedding model, the index against the board
+(brief count and newest board file vs the last index write), each agent's connection, and disk use.
+
+Exit code 0 when nothing is wrong, 1 when at least one problem was found.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+OK, PROBLEM, INFO = "ok", "problem", "info"
+#: How far the newest board file may be ahead of the last index write before the index counts as behind
+#: (the watcher debounces per brief, and a save is indexed within seconds).
+INDEX_SLACK_S = 30.0
+LOW_DISK_BYTES = 512 << 20
+
+
+@dataclass
+class Check:
+    name: str
+    state: str  # ok | problem | info
+    detail: str
+    fix: str | None = None
+
+
+def _service() -> list[Check]:
+    try:
+        from memoryd.service.manager import service_state
+    except ModuleNotFoundError:
+        return [Check("service", INFO, "service check unavailable in this version of memoryd")]
+    try:
+        state = service_state()
+    except Exception as exc:  # noqa: BLE001 - another component; report, never crash the doctor
+        return [Check("service", PROBLEM, f"could not ask the service manager: {exc}")]
+    manager, detail = state.get("manager"), state.get("detail") or ""
+    if manager is None:  # no launchd/systemd user manager: shims start the daemon on demand
+        return [Check("service", INFO, detail or "no service manager on this machine")]
+    if not state.get("installed"):
+        return [
+            Check("service", PROBLEM, f"{detail} ({manager})", state.get("fix") or "memoryd service install")
+        ]
+    if state.get("running") is None:
+        return [Check("service", INFO, f"installed; {manager} cannot tell whether it runs: {detail}")]
+    if not state.get("running"):
+        return [
+            Check("service", PROBLEM, f"{detail} ({manager})", state.get("fix") or "memoryd service start")
+        ]
+    return [Check("service", OK, f"{detail} ({manager})")]
+
+
+def _socket_checks(status: dict[str, Any] | None, socket_path: Path, error: str | None) -> list[Check]:
+    from memoryd_shim import rendezvous
+
+    start = "memoryd service start   (or `memoryd serve`; an agent's memoryd-shim also starts it)"
+    if error:
+        return [Check("socket", PROBLEM, error, f"stop whatever listens on {socket_path}, then {start}")]
+    if status is None:
+        return [Check("daemon", PROBLEM, f"not running (nothing answers on {socket_path})", start)]
+    checks = [Check("daemon", OK, f"running, pid {status.get('pid')}, socket {socket_path}")]
+    sock = status.get("socket") or {}
+    problem = rendezvous.socket_dir_problem(str(socket_path.parent))
+    if problem:
+        checks.append(Check("socket", PROBLEM, problem, f"chmod 700 {socket_path.parent}"))
+    elif sock.get("mode") not in (None, "0600") or sock.get("owner_uid") not in (None, os.getuid()):
+        checks.append(
+            Check(
+                "socket",
+                PROBLEM,
+                f"mode {sock.get('mode')}, owner uid {sock.get('owner_uid')}",
+                f"chmod 600 {socket_path}",
+            )
+        )
+    else:
+        checks.append(Check("socket", OK, f"mode {sock.get('mode')}, directory 0700, owned by you"))
+    return checks
+
+
+def _versions(status: dict[str, Any] | None) -> Check:
+    from memoryd import __version__ as daemon_version
+    from memoryd_shim import __version__ as shim_version
+
+    running = (status or {}).get("version")
+    detail = f"shim {shim_version}, installed daemon {daemon_version}" + (
+        f", running daemon {running}" if running else ""
+    )
+    if shim_version != daemon_version:
+        return Check(
+            "versions",
+            PROBLEM,
+            detail,
+            f"reinstall memoryd into {sys.executable} (`make setup` in a checkout)",
+        )
+    if running and running != daemon_version:
+        return Check(
+            "versions", PROBLEM, detail + " (the running daemon is older)", "memoryd service restart"
+        )
+    return Check("versions", OK, detail)
+
+
+def _model(status: dict[str, Any] | None) -> Check | None:
+    if status is None:
+        return None
+    engine = status.get("engine") or {}
+    model = engine.get("model") or {}
+    state = model.get("state") or engine.get("state") or status.get("engine_state")
+    if state == "ready":
+        return Check("model", OK, f"{model.get('name')} loaded ({engine.get('search_mode')} search)")
+    if state == "loading":
+        return Check("model", INFO, "the engine is still loading; ask again in a few seconds")
+    if state == "disabled":
+        return Check("model", INFO, "disabled (--model none): keyword-only search")
+    return Check(
+        "model",
+        PROBLEM,
+        f"{model.get('name')}: {state} ({model.get('detail') or engine.get('error')})",
+        "memoryd service restart   (retries loading the model; `memoryd service logs` shows why it failed)",
+    )
+
+
+def _board_facts(board: Path) -> tuple[int, float]:
+    """(brief folders on the board, newest mtime of any board file)."""
+    from memoryd.connect.hook import BRIEF_ID
+
+    briefs_dir = board / "briefs"
+    count = sum(1 for p in briefs_dir.iterdir() if BRIEF_ID.fullmatch(p.name)) if briefs_dir.is_dir() else 0
+    newest = 0.0
+    for root, _dirs, files in os.walk(board):
+        for name in files:
+            with contextlib.suppress(OSError):
+                newest = max(newest, os.stat(os.path.join(root, name)).st_mtime)
+    return count, newest
+
+
+def _index(status: dict[str, Any] | None) -> Check | None:
+    engine = (status or {}).get("engine") or {}
+    if status is None or engine.get("briefs") is None or not status.get("board"):
+        return None
+    board = Path(status["board"])
+    count, newest = _board_facts(board)
+    indexed_at = engine.get("last_indexed_at") or 0.0
+    fix = "memoryd service restart   (the daemon reconciles the index with the board when it starts)"
+    if engine.get("watcher") not in (None, "alive"):
+        return Check("index", PROBLEM, f"the board watcher is {engine.get('watcher')}", fix)
+    behind = newest - indexed_at if indexed_at else None
+    if count != engine.get("briefs") or (behind is not None and behind > INDEX_SLACK_S):
+        return Check(
+            "index",
+            PROBLEM,
+            f"behind the board: {engine.get('briefs')} briefs indexed, {count} on {board}",
+            fix,
+        )
+    return Check("index", OK, f"{engine.get('records')} records, in step with {count} briefs on the board")
+
+
+def _agents() -> list[Check]:
+    from memoryd.connect import manage
+    from memoryd.connect.agents import known_agents, server_entry
+
+    checks = []
+    server = server_entry()
+    for agent in known_agents():
+        st = manage.status(agent, server)
+        if st.state == "not installed":
+            continue
+        hook = f"; Stop hook {st.hook}" if st.hook else ""
+        if st.state == "connected" and st.hook in (None, "installed"):
+            checks.append(Check(f"agent {agent.name}", OK, f"connected ({agent.config}){hook}"))
+        elif st.state == "config unreadable":
+            checks.append(
+                Check(
+                    f"agent {agent.name}",
+                    PROBLEM,
+                    f"{agent.config} is unreadable: {st.detail}",
+                    f"fix the file by hand, then memoryd connect {agent.name}   (or paste: memoryd connect --print {agent.name})",
+                )
+            )
+        else:
+            checks.append(
+                Check(
+                    f"agent {agent.name}",
+                    PROBLEM,
+                    f"{st.state} {st.detail}{hook}".strip(),
+                    f"memoryd connect {agent.name}",
+                )
+            )
+    if not checks:
+        checks.append(
+            Check("agents", INFO, "no known agent found on this machine", "memoryd connect --print")
+        )
+    return checks
+
+
+def _size(path: Path) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(root, name)).st_size
+    return total
+
+
+def _human(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GB"
+
+
+def _disk(locations) -> Check:
+    parts = {
+        "board": locations.board,
+        "index": locations.index,
+        "models": locations.models,
+        "logs": locations.logs,
+    }
+    used = ", ".join(f"{name} {_human(_size(path))}" for name, path in parts.items() if path.exists())
+    try:
+        free = shutil.disk_usage(next((p for p in parts.values() if p.exists()), Path.home())).free
+    except OSError:
+        free = None
+    detail = f"{used or 'nothing yet'}; {_human(free) if free is not None else '?'} free"
+    if free is not None and free < LOW_DISK_BYTES:
+        return Check("disk", PROBLEM, detail, "free some disk space (the index needs room to compact)")
+    return Check("disk", OK, detail)
+
+
+def run_checks() -> list[Check]:
+    from memoryd.control import ask_status
+    from memoryd.paths import resolve
+
+    locations = resolve()
+    status, error = None, None
+    try:
+        status = ask_status(locations.socket, timeout=3.0)
+    except ValueError as exc:
+        error = str(exc)
+    checks = _service() + _socket_checks(status, locations.socket, error) + [_versions(status)]
+    checks += [c for c in (_model(status), _index(status)) if c is not None]
+    return checks + _agents() + [_disk(locations)]
+
+
+def main(as_json: bool = False) -> int:
+    checks = run_checks()
+    problems = [c for c in checks if c.state == PROBLEM]
+    if as_json:
+        print(
+            json.dumps({"problems": len(problems), "checks": [asdict(c) for c in checks]}, ensure_ascii=False)
+        )
+    else:
+        mark = {OK: "ok  ", PROBLEM: "FAIL", INFO: "info"}
+        for c in checks:
+            print(f"{mark[c.state]}  {c.name:<20} {c.detail}")
+            if c.fix and c.state == PROBLEM:
+                print(f"      {'':<20} fix: {c.fix}")
+        print(f"\n{len(problems)} problem(s) found." if problems else "\nAll good.")
+    return 1 if problems else 0

@@ -1,0 +1,85 @@
+"""The ``memoryd connect`` / ``disconnect`` / ``doctor`` command lines as a person runs them (real
+processes, HOME pointing at a temporary home with realistic configs)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import tomlkit
+
+from conftest import build_home
+from memoryd.connect import safewrite
+
+
+def memoryd(home, *args: str, check_rc: int | None = 0) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("XDG_CONFIG_HOME", "CODEX_HOME")}
+    env["HOME"] = str(home)
+    result = subprocess.run(
+        [sys.executable, "-m", "memoryd", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        cwd="/",
+    )
+    if check_rc is not None:
+        assert result.returncode == check_rc, result.stdout + result.stderr
+    return result
+
+
+def test_connect_without_arguments_picks_installed_agents_and_reports_each(tmp_path):
+    fh = build_home(tmp_path, sys.platform if sys.platform == "darwin" else "linux")
+    before = {name: safewrite.read_bytes(p) for name, p in fh.files.items()}
+
+    dry = memoryd(fh.home, "connect", "--dry-run", check_rc=1)  # 1: some files are not ours to rewrite
+    assert {name: safewrite.read_bytes(p) for name, p in fh.files.items()} == before
+    assert "+[mcp_servers.memoryd]" in dry.stdout and "would change:" in dry.stdout
+
+    out = memoryd(fh.home, "connect", check_rc=1).stdout
+    for name in fh.writable:
+        assert any(line.split()[:2] == [name, "connected"] for line in out.splitlines()), (name, out)
+    assert "windsurf" in out and "NOT changed" in out and "paste this into" in out
+    assert "Restart the agents" in out
+
+    status = memoryd(fh.home, "connect", "--status").stdout
+    lines = {line.split()[0]: line for line in status.splitlines()}
+    assert "config unreadable" in lines["windsurf"]
+    assert "connected, Stop hook installed" in lines["claude-code"]
+    assert all(lines[name].split()[1].rstrip(",") == "connected" for name in fh.writable)
+
+    again = memoryd(fh.home, "connect", check_rc=1).stdout
+    assert "already connected" in again
+    assert not [line for line in again.splitlines() if line[25:].startswith(("connected", "updated"))]
+
+    gone = memoryd(fh.home, "disconnect", check_rc=1).stdout  # 1: the broken file could not be checked
+    assert "removed" in gone and "windsurf" in gone and "NOT changed" in gone
+    assert {name: safewrite.read_bytes(p) for name, p in fh.files.items()} == before
+
+
+def test_print_gives_snippets_that_parse_and_writes_nothing(tmp_path):
+    home = tmp_path / "empty-home"
+    home.mkdir()
+    generic = memoryd(home, "connect", "--print", "--tools", "all").stdout
+    json_part, toml_part = generic.split("# Codex CLI")
+    body = json.loads(json_part[json_part.index("{") :])
+    assert body["mcpServers"]["memoryd"]["args"] == ["-m", "memoryd_shim", "--tools", "all"]
+    assert os.path.isabs(body["mcpServers"]["memoryd"]["command"])
+    toml_body = tomlkit.parse(toml_part.split("\n", 1)[1]).unwrap()
+    assert toml_body["mcp_servers"]["memoryd"]["args"][-1] == "all"
+    vscode = memoryd(home, "connect", "--print", "vscode").stdout
+    assert json.loads(vscode[vscode.index("{") :])["servers"]["memoryd"]["type"] == "stdio"
+    assert list(home.iterdir()) == []
+
+
+def test_bad_arguments_are_refused_clearly(tmp_path):
+    home = tmp_path / "h"
+    home.mkdir()
+    bad_tools = memoryd(home, "connect", "cursor", "--tools", "secrets", check_rc=2)
+    assert "unknown tool group 'secrets'" in bad_tools.stderr
+    unknown = memoryd(home, "connect", "notepad", check_rc=None)
+    assert unknown.returncode != 0 and "unknown agent notepad" in unknown.stderr
+    nothing = memoryd(home, "connect", check_rc=1)
+    assert "no agent config folder found" in nothing.stderr and list(home.iterdir()) == []

@@ -1,0 +1,158 @@
+"""End to end: the entry ``memoryd connect`` writes is a command an agent can really run.
+
+``connect`` writes Cursor's config in a temporary HOME; the test reads the entry back and spawns exactly
+its command and args the way an agent does: a minimal environment (HOME, ``PATH=/usr/bin:/bin`` where no
+virtualenv is on PATH, plus the entry's own ``env``), working directory ``/``. The official MCP SDK client
+completes ``initialize``, ``tools/list`` and a ``search_briefs`` call through it, served by a real daemon.
+
+Also: the Stop hook command ``connect`` installs runs (through a shell, as Claude Code runs it) and blocks.
+And ``memoryd doctor`` with and without that daemon.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from memoryd_e2e import DaemonProcess, short_tmpdir
+
+from memoryd.connect import manage
+from memoryd.connect.agents import claude_settings, known_agents, server_entry
+
+TASK = "t-20261129-c0ffee"
+BRIEF = "b-20261129-5eed42"
+
+
+def make_board(root: Path) -> Path:
+    board = root / "board"
+    (board / "tasks").mkdir(parents=True)
+    (board / "briefs" / BRIEF).mkdir(parents=True)
+    task = {"id": TASK, "title": "Checkout double charge", "project": "shopfront", "status": "open",
+            "created_at": "2026-11-29T09:00:00Z"}  # fmt: skip
+    brief = {"id": BRIEF, "task": TASK, "project": "shopfront", "created_at": "2026-11-29T09:01:00Z",
+             "title": "Find why retries charge twice", "summary": "The idempotency key is lost on retry."}  # fmt: skip
+    (board / "tasks" / f"{TASK}.json").write_text(json.dumps(task))
+    (board / "briefs" / BRIEF / "brief.json").write_text(json.dumps(brief))
+    (board / "briefs" / BRIEF / "said.txt").write_text("customers get charged twice when the payment retries")
+    (board / "briefs" / BRIEF / "prompt.md").write_text("## Ask\nFind why the idempotency key is dropped.\n")
+    return board
+
+
+@pytest.fixture
+def served(monkeypatch):
+    """A daemon on the socket the shim computes from ``MEMORYD_HOME`` (short paths: sun_path limit)."""
+    root = short_tmpdir()
+    memoryd_home = root / "mh"
+    monkeypatch.setenv("MEMORYD_HOME", str(memoryd_home))
+    daemon = DaemonProcess(root, socket_path=memoryd_home / "state" / "memoryd.sock", board=make_board(root))
+    try:
+        daemon.start()
+        yield daemon, root
+    finally:
+        daemon.kill()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def agent_env(home: Path, entry: dict) -> dict[str, str]:
+    return {"HOME": str(home), "PATH": "/usr/bin:/bin", **entry.get("env", {})}
+
+
+def test_the_written_entry_runs_under_an_agents_minimal_environment(served):
+    daemon, root = served
+    home = root / "h"
+    (home / ".cursor").mkdir(parents=True)
+    (home / ".cursor" / "mcp.json").write_text(
+        '{\n  "mcpServers": {\n    "other": {"command": "npx"}\n  }\n}\n'
+    )
+    cursor = next(a for a in known_agents(home=home, env={"HOME": str(home)}) if a.name == "cursor")
+    [outcome] = manage.connect(cursor, server_entry(tools="briefs"))
+    assert outcome.state == manage.CONNECTED
+
+    entry = json.loads(cursor.config.read_text())["mcpServers"]["memoryd"]
+    assert os.path.isabs(entry["command"]) and entry["args"][:2] == ["-m", "memoryd_shim"]
+    assert entry["env"]["MEMORYD_HOME"] == os.environ["MEMORYD_HOME"]
+    assert not any(Path(p, "memoryd-shim").exists() for p in ("/usr/bin", "/bin")), (
+        "PATH must not find memoryd"
+    )
+
+    from mcp.client import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    server = StdioServerParameters(
+        command=entry["command"], args=entry["args"], env=agent_env(home, entry), cwd="/"
+    )
+
+    async def main() -> None:
+        async with Client(server) as client:
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert {"search_briefs", "save_outcome"} <= names
+            result = await client.call_tool("search_briefs", {"query": "charged twice on retry", "limit": 3})
+            assert result.is_error is False, result
+            assert result.structured_content["results"][0]["brief_id"] == BRIEF
+
+    asyncio.run(main())
+    assert daemon.proc.poll() is None
+
+
+def test_the_installed_stop_hook_command_runs_and_blocks(served, tmp_path):
+    _daemon, root = served
+    home = root / "h2"
+    (home / ".claude").mkdir(parents=True)
+    claude = next(a for a in known_agents(home=home, env={"HOME": str(home)}) if a.name == "claude-code")
+    manage.connect(claude, server_entry())
+    command = json.loads(claude_settings(home).read_text())["hooks"]["Stop"][0]["hooks"][0]["command"]
+    transcript = tmp_path / "t.jsonl"
+    line = {"type": "user", "timestamp": "2026-11-29T09:02:00.000Z",
+            "message": {"role": "user", "content": f"memoryd brief {BRIEF}: find the double charge"}}  # fmt: skip
+    transcript.write_text(json.dumps(line) + "\n")
+    stdin = json.dumps({"session_id": "s", "transcript_path": str(transcript), "stop_hook_active": False})
+    env = {**agent_env(home, {}), "MEMORYD_HOME": os.environ["MEMORYD_HOME"]}
+    result = subprocess.run(["/bin/sh", "-c", command], input=stdin, capture_output=True, text=True, env=env,
+                            timeout=60, cwd="/")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["decision"] == "block"  # the board came from the running daemon
+
+
+def doctor(home: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HOME": str(home)}
+    return subprocess.run([sys.executable, "-m", "memoryd", "doctor", "--json"], capture_output=True, text=True,
+                          env=env, timeout=120, cwd="/")  # fmt: skip
+
+
+def test_doctor_names_each_problem_with_its_fix(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMORYD_HOME", str(tmp_path / "mh"))
+    home = tmp_path / "h"
+    (home / ".cursor").mkdir(parents=True)
+    (home / ".cursor" / "mcp.json").write_text('{"mcpServers": {"memoryd": {"command": "/gone/bin/python"}}}')
+    result = doctor(home)
+    assert result.returncode == 1, result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    checks = {c["name"]: c for c in report["checks"]}
+    assert checks["daemon"]["state"] == "problem" and "memoryd service start" in checks["daemon"]["fix"]
+    assert checks["agent cursor"]["state"] == "problem" and "entry stale" in checks["agent cursor"]["detail"]
+    assert checks["agent cursor"]["fix"] == "memoryd connect cursor"
+    assert all(c["fix"] for c in report["checks"] if c["state"] == "problem")
+    assert checks["versions"]["state"] == "ok" and checks["disk"]["state"] == "ok"
+
+
+def test_doctor_with_a_running_daemon_and_a_connected_agent(served):
+    daemon, root = served
+    from briefs_e2e import wait_engine_ready
+
+    wait_engine_ready(daemon)
+    home = root / "h3"
+    (home / ".cursor").mkdir(parents=True)
+    cursor = next(a for a in known_agents(home=home, env={"HOME": str(home)}) if a.name == "cursor")
+    manage.connect(cursor, server_entry())
+    report = json.loads(doctor(home).stdout)
+    checks = {c["name"]: c for c in report["checks"]}
+    for name in ("daemon", "socket", "versions", "index", "agent cursor"):
+        assert checks[name]["state"] == "ok", checks[name]
+    assert checks["model"]["state"] == "info"  # --model none: keyword-only, said, not a problem
+    assert "in step with 1 briefs" in checks["index"]["detail"]
