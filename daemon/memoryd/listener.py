@@ -130,7 +130,7 @@ class Listener:
             hello = rendezvous.parse_hello(line)
         except ValueError as exc:
             clog.info("hello_refused", reason=str(exc))
-            await out.send(rendezvous.error_line(str(exc)))
+            await out.send(rendezvous.refusal_line(exc, self.version))
             return
         groups = tuple(hello["tools"])
         state = SessionState(

@@ -1,40 +1,72 @@
-"""Structured logging: JSON lines on stderr (or a file when run as a service), via structlog.
+"""Structured logging: JSON lines on stderr, plus a rotating file when run as a service, via structlog.
 
 stdout is never written by the daemon. ``MEMORYD_LOG_LEVEL`` (debug|info|warning|error) sets verbosity.
+
+Run as a service (the LaunchAgent plist and the systemd unit set ``MEMORYD_LOG_FILE=<logs>/memoryd.log``),
+``memoryd serve`` calls :func:`use_service_log`: every JSON line goes to that file, rotated by
+:class:`logging.handlers.RotatingFileHandler` at :data:`MAX_LOG_BYTES` with :data:`BACKUP_COUNT` older
+files kept (``memoryd.log.1`` ...), while stderr keeps warnings and errors only, so crashes still land in
+the service manager's stderr file (launchd's ``StandardErrorPath``, systemd's journal) without the
+routine lines filling an unrotated file.
 """
 
 from __future__ import annotations
 
 import logging
+import logging.handlers
 import os
 import sys
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, TextIO
 
 import structlog
 
+LOG_FILE_ENV = "MEMORYD_LOG_FILE"
+MAX_LOG_BYTES = 10 * 1024 * 1024
+BACKUP_COUNT = 3
+
 _configured = False
+_log_file: Path | None = None
 
 
-def configure(level: str | None = None, stream: TextIO | None = None) -> None:
-    """Route structlog and stdlib logging to JSON lines on ``stream`` (default stderr). Idempotent."""
-    global _configured
+def configure(
+    level: str | None = None, stream: TextIO | None = None, log_file: str | os.PathLike[str] | None = None
+) -> None:
+    """Route structlog and stdlib logging to JSON lines on ``stream`` (default stderr) and, with
+    ``log_file``, to that rotating file as well (stderr then keeps warnings and errors only).
+    Idempotent; raises ``OSError`` when ``log_file`` cannot be opened."""
+    global _configured, _log_file
     os.environ.setdefault("LANCEDB_LOG", "error")  # LanceDB's plain-text warnings stay out of our logs
     name = (level or os.environ.get("MEMORYD_LOG_LEVEL") or "info").upper()
     numeric = logging.getLevelNamesMapping().get(name, logging.INFO)
     stream = stream or sys.stderr
-    handler = logging.StreamHandler(stream)
-    handler.setFormatter(
-        structlog.stdlib.ProcessorFormatter(
-            processor=structlog.processors.JSONRenderer(ensure_ascii=False),
-            foreign_pre_chain=[
-                structlog.stdlib.add_log_level,
-                structlog.stdlib.add_logger_name,
-                structlog.processors.TimeStamper(fmt="iso", utc=True),
-            ],
-        )
+    formatter = structlog.stdlib.ProcessorFormatter(
+        processor=structlog.processors.JSONRenderer(ensure_ascii=False),
+        foreign_pre_chain=[
+            structlog.stdlib.add_log_level,
+            structlog.stdlib.add_logger_name,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+        ],
     )
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(formatter)
+    handlers: list[logging.Handler] = [handler]
+    if log_file is not None:
+        path = Path(log_file)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        rotating = logging.handlers.RotatingFileHandler(
+            path, maxBytes=MAX_LOG_BYTES, backupCount=BACKUP_COUNT, encoding="utf-8"
+        )
+        rotating.setFormatter(formatter)
+        handlers.append(rotating)
+        handler.setLevel(logging.WARNING)
     root = logging.getLogger()
-    root.handlers[:] = [handler]
+    for old in root.handlers:
+        if isinstance(old, logging.FileHandler):
+            old.close()
+    root.handlers[:] = handlers
+    _log_file = Path(log_file) if log_file is not None else None
     root.setLevel(numeric)
     for noisy in ("watchdog", "mcp", "httpx", "asyncio"):
         logging.getLogger(noisy).setLevel(max(numeric, logging.WARNING))
@@ -59,3 +91,28 @@ def get_logger(name: str | None = None, **bound: Any) -> structlog.stdlib.BoundL
     if not _configured:
         configure()
     return structlog.get_logger(name, **bound)
+
+
+def use_service_log(env: Mapping[str, str] | None = None) -> Path | None:
+    """When ``MEMORYD_LOG_FILE`` is set (by the service definitions), add the rotating JSON log there.
+
+    Returns the log file, or ``None`` when not run as a service or the file cannot be opened (logged as a
+    warning on stderr; the daemon still runs).
+    """
+    env = os.environ if env is None else env
+    value = env.get(LOG_FILE_ENV)
+    if not value:
+        return None
+    path = Path(value).expanduser().absolute()
+    try:
+        configure(log_file=path)
+    except OSError as exc:
+        configure()
+        get_logger("memoryd.logs").warning("log_file_unavailable", path=str(path), error=str(exc))
+        return None
+    return path
+
+
+def log_file_path() -> str | None:
+    """The rotating log file in use, or ``None`` (stderr only)."""
+    return str(_log_file) if _log_file is not None else None

@@ -15,6 +15,12 @@ Start-up order (watchman/dmypy style, closes the start races): socket dir 0700 -
 -> lock the board directory -> prove an old socket stale and replace it -> bind 0600 and listen -> answer
 handshakes at once -> load the engine in the background (tools report "warming up" meanwhile).
 
+Under a service manager (issue 7) the socket may be passed in instead (systemd ``LISTEN_FDS``, launchd
+``launch_activate_socket``; :func:`memoryd.socketfile.activated`): the locks are still taken, but the
+stale-socket check and the bind are skipped and the manager's socket file is never removed, so
+connections made while the service restarts wait in its backlog. ``MEMORYD_LOG_FILE`` (set by the plist
+and the unit) adds the rotating JSON log (:func:`memoryd.logs.use_service_log`).
+
 Shutdown on SIGTERM/SIGINT, within :data:`SHUTDOWN_BUDGET_S`: stop accepting -> remove the socket (before
 releasing the lock, so the next daemon never sees a dead socket it may not replace) -> cancel in-flight
 calls and close sessions -> ``engine.close()`` (flushes pending index writes) -> release the locks -> exit 0.
@@ -34,7 +40,7 @@ import threading
 import time
 from typing import Any
 
-from memoryd import lock, socketfile
+from memoryd import lock, logs, socketfile
 from memoryd.errors import StartupError
 from memoryd.logs import get_logger
 from memoryd.serve_config import ServeConfig
@@ -107,6 +113,13 @@ class Daemon:
         except OSError as exc:
             raise StartupError(f"cannot create the board {locs.board}: {exc.strerror or exc}") from exc
         lock.acquire(self._board_lock, locs.socket, what=f"board {locs.board}", wait_s=wait_s)
+        passed = socketfile.activated()
+        if passed is not None:  # launchd/systemd own the socket: no stale check, no bind, never unlinked
+            self._bound = passed
+            log.info("socket_activated", via=passed.activation, socket=str(passed.path))
+            if passed.path != locs.socket:
+                log.warning("activated_socket_elsewhere", socket=str(passed.path), expected=str(locs.socket))
+            return
         if socketfile.replace_stale(locs.socket):
             log.info("stale_socket_replaced", socket=str(locs.socket))
         self._bound = socketfile.bind(locs.socket)
@@ -161,8 +174,11 @@ class Daemon:
         _current = self
         try:
             self._build()
+            extra: dict[str, Any] = {}
+            if self._bound.activation and sys.version_info >= (3, 13):
+                extra["cleanup_socket"] = False  # the manager's socket file outlives this daemon
             aserver = await asyncio.start_unix_server(
-                self.listener.handle, sock=self._bound.sock, limit=rendezvous.MAX_LINE_BYTES
+                self.listener.handle, sock=self._bound.sock, limit=rendezvous.MAX_LINE_BYTES, **extra
             )
             log.info("listening", socket=str(self._bound.path), groups=self.registry.groups)
             self.engine.start(self.config.engine_factory)
@@ -198,8 +214,11 @@ class Daemon:
 
     def status(self) -> dict[str, Any]:
         """Process-level facts: ``{"running", "pid", "version", "started_at", "uptime_s", "sessions",
-        "socket": {"path","exists","mode","owner_uid","owner"}, "board", "index", "tool_groups",
-        "tool_timeout_ms", "engine_state"}``. Times are seconds; ``started_at`` is ISO-8601 UTC."""
+        "socket": {"path","exists","mode","owner_uid","owner"}, "wire", "activation", "log_file", "board",
+        "index", "tool_groups", "tool_timeout_ms", "engine_state"}``. ``wire`` is the wire version,
+        ``activation`` ``"systemd"``/``"launchd"`` when the service manager passed the socket in (else
+        ``None``), ``log_file`` the rotating JSON log when run as a service (else ``None``). Times are
+        seconds; ``started_at`` is ISO-8601 UTC."""
         locs = self.config.locations
         return {
             "running": True,
@@ -209,6 +228,9 @@ class Daemon:
             "uptime_s": round(time.monotonic() - self._t0, 3),
             "sessions": len(self.listener.sessions) if self.listener else 0,
             "socket": socketfile.describe(locs.socket),
+            "wire": rendezvous.WIRE_VERSION,
+            "activation": self._bound.activation if self._bound is not None else None,
+            "log_file": logs.log_file_path(),
             "board": str(locs.board),
             "index": str(locs.index),
             "tool_groups": self.registry.groups if self.registry else [],
@@ -251,6 +273,7 @@ def run(
     ``model``; ``None`` = default), which go through ``Settings.load`` and, unless ``engine_factory`` is
     given, ``memoryd.engine.open_engine(settings)``.
     """
+    logs.use_service_log()  # MEMORYD_LOG_FILE (set by the LaunchAgent/systemd unit): rotating JSON log too
     try:
         if config is None:
             from memoryd.settings import Settings

@@ -3,6 +3,11 @@
 Security rules (issue 4 item 7): the socket lives in a directory of mode 0700 owned by the daemon's user;
 the socket itself is 0600. The peer-uid check on every connection is in :mod:`memoryd.listener`.
 
+Socket activation (issue 7): under systemd (``LISTEN_FDS``/``LISTEN_PID``, sd_listen_fds(3)) or launchd
+(``launch_activate_socket``, launch(3), the plist's ``Sockets`` entry ``Listeners``) the service manager
+owns the listening socket and its file; :func:`activated` takes it over and the daemon neither binds nor
+removes the file, so connections made while the daemon restarts wait in the backlog.
+
 Stale-socket rule (issue 3): a socket file left by ``kill -9`` is removed only while holding the lock
 (:mod:`memoryd.lock`) and only after ``connect()`` to it is refused. Anything at the path that is not a
 socket (a regular file, a directory, a symlink) is never removed: we refuse to start instead.
@@ -10,11 +15,14 @@ socket (a regular file, a directory, a symlink) is never removed: we refuse to s
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import pwd
 import socket
 import stat
+import sys
+from collections.abc import MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -103,15 +111,22 @@ def replace_stale(path: Path) -> bool:
 
 @dataclass(frozen=True)
 class BoundSocket:
-    """A listening socket and the identity of the file it created (to remove only our own on exit)."""
+    """A listening socket and the identity of the file it created (to remove only our own on exit).
+
+    ``activation`` is ``"systemd"`` or ``"launchd"`` when the service manager passed the socket in
+    (:func:`activated`); that file belongs to the manager and is never removed by the daemon.
+    """
 
     sock: socket.socket
     path: Path
     dev: int
     ino: int
+    activation: str | None = None
 
     def remove_file(self) -> bool:
         """Unlink the socket file if it is still the one we bound; ``True`` when removed."""
+        if self.activation is not None:
+            return False  # the service manager's socket: it stays for the next daemon
         try:
             st = self.path.lstat()
         except FileNotFoundError:
@@ -148,6 +163,94 @@ def bind(path: Path) -> BoundSocket:
         sock.close()
         raise SocketPathError(f"cannot bind {path}: {exc.strerror or exc}") from exc
     return BoundSocket(sock=sock, path=path, dev=st.st_dev, ino=st.st_ino)
+
+
+SD_LISTEN_FDS_START = 3  # sd_listen_fds(3): passed descriptors start at 3
+LAUNCHD_SOCKET_NAME = "Listeners"  # the key under the plist's Sockets entry
+
+
+def activated(env: MutableMapping[str, str] | None = None) -> BoundSocket | None:
+    """The listening socket a service manager passed in, or ``None`` (bind as usual).
+
+    systemd: ``LISTEN_PID`` equal to our pid and ``LISTEN_FDS`` >= 1 (the socket is fd 3; the variables
+    are removed from ``env`` so children do not inherit them, as ``sd_listen_fds(1)`` does). launchd (macOS
+    only): ``launch_activate_socket("Listeners")``. Raises :class:`SocketPathError` when the passed
+    descriptor is not a listening Unix stream socket.
+    """
+    env = os.environ if env is None else env
+    fds = _systemd_fds(env)
+    via = "systemd"
+    if fds is None and sys.platform == "darwin":
+        fds, via = _launchd_fds(), "launchd"
+    if not fds:
+        return None
+    for extra in fds[1:]:  # one socket is configured; close anything else rather than leak it
+        with contextlib.suppress(OSError):
+            os.close(extra)
+    try:
+        sock = socket.socket(fileno=fds[0])
+    except OSError as exc:
+        raise SocketPathError(f"{via} passed fd {fds[0]}, which is not a socket: {exc}") from exc
+    try:
+        listening = sock.getsockopt(socket.SOL_SOCKET, getattr(socket, "SO_ACCEPTCONN", 30))
+    except OSError:
+        listening = 1  # macOS before 10.x has no SO_ACCEPTCONN for AF_UNIX; trust launchd
+    if sock.family != socket.AF_UNIX or sock.type != socket.SOCK_STREAM or not listening:
+        sock.close()
+        raise SocketPathError(f"{via} passed a socket that is not a listening Unix stream socket")
+    os.set_inheritable(sock.fileno(), False)
+    sock.setblocking(False)
+    name = sock.getsockname()
+    path = Path(os.fsdecode(name) if isinstance(name, (str, bytes)) else "")
+    try:
+        st = path.lstat()
+        dev, ino = st.st_dev, st.st_ino
+    except OSError:
+        dev = ino = -1
+    return BoundSocket(sock=sock, path=path, dev=dev, ino=ino, activation=via)
+
+
+def _systemd_fds(env: MutableMapping[str, str]) -> list[int] | None:
+    pid, count = env.get("LISTEN_PID"), env.get("LISTEN_FDS")
+    if pid is None or count is None:
+        return None
+    for name in ("LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"):
+        env.pop(name, None)
+    try:
+        if int(pid) != os.getpid() or int(count) < 1:
+            return None  # meant for another process (our parent); not ours to take
+        return list(range(SD_LISTEN_FDS_START, SD_LISTEN_FDS_START + int(count)))
+    except ValueError:
+        return None
+
+
+def _launchd_fds() -> list[int] | None:
+    """``launch_activate_socket(LAUNCHD_SOCKET_NAME, &fds, &count)`` from libSystem, via ctypes (macOS).
+
+    Returns ``None`` when the process was not started by launchd with that socket (ESRCH, ENOENT...).
+    """
+    import ctypes
+
+    try:
+        libsystem = ctypes.CDLL("/usr/lib/libSystem.B.dylib", use_errno=True)
+        activate = libsystem.launch_activate_socket
+    except (OSError, AttributeError):
+        return None
+    activate.restype = ctypes.c_int
+    activate.argtypes = [
+        ctypes.c_char_p,
+        ctypes.POINTER(ctypes.POINTER(ctypes.c_int)),
+        ctypes.POINTER(ctypes.c_size_t),
+    ]
+    fds = ctypes.POINTER(ctypes.c_int)()
+    count = ctypes.c_size_t(0)
+    if activate(LAUNCHD_SOCKET_NAME.encode(), ctypes.byref(fds), ctypes.byref(count)) != 0:
+        return None
+    try:
+        return [fds[i] for i in range(count.value)]
+    finally:
+        libsystem.free.argtypes = [ctypes.c_void_p]
+        libsystem.free(ctypes.cast(fds, ctypes.c_void_p))  # launch(3): the caller frees the array
 
 
 def describe(path: Path) -> dict:

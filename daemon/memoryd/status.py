@@ -13,7 +13,14 @@ is not a memoryd daemon speaking this wire version.
      "watcher": "alive", "sessions": 2,
      "socket": {"path": "/...", "exists": true, "mode": "0600", "owner_uid": 501, "owner": "me"},
      "tool_groups": ["briefs"], "tool_timeout_ms": 15000,
-     "engine": {"state": "ready", "since_s": 11.9}}
+     "engine": {"state": "ready", "since_s": 11.9},
+     "wire": 1, "activation": "launchd", "log_file": "/.../memoryd.log",
+     "installed": {"memoryd": "0.1.0", "memoryd_shim": "0.1.0", "wire": 1}, "restart_needed": false}
+
+``version``/``wire`` are the running daemon's; ``installed`` is what this command (and the shim beside it)
+would run now. They differ after an upgrade until the daemon restarts: ``restart_needed`` is then true
+and the text output says to run ``memoryd service restart``. ``activation`` is the service manager that
+passed the socket in (``null`` when the daemon bound it), ``log_file`` its rotating log (service only).
 
 and, when not running, ``{"running": false, "socket": {"path": "/..."}}``.
 """
@@ -25,8 +32,11 @@ import sys
 import time
 from typing import Any
 
+import memoryd_shim
+from memoryd import __version__
 from memoryd.control import ask_status
 from memoryd.paths import resolve
+from memoryd_shim import rendezvous
 
 EXIT_UP = 0
 EXIT_ERROR = 1
@@ -73,7 +83,18 @@ def summarize(raw: dict[str, Any], now: float | None = None) -> dict[str, Any]:
         "tool_groups": raw.get("tool_groups"),
         "tool_timeout_ms": raw.get("tool_timeout_ms"),
         "engine": slot or {"state": raw.get("engine_state")},
+        "wire": raw.get("wire"),
+        "activation": raw.get("activation"),
+        "log_file": raw.get("log_file"),
+        "installed": installed(),
+        "restart_needed": raw.get("version") != __version__
+        or raw.get("wire", rendezvous.WIRE_VERSION) != rendezvous.WIRE_VERSION,
     }
+
+
+def installed() -> dict[str, Any]:
+    """The versions installed beside this command: ``{"memoryd", "memoryd_shim", "wire"}``."""
+    return {"memoryd": __version__, "memoryd_shim": memoryd_shim.__version__, "wire": rendezvous.WIRE_VERSION}
 
 
 def _duration(seconds: float | None) -> str:
@@ -121,6 +142,19 @@ def render(s: dict[str, Any]) -> str:
             f"  model     {model.get('name')}: {model.get('state')}{detail}, {mode}",
             f"  watcher   {s['watcher']}",
         ]
+    mine = s["installed"]
+    wire = f"wire v{s['wire']}" if s.get("wire") is not None else "wire version unknown"
+    lines.append(
+        f"  versions  daemon memoryd {s['version']} ({wire}); installed memoryd {mine['memoryd']}, "
+        f"memoryd-shim {mine['memoryd_shim']} (wire v{mine['wire']})"
+    )
+    if s["restart_needed"]:
+        lines.append(
+            "            the running daemon is not the installed version: run `memoryd service restart`"
+        )
+    if s.get("activation") or s.get("log_file"):
+        via = f"socket from {s['activation']}" if s.get("activation") else "own socket"
+        lines.append(f"  service   {via}; log {s.get('log_file') or 'stderr'}")
     sock = s["socket"] or {}
     lines += [
         f"  sessions  {s['sessions']} connected",

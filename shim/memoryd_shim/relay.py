@@ -217,13 +217,23 @@ class Relay:
     def _greeted(self, now: float, line: bytes) -> None:
         try:
             answer = rendezvous.parse_answer(line)
+        except rendezvous.IncompatibleWire as exc:
+            version = _daemon_version(line)
+            self._fail(now, rendezvous.incompatible_message(self.socket_path, exc.theirs, version))
+            return
         except ValueError as exc:
             self._fail(
                 now, f"the process on {self.socket_path} does not speak memoryd's wire protocol ({exc})"
             )
             return
         if answer["memoryd"] == "error":
-            self._fail(now, f"memoryd daemon refused the connection: {answer['message']}")
+            if answer.get("code") == "incompatible":
+                message = rendezvous.incompatible_message(
+                    self.socket_path, answer.get("v"), answer.get("version")
+                )
+            else:
+                message = f"memoryd daemon refused the connection: {answer['message']}"
+            self._fail(now, message)
             return
         if self.connector.reconnect:
             log(f"reconnected to memoryd {answer.get('version', '?')}")
@@ -498,6 +508,17 @@ def _cwd() -> str:
         return os.getcwd()
     except OSError:  # the agent's working directory was deleted
         return os.environ.get("PWD", "")
+
+
+def _daemon_version(line: bytes) -> object:
+    """The ``version`` field of a daemon's answer line, if it has one (for messages only)."""
+    from memoryd_shim import wirejson
+
+    try:
+        msg = wirejson.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return msg.get("version") if isinstance(msg, dict) else None
 
 
 def _version() -> str:

@@ -156,8 +156,19 @@ def parse_tool_groups(spec: str | None) -> list[str]:
     return groups or list(DEFAULT_TOOL_GROUPS)
 
 
+class IncompatibleWire(ValueError):
+    """The other side speaks another wire version (``theirs``; ours is :data:`WIRE_VERSION`)."""
+
+    def __init__(self, message: str, theirs: object):
+        super().__init__(message)
+        self.theirs = theirs
+
+
 def hello_line(tools: list[str], cwd: str, pid: int, version: str) -> bytes:
-    """The shim's first line on a new connection (contract §4), newline-terminated."""
+    """The shim's first line on a new connection (contract §4), newline-terminated.
+
+    Besides the contract's fields it carries ``shim_version``, the shim's package version (``v`` is its
+    wire version), so a daemon can log and refuse what it cannot serve."""
     msg = {
         "memoryd": "hello",
         "v": WIRE_VERSION,
@@ -181,8 +192,41 @@ def error_line(message: str) -> bytes:
     return (wirejson.dumps({"memoryd": "error", "message": message}, separators=_SPACED) + "\n").encode()
 
 
+def refusal_line(exc: ValueError, version: str) -> bytes:
+    """The daemon's answer to a hello :func:`parse_hello` refused with ``exc``.
+
+    For another wire version (:class:`IncompatibleWire`) the error line also says
+    ``"code":"incompatible"``, the daemon's wire version ``v`` and package ``version``, so the shim can
+    tell the person which side is old and what to run (:func:`incompatible_message`).
+    """
+    if not isinstance(exc, IncompatibleWire):
+        return error_line(str(exc))
+    msg = {
+        "memoryd": "error",
+        "code": "incompatible",
+        "v": WIRE_VERSION,
+        "version": version,
+        "message": str(exc),
+    }
+    return (wirejson.dumps(msg, separators=_SPACED) + "\n").encode()
+
+
+def incompatible_message(socket_path: str, daemon_wire: object, daemon_version: object) -> str:
+    """What a shim says when the daemon speaks another wire version: both versions and the fix."""
+    from memoryd_shim import __version__
+
+    daemon = f"memoryd {daemon_version}" if daemon_version else "an unknown memoryd version"
+    return (
+        f"the memoryd daemon on {socket_path} ({daemon}, wire v{daemon_wire}) cannot serve this "
+        f"memoryd-shim {__version__} (wire v{WIRE_VERSION}): they come from different installs. "
+        "After upgrading memoryd, restart the daemon with `memoryd service restart` (or stop the old "
+        "`memoryd serve`), and make agents run the memoryd-shim of the same install"
+    )
+
+
 def parse_hello(line: bytes) -> dict:
-    """Validate a hello line; returns the dict or raises ``ValueError`` with a reason."""
+    """Validate a hello line; returns the dict or raises ``ValueError`` with a reason
+    (:class:`IncompatibleWire` for another wire version)."""
     try:
         msg = wirejson.loads(line)
     except (ValueError, RecursionError) as exc:
@@ -190,8 +234,10 @@ def parse_hello(line: bytes) -> dict:
     if not isinstance(msg, dict) or msg.get("memoryd") != "hello":
         raise ValueError('first line must be {"memoryd":"hello",...}')
     if msg.get("v") != WIRE_VERSION:
-        raise ValueError(
-            f"wire version {msg.get('v')!r} is not supported (this daemon speaks v{WIRE_VERSION})"
+        shim = f" (memoryd-shim {msg['shim_version']})" if isinstance(msg.get("shim_version"), str) else ""
+        raise IncompatibleWire(
+            f"wire version {msg.get('v')!r}{shim} is not supported (this daemon speaks v{WIRE_VERSION})",
+            msg.get("v"),
         )
     tools = msg.get("tools", list(DEFAULT_TOOL_GROUPS))
     if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
@@ -203,8 +249,10 @@ def parse_hello(line: bytes) -> dict:
 def parse_answer(line: bytes) -> dict:
     """Validate the daemon's answer to a hello.
 
-    Returns ``{"memoryd": "ready", "version": str, ...}`` or ``{"memoryd": "error", "message": str}``;
-    raises ``ValueError`` for anything else (not JSON, another shape, another wire version).
+    Returns ``{"memoryd": "ready", "version": str, ...}`` or ``{"memoryd": "error", "message": str}``
+    (an incompatible daemon's error also has ``"code": "incompatible"``, ``v`` and ``version``);
+    raises ``ValueError`` for anything else (not JSON, another shape), :class:`IncompatibleWire` for a
+    ready line of another wire version.
     """
     try:
         msg = wirejson.loads(line)
@@ -219,5 +267,7 @@ def parse_answer(line: bytes) -> dict:
     if kind != "ready":
         raise ValueError(f'daemon answer must be {{"memoryd":"ready"|"error"}}, got {kind!r}')
     if msg.get("v") != WIRE_VERSION:
-        raise ValueError(f"daemon speaks wire version {msg.get('v')!r}; this shim speaks v{WIRE_VERSION}")
+        raise IncompatibleWire(
+            f"daemon speaks wire version {msg.get('v')!r}; this shim speaks v{WIRE_VERSION}", msg.get("v")
+        )
     return msg
