@@ -18,6 +18,7 @@ count as much as a strong meaning match (lessons measured in ``shared/eval/READM
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -91,17 +92,17 @@ class SearchResult:
     query_redactions: int = 0
 
 
-def _where(project: str | None, kind: str | None, status: str | None, scope: str | None = None) -> str | None:
-    parts = []
-    if project:
-        parts.append(f"project = {quote(project)}")
-    if scope:
-        parts.append(f"project = {quote(scope)}")
-    if kind:
-        parts.append(f"kind = {quote(kind)}")
-    if status:
-        parts.append(f"status = {quote(status)}")
-    return " AND ".join(parts) or None
+def _filters(
+    project: str | None, kind: str | None, status: str | None, scope: str | None = None
+) -> list[tuple[str, str]]:
+    """``[(column, value)]`` that every result must equal."""
+    pairs = [("project", project), ("project", scope), ("kind", kind), ("status", status)]
+    return [(c, v) for c, v in pairs if v]
+
+
+def _where(filters: list[tuple[str, str]]) -> str | None:
+    """The same filters as a LanceDB SQL clause (values quoted: never user syntax)."""
+    return " AND ".join(f"{c} = {quote(v)}" for c, v in filters) or None
 
 
 @dataclass
@@ -130,25 +131,27 @@ def gather(
     store: IndexStore,
     embedder,
     text: str,
-    where: str | None,
+    filters: list[tuple[str, str]],
     as_of: datetime | None = None,
 ) -> Candidates:
-    """Fetch both candidate lists for already-redacted, non-empty ``text``."""
+    """Fetch both candidate lists for already-redacted, non-empty ``text``; ``filters`` as
+    :func:`_filters` gives them."""
     c = Candidates(text=text)
     qterms = term_string(text, query=True)
-    kw = store.keyword(qterms, where, CANDIDATES) if qterms else []
-    c.bm25 = dict(kw)
+    # BM25 runs in LanceDB's threads while the query is embedded here
+    pending = store.keyword_start(qterms, _where(filters), CANDIDATES)
     c.ref = TEXT_BOOSTS[0] * sum(store.stats.idf(t) for t in set(qterms.split()))
     c.known = any(store.stats.df.get(t, 0) > 0 for t in qterms.split())
     if embedder is not None:
         qvec = embedder.embed_queries([text])[0]
+        by_group = store.nearest_by(qvec, CANDIDATES, [(col, v, True) for col, v in filters], per="lang")
+        c.bm25 = dict(pending.result())
         # Cosines are compared within each script group (a query scores higher against any text in
         # its own script): each group's list is z-scored against its own nearest neighbours.
         stats: dict[str, tuple[float, float]] = {}
         raw: dict[str, float] = {}
         for group in ("latin", "cjk"):
-            clause = f"lang = {quote(group)}" + (f" AND ({where})" if where else "")
-            near = store.nearest(qvec, clause, CANDIDATES)
+            near = by_group.get(group)
             if not near:
                 continue
             values = np.array([cos for _, cos in near[:GROUP_CANDIDATES]], dtype=np.float64)
@@ -168,6 +171,7 @@ def gather(
             c.cos[i] = (cos - mean) / std
         c.pool = sorted((v for i, v in c.cos.items() if i in nearest_ids), reverse=True)[:CANDIDATES]
     else:
+        c.bm25 = dict(pending.result())
         c.rows = store.rows(list(c.bm25))
     c.wants_open = intent.asks_open(text)
     c.months = intent.months(text, as_of or datetime.now(UTC))
@@ -200,7 +204,7 @@ def score(
     if explain is not None:
         explain.update(k_top=max(kw.values(), default=0.0), n_kw=len(kw))
     w = ranking.meaning_weight if c.has_vectors else 0.0
-    hits = []
+    scored: list[tuple[str, dict, float]] = []
     for i, row in c.rows.items():
         k = kw.get(i, 0.0)
         s = w * m_scores.get(i, 0.0) * m_conf + (1 - w) * k
@@ -211,23 +215,27 @@ def score(
         s += ranking.project_boost * c.projects.get(row["project"], 0.0)
         # raw BM25 breaks ties among capped keyword scores (keyword-only mode)
         s += 1e-6 * min(c.bm25.get(i, 0.0), 1000.0) / 1000.0
-        hits.append(
-            Hit(
-                id=i,
-                kind=row["kind"],
-                task=row["task"],
-                project=row["project"],
-                status=row["status"],
-                date=row["created_at"],
-                title=row["title"],
-                line=row["line"],
-                score=s,
-            )
-        )
+        scored.append((i, row, s))
     if group_by_task:
-        hits = _task_vote(hits, ranking.task_vote)
-    hits.sort(key=lambda h: (-h.score, h.id))
-    return hits
+        bonus = _task_bonus(((row["task"], s) for _, row, s in scored), ranking.task_vote)
+        scored = [
+            (i, row, s + bonus.get(row["task"], 0.0)) if row["task"] else (i, row, s) for i, row, s in scored
+        ]
+    scored.sort(key=lambda e: (-e[2], e[0]))
+    return [
+        Hit(
+            id=i,
+            kind=row["kind"],
+            task=row["task"],
+            project=row["project"],
+            status=row["status"],
+            date=row["created_at"],
+            title=row["title"],
+            line=row["line"],
+            score=s,
+        )
+        for i, row, s in scored
+    ]
 
 
 def search(
@@ -261,7 +269,7 @@ def search(
     )
     if not text or store.count() == 0:
         return result
-    cands = gather(store, embedder, text, _where(project, kind, status, scope), as_of)
+    cands = gather(store, embedder, text, _filters(project, kind, status, scope), as_of)
     ranking = ranking or RANKINGS.get(kind or "brief", DEFAULT_RANKING)
     hits = score(cands, ranking, group_by_task, explain)
     top = hits[0].score if hits else 0.0
@@ -269,14 +277,13 @@ def search(
     return result
 
 
-def _task_vote(hits: list[Hit], share: float) -> list[Hit]:
-    """Lift each brief by ``share`` of its task's second-best brief score: briefs vote for their task."""
+def _task_bonus(scores: Iterable[tuple[str, float]], share: float) -> dict[str, float]:
+    """task -> ``share`` of its second-best brief score: briefs vote for their task."""
     by_task: dict[str, list[float]] = {}
-    for h in hits:
-        if h.task:
-            by_task.setdefault(h.task, []).append(h.score)
-    bonus = {t: sorted(v, reverse=True)[1] * share if len(v) > 1 else 0.0 for t, v in by_task.items()}
-    return [Hit(**{**h.__dict__, "score": h.score + bonus.get(h.task, 0.0)}) if h.task else h for h in hits]
+    for task, s in scores:
+        if task:
+            by_task.setdefault(task, []).append(s)
+    return {t: sorted(v, reverse=True)[1] * share if len(v) > 1 else 0.0 for t, v in by_task.items()}
 
 
 def _scaled(hit: Hit, top: float) -> Hit:

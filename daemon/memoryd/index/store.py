@@ -5,6 +5,11 @@ with BM25 full-text indexes (``text_main`` weighted above ``text_aux``), a vecto
 meaning half, and the hashes that make syncing incremental. Everything here is derived from the board
 and may be deleted at any time; :class:`IndexStore` then starts empty and the sync rebuilds it.
 
+The vectors and every column but the two keyword texts are also held in memory
+(:mod:`memoryd.index.columns`), loaded once at open and updated by every write: nearest neighbours,
+row look-ups, hashes and counts are served from there; LanceDB serves the BM25 half and is the copy
+on disk.
+
 Writes are meant to come in batches from one writer (each LanceDB write adds a fragment and a
 version); :meth:`IndexStore.optimize` compacts, refreshes the full-text indexes and drops old
 versions, so deleted text also leaves the bytes on disk.
@@ -16,11 +21,12 @@ import os
 
 os.environ.setdefault("LANCEDB_LOG", "error")  # before lancedb loads: its Rust warnings are plain text
 
-import math
+import asyncio
+import re
 import shutil
 import threading
-from collections import Counter
 from collections.abc import Iterable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -28,10 +34,15 @@ from pathlib import Path
 import lancedb
 import numpy as np
 import pyarrow as pa
+from lancedb.background_loop import LOOP
 from lancedb.index import FTS
 from lancedb.query import MultiMatchQuery
+from lancedb.table import AsyncTable
 
+from memoryd.index.columns import COLUMNS as MEM_COLUMNS
+from memoryd.index.columns import Columns
 from memoryd.index.records import Record
+from memoryd.index.termstats import TermStats
 from memoryd.logs import get_logger
 
 log = get_logger("memoryd.index.store")
@@ -40,13 +51,21 @@ TABLE = "records"
 SCHEMA_VERSION = "2"
 FILTER_COLUMNS = ("id", "kind", "project", "task", "status", "created_at", "title", "line", "lang")
 TEXT_COLUMNS = ("text_main", "text_aux")
+#: Saved keyword term statistics (see :mod:`memoryd.index.termstats`), beside the table.
+STATS_FILE = "termstats.json"
 #: BM25 weight of each text column: what the person said and the titles count more than screen text.
 TEXT_BOOSTS = (2.0, 1.0)
 
 
+#: Text columns are stored as written: no FSST or general compression. Forgetting is checked by reading
+#: the bytes of the index folder (issue 4 point 5, tests/e2e/test_forgetting.py); compressed text would hide
+#: words from that check without hiding them from anyone who decodes the file.
+_PLAIN = {"lance-encoding:compression": "none"}
+
+
 def _schema(dim: int) -> pa.Schema:
-    fields = [pa.field(name, pa.string(), nullable=False) for name in FILTER_COLUMNS]
-    fields += [pa.field(name, pa.string(), nullable=False) for name in TEXT_COLUMNS]
+    fields = [pa.field(name, pa.string(), nullable=False, metadata=_PLAIN) for name in FILTER_COLUMNS]
+    fields += [pa.field(name, pa.string(), nullable=False, metadata=_PLAIN) for name in TEXT_COLUMNS]
     fields += [
         pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
         pa.field("model", pa.string(), nullable=False),  # "" = no vector yet (keyword-only)
@@ -61,28 +80,6 @@ def quote(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-class TermStats:
-    """Document frequencies of keyword terms, kept in memory beside the table.
-
-    LanceDB computes BM25 but does not expose IDF; search needs it to tell a match on rare query
-    terms from an accidental match on common ones (the keyword half's confidence). Updated
-    incrementally on every write; rebuilt from the table on open.
-    """
-
-    def __init__(self) -> None:
-        self.df: Counter[str] = Counter()
-        self.docs = 0
-
-    def add(self, text_main: str, text_aux: str, sign: int = 1) -> None:
-        self.df.update({t: sign for t in set(text_main.split()) | set(text_aux.split())})
-        self.docs += sign
-
-    def idf(self, term: str) -> float:
-        """BM25's IDF (Robertson–Spärck Jones, with Lucene's +1 to stay positive)."""
-        n = self.df.get(term, 0)
-        return math.log(1.0 + (self.docs - n + 0.5) / (n + 0.5))
-
-
 @dataclass(frozen=True)
 class StoredHash:
     hash: str
@@ -93,8 +90,10 @@ class StoredHash:
 class IndexStore:
     """The records table at ``path`` (a folder), with vectors of ``dim`` floats.
 
-    Thread-safety: reads may run concurrently from several threads; writes must come from one writer
-    at a time (an internal lock serialises them anyway).
+    Thread-safety: reads may run concurrently from several threads, also while a write runs (they see
+    the in-memory state before or after it, never a mix); writes must come from one writer at a time
+    (an internal lock serialises them anyway). The in-memory copy holds this process's view: another
+    process writing the same folder is not seen (the daemon's lock file rules that out).
     """
 
     def __init__(self, path: Path, dim: int = 384) -> None:
@@ -104,11 +103,12 @@ class IndexStore:
         self.path.mkdir(parents=True, exist_ok=True)
         os.chmod(self.path, 0o700)
         self._db = lancedb.connect(str(self.path))
+        self._stats_path = self.path / STATS_FILE
         self._table = self._open_or_create()
         self._fts_ready = self._has_fts()
         self.stats = TermStats()
-        self._projects: set[str] | None = None
-        self._load_stats()
+        self.mem = Columns(dim)
+        self._load()
 
     # -- lifecycle -------------------------------------------------------------------------------
     def _open_or_create(self):
@@ -122,9 +122,27 @@ class IndexStore:
                 return table
             log.warning("index_schema_changed", path=str(self.path), action="rebuild")
             self._db.drop_table(TABLE)
+        self._stats_path.unlink(missing_ok=True)
         return self._db.create_table(TABLE, schema=_schema(self.dim))
 
-    def _load_stats(self) -> None:
+    def _load(self) -> None:
+        """Read the table once: the in-memory columns and vectors; the keyword term statistics from
+        their saved copy when it matches the table, else counted from the texts (a second scan)."""
+        rows = self._table.count_rows()
+        self.mem.reserve(rows)
+        names = list(MEM_COLUMNS)
+        for batch in self._table.search().select([*names, "vector"]).limit(None).to_batches():
+            if not batch.num_rows:
+                continue
+            values = [batch.column(c).to_pylist() for c in names]
+            data = [dict(zip(names, v, strict=True)) for v in zip(*values, strict=True)]
+            flat = batch.column("vector").flatten().to_numpy(zero_copy_only=False)
+            vecs = np.asarray(flat, dtype=np.float32).reshape(batch.num_rows, self.dim)
+            self.mem.publish(self.mem.prepare_upsert(data, vecs))
+        saved = TermStats.load(self._stats_path, self._table.version, rows)
+        if saved is not None:
+            self.stats = saved
+            return
         for batch in self._table.search().select(list(TEXT_COLUMNS)).limit(None).to_batches():
             for main, aux in zip(
                 batch.column("text_main").to_pylist(), batch.column("text_aux").to_pylist(), strict=True
@@ -149,36 +167,19 @@ class IndexStore:
 
     # -- reads -----------------------------------------------------------------------------------
     def count(self) -> int:
-        return self._table.count_rows()
+        """Number of records (from memory)."""
+        return self.mem.snap.live
 
     def counts_by_kind(self) -> dict[str, int]:
-        tbl = self._table.search().select(["kind"]).limit(None).to_arrow()
-        kinds = tbl.column("kind").to_pylist()
-        return {k: kinds.count(k) for k in sorted(set(kinds))}
+        return self.mem.counts("kind")
 
     def projects(self) -> set[str]:
-        """Distinct project names (cached until the next write)."""
-        if self._projects is None:
-            tbl = self._table.search().select(["project"]).limit(None).to_arrow()
-            self._projects = {p for p in tbl.column("project").to_pylist() if p}
-        return self._projects
+        """Distinct project names of the stored records (cached until the next write)."""
+        return {p for p in self.mem.distinct("project") if p}
 
     def stored_hashes(self, kind: str | None = None) -> dict[str, StoredHash]:
         """id -> hashes and model of every stored record (of ``kind`` when given)."""
-        q = self._table.search().select(["id", "hash", "embed_hash", "model"]).limit(None)
-        if kind:
-            q = q.where(f"kind = {quote(kind)}")
-        tbl = q.to_arrow()
-        return {
-            i: StoredHash(h, e, m)
-            for i, h, e, m in zip(
-                tbl.column("id").to_pylist(),
-                tbl.column("hash").to_pylist(),
-                tbl.column("embed_hash").to_pylist(),
-                tbl.column("model").to_pylist(),
-                strict=True,
-            )
-        }
+        return {i: StoredHash(h, e, m) for i, h, e, m in self.mem.hashes(kind)}
 
     def stored_hashes_for(self, ids: Sequence[str]) -> dict[str, StoredHash]:
         """Hashes and model of the given ids (absent ids are left out)."""
@@ -186,9 +187,12 @@ class IndexStore:
         return {i: StoredHash(r["hash"], r["embed_hash"], r["model"]) for i, r in got.items()}
 
     def rows(self, ids: Sequence[str], columns: Sequence[str] = FILTER_COLUMNS) -> dict[str, dict]:
-        """The stored columns of ``ids`` (missing ids are absent from the answer)."""
+        """The stored columns of ``ids`` (missing ids are absent from the answer): ``{id: {column:
+        value}}``; ``vector`` comes as a list of floats. Served from memory, except the keyword texts."""
         if not ids:
             return {}
+        if all(c in MEM_COLUMNS or c == "vector" for c in columns):
+            return self.mem.rows(ids, columns)
         out: dict[str, dict] = {}
         ids = list(ids)
         for start in range(0, len(ids), 500):
@@ -198,28 +202,50 @@ class IndexStore:
         return out
 
     def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
-        """Stored vectors by id (only rows that have one)."""
-        got = self.rows(ids, ("id", "vector", "model"))
-        return {i: np.asarray(r["vector"], dtype=np.float32) for i, r in got.items() if r["model"]}
+        """Stored vectors by id (only rows that have one): float32 ``(dim,)`` copies."""
+        return self.mem.vectors(ids)
 
     def keyword(self, query_terms: str, where: str | None, limit: int) -> list[tuple[str, float]]:
         """BM25 over the text columns: ``[(id, score)]`` best first. ``query_terms`` are our own terms
         (never user syntax); an empty string or an index with no rows gives ``[]``."""
+        return self.keyword_start(query_terms, where, limit).result()
+
+    def keyword_start(self, query_terms: str, where: str | None, limit: int) -> Future:
+        """Start :meth:`keyword` and return a :class:`concurrent.futures.Future` of its answer at once.
+
+        The query runs on LanceDB's own event loop and threads in one round trip (the sync API makes
+        six, each a thread hand-off), so the caller can embed the query meanwhile. ``where`` is a
+        LanceDB SQL filter applied before ranking. ``.result()`` re-raises LanceDB errors."""
         if not query_terms.strip() or self.count() == 0:
-            return []
+            done: Future = Future()
+            done.set_result([])
+            return done
         if not self._fts_ready:
             with self._write_lock:
                 if not self._fts_ready:
                     self._build_fts()
         q = MultiMatchQuery(query_terms, list(TEXT_COLUMNS), boosts=list(TEXT_BOOSTS))
-        builder = self._table.search(q, query_type="fts").select(["id", "_score"]).limit(limit)
-        if where:
-            builder = builder.where(where, prefilter=True)
-        return [(r["id"], float(r["_score"])) for r in builder.to_list()]
+        inner = getattr(self._table, "_table", None)
+        if not isinstance(inner, AsyncTable):  # not the lancedb 0.40 layout: the sync API, same answer
+            done = Future()
+            builder = self._table.search(q, query_type="fts").select(["id", "_score"]).limit(limit)
+            if where:
+                builder = builder.where(where, prefilter=True)
+            done.set_result([(r["id"], float(r["_score"])) for r in builder.to_list()])
+            return done
+        return asyncio.run_coroutine_threadsafe(_fts(inner, q, where, limit), LOOP.loop)
 
     def nearest(self, vector: np.ndarray, where: str | None, limit: int) -> list[tuple[str, float]]:
-        """Cosine similarity search over rows that have a vector: ``[(id, cosine)]`` best first."""
-        clause = "model != ''" + (f" AND ({where})" if where else "")
+        """Cosine similarity search over rows that have a vector: ``[(id, cosine)]`` best first.
+
+        ``where`` is a LanceDB SQL filter. A conjunction of ``column = 'value'`` / ``!=`` terms (what
+        :func:`quote` builds) is answered from memory; anything else goes to a LanceDB flat scan.
+        """
+        conditions = parse_equalities(where) if where else []
+        if conditions is not None and all(c in MEM_COLUMNS for c, _, _ in conditions):
+            found = self.nearest_by(vector, limit, conditions)
+            return found.get(None, [])
+        clause = "model != ''" + f" AND ({where})"
         builder = (
             self._table.search(np.asarray(vector, dtype=np.float32), vector_column_name="vector")
             .distance_type("dot")
@@ -229,6 +255,24 @@ class IndexStore:
         )
         # vectors are L2-normalised, so dot "distance" = 1 - cosine
         return [(r["id"], 1.0 - float(r["_distance"])) for r in builder.to_list()]
+
+    def nearest_by(
+        self,
+        vector: np.ndarray,
+        limit: int,
+        conditions: Iterable[tuple[str, str, bool]] = (),
+        per: str | None = None,
+    ) -> dict[str | None, list[tuple[str, float]]]:
+        """Nearest neighbours from memory: ``{group: [(id, cosine)]}``, each list best first (ties by
+        insertion order), over rows that have a vector and meet every ``(column, value, equal)``
+        condition (``equal`` False = "differs"). With ``per`` (a categorical column such as ``lang``)
+        one list per value of that column, else one list under the key None. Raises ValueError for
+        a column the index does not have."""
+        snap = self.mem.snap
+        mask = self.mem.mask(snap, list(conditions))
+        if mask is None:
+            raise ValueError(f"unknown filter column in {conditions!r}")
+        return self.mem.nearest(vector, limit, mask, snap, per)
 
     # -- writes ----------------------------------------------------------------------------------
     def upsert(self, records: Sequence[Record], vectors: np.ndarray | None, model: str) -> None:
@@ -240,29 +284,32 @@ class IndexStore:
             return
         if vectors is not None and vectors.shape != (len(records), self.dim):
             raise ValueError(f"vectors shape {vectors.shape} != ({len(records)}, {self.dim})")
+        vecs = np.asarray(vectors, dtype=np.float32) if vectors is not None else None
         zero = [0.0] * self.dim
         data = []
         for i, rec in enumerate(records):
             row = {name: getattr(rec, name) for name in FILTER_COLUMNS + TEXT_COLUMNS}  # lang is a property
-            row["vector"] = vectors[i].tolist() if vectors is not None else zero
-            row["model"] = model if vectors is not None else ""
+            row["vector"] = vecs[i].tolist() if vecs is not None else zero
+            row["model"] = model if vecs is not None else ""
             row["hash"] = rec.content_hash
             row["embed_hash"] = rec.embed_hash
             data.append(row)
         table = pa.Table.from_pylist(data, schema=_schema(self.dim))
         with self._write_lock:
-            old = self.rows([r.id for r in records], ("id", *TEXT_COLUMNS))
+            present = [r.id for r in records if r.id in self.mem.snap.pos]
+            old = self.rows(present, ("id", *TEXT_COLUMNS))
+            snap = self.mem.prepare_upsert(data, vecs)
             (
                 self._table.merge_insert("id")
                 .when_matched_update_all()
                 .when_not_matched_insert_all()
                 .execute(table)
             )
+            self.mem.publish(snap)  # after the table write: a failed write leaves memory as it was
             for row in old.values():
                 self.stats.add(row["text_main"], row["text_aux"], -1)
             for rec in records:
                 self.stats.add(rec.text_main, rec.text_aux)
-            self._projects = None
 
     def delete(self, ids: Iterable[str]) -> int:
         """Delete records by id; returns how many ids were asked for."""
@@ -270,21 +317,27 @@ class IndexStore:
         if not ids:
             return 0
         with self._write_lock:
-            old = self.rows(ids, ("id", *TEXT_COLUMNS))
+            old = self.rows([i for i in ids if i in self.mem.snap.pos], ("id", *TEXT_COLUMNS))
+            snap = self.mem.prepare_delete(ids)
             for start in range(0, len(ids), 500):
                 chunk = ids[start : start + 500]
                 self._table.delete("id IN (" + ", ".join(quote(i) for i in chunk) + ")")
+            self.mem.publish(snap)
             for row in old.values():
                 self.stats.add(row["text_main"], row["text_aux"], -1)
         return len(ids)
 
     def optimize(self, purge: bool = False) -> None:
-        """Compact fragments, fold new rows into the full-text indexes, drop old versions.
+        """Compact fragments, fold new rows into the full-text indexes, drop old versions, and drop the
+        in-memory copy's dead rows (all of them with ``purge``, else once they are a tenth).
 
-        ``purge=True`` keeps only the latest version (deleted text leaves the disk at once); otherwise
-        versions older than one minute go. Safe while this process is the only writer.
+        ``purge=True`` first rewrites the live rows (:meth:`_rewrite`), then keeps only the latest version:
+        deleted and replaced text leaves the disk at once. Otherwise versions older than one minute go.
+        Safe while this process is the only writer.
         """
         with self._write_lock:
+            if purge:
+                self._rewrite()
             if not self._fts_ready and self._table.count_rows() > 0:
                 self._build_fts()
             keep = timedelta(0) if purge else timedelta(minutes=1)
@@ -293,6 +346,62 @@ class IndexStore:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # the "removes every version" warning is what we want
                 self._table.optimize(cleanup_older_than=keep, delete_unverified=purge)
+            # purge: deleted text leaves this process's memory too, not only the disk
+            self.mem.compact(0.0 if purge else 0.1)
+            try:
+                self.stats.save(self._stats_path, self._table.version, self.count())
+            except (OSError, ValueError) as exc:  # only the next open gets slower
+                log.warning("termstats_not_saved", path=str(self._stats_path), error=str(exc))
+
+    def _rewrite(self) -> None:
+        """Write the live rows into new data files and rebuild the full-text indexes from them (issue 4
+        point 5; tests/e2e/test_forgetting.py).
+
+        LanceDB's compaction leaves a fragment with few deleted rows as it is (a deletion file hides them;
+        their text stays in the data file), and an index refresh keeps the terms of deleted rows. After an
+        overwrite, deleted and replaced rows live only in files of older versions, which the cleanup that
+        follows removes. Caller holds ``_write_lock``.
+        """
+        live = self._table.to_arrow().cast(_schema(self.dim))
+        self._table.add(live, mode="overwrite")
+        if live.num_rows:
+            self._build_fts()
+        else:
+            self._fts_ready = self._has_fts()
 
     def version(self) -> int:
         return self._table.version
+
+
+async def _fts(
+    table: AsyncTable, query: MultiMatchQuery, where: str | None, limit: int
+) -> list[tuple[str, float]]:
+    q = table.query().nearest_to_text(query).select(["id", "_score"]).limit(limit)
+    if where:
+        q = q.where(where)  # a filter before ranking, as the sync API's prefilter=True
+    got = await q.to_arrow()
+    return list(zip(got.column("id").to_pylist(), got.column("_score").to_pylist(), strict=True))
+
+
+_TERM = re.compile(r"\s*\(*\s*(\w+)\s*(=|!=)\s*'((?:[^']|'')*)'\s*\)*\s*")
+_AND = re.compile(r"AND\s", re.IGNORECASE)
+
+
+def parse_equalities(where: str) -> list[tuple[str, str, bool]] | None:
+    """``"kind = 'brief' AND (project = 'x')"`` -> ``[("kind", "brief", True), ("project", "x", True)]``;
+    None when ``where`` is anything but ``AND``-joined ``column = 'value'`` / ``column != 'value'`` terms
+    (parentheses around terms are ignored: with AND alone they change nothing)."""
+    out: list[tuple[str, str, bool]] = []
+    pos, text = 0, where.strip()
+    while True:
+        m = _TERM.match(text, pos)
+        if m is None:
+            return None
+        out.append((m.group(1), m.group(3).replace("''", "'"), m.group(2) == "="))
+        pos = m.end()
+        if pos == len(text):
+            return out if text.count("(") == text.count(")") else None
+        sep = _AND.match(text, pos)
+        if sep is None:
+            return None
+        pos = sep.end()

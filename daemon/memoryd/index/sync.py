@@ -8,7 +8,7 @@ only touched the outcome or the screens).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -79,14 +79,23 @@ def write_records(store: IndexStore, records: Sequence[Record], embedder, report
             store.upsert(without, None, "")
 
 
-def sync_records(store: IndexStore, desired: Iterable[Record], embedder, kinds: Sequence[str]) -> SyncReport:
-    """Make the index's records of ``kinds`` equal ``desired``. Returns what changed.
+def sync_records(
+    store: IndexStore,
+    desired: Iterable[Record],
+    embedder,
+    kinds: Sequence[str],
+    keep: Collection[str] = (),
+) -> SyncReport:
+    """Make the index's records of ``kinds`` equal ``desired`` plus ``keep``. Returns what changed.
 
-    With ``embedder`` None, new and changed records are written keyword-only (``model == ""``) and
-    get their vectors at the next sync with a model.
+    ``keep``: ids known unchanged without deriving their records (:mod:`memoryd.index.derive_cache`);
+    they are counted as unchanged and never deleted. With ``embedder`` None, new and changed records are
+    written keyword-only (``model == ""``) and get their vectors at the next sync with a model.
     """
     report = SyncReport()
     want = {r.id: r for r in desired}
+    keep = set(keep) - want.keys()
+    report.unchanged += len(keep)
     stored: dict = {}
     for kind in kinds:
         stored.update(store.stored_hashes(kind))
@@ -102,7 +111,7 @@ def sync_records(store: IndexStore, desired: Iterable[Record], embedder, kinds: 
             todo.append(rec)
         else:
             report.unchanged += 1
-    gone = [rid for rid in stored if rid not in want]
+    gone = [rid for rid in stored if rid not in want and rid not in keep]
     write_records(store, todo, embedder, report)
     report.deleted = store.delete(gone)
     if report.changed:

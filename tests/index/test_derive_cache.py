@@ -1,0 +1,94 @@
+"""A no-change restart derives no brief record again; any change to a brief's inputs does (real board,
+real LanceDB, keyword-only so no model is needed)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "board"))
+from board_helpers import write_brief, write_task  # noqa: E402
+
+from memoryd.board.reader import BoardReader  # noqa: E402
+from memoryd.index.derive_cache import FILE_NAME  # noqa: E402
+from memoryd.index.search import search  # noqa: E402
+from memoryd.index.store import IndexStore  # noqa: E402
+from memoryd.indexer import Indexer  # noqa: E402
+from memoryd.rwlock import RWLock  # noqa: E402
+
+IDS = ["b-20260101-aaaaa1", "b-20260101-aaaaa2", "b-20260101-aaaaa3"]
+
+
+@pytest.fixture
+def board(tmp_path: Path) -> Path:
+    root = tmp_path / "board"
+    (root / "tasks").mkdir(parents=True)
+    (root / "briefs").mkdir()
+    write_task(root)
+    for i, bid in enumerate(IDS):
+        write_brief(root, bid, said=f"the checkout button number {i} does nothing")
+    return root
+
+
+def restart(board: Path, index: Path):
+    """A fresh process's view: new store, new indexer, one full sync."""
+    store = IndexStore(index)
+    indexer = Indexer(BoardReader(board), store, lambda: None, RWLock())
+    report = indexer.full_sync()
+    return store, indexer, report
+
+
+def test_no_change_restart_derives_nothing_and_changes_are_derived(board, tmp_path):
+    index = tmp_path / "index"
+    _, first, report = restart(board, index)
+    assert (first.last_derived, report.added) == (3, 3)
+
+    store, again, report = restart(board, index)
+    assert (again.last_derived, report.unchanged, report.changed) == (0, 3, False)
+    assert store.count() == 3
+    assert [h.id for h in search(store, None, "checkout button number 2").hits][:1] == [IDS[2]]
+
+    (board / "briefs" / IDS[1] / "said.txt").write_text("the basket total is wrong", encoding="utf-8")
+    store, _, report = restart(board, index)
+    assert (report.updated, report.unchanged) == (1, 2)
+    assert [h.id for h in search(store, None, "basket total").hits][:1] == [IDS[1]]
+
+    task = board / "tasks" / "t-20260101-aaaaaa.json"
+    data = json.loads(task.read_text())
+    task.write_text(json.dumps({**data, "status": "done"}))
+    _, again, report = restart(board, index)
+    assert (again.last_derived, report.updated) == (3, 3)  # the task's status lives in every brief record
+
+    import shutil
+
+    shutil.rmtree(board / "briefs" / IDS[0])
+    store, again, report = restart(board, index)
+    assert (again.last_derived, report.deleted, report.unchanged) == (0, 1, 2)
+    assert store.count() == 2
+
+
+@pytest.mark.parametrize("content", ["{not json", json.dumps({"stamp": "other", "entries": {}}), ""])
+def test_a_broken_or_foreign_cache_file_means_derive_everything(board, tmp_path, content):
+    index = tmp_path / "index"
+    restart(board, index)
+    (index / FILE_NAME).write_text(content, encoding="utf-8")
+    _, again, report = restart(board, index)
+    assert (again.last_derived, report.unchanged, report.changed) == (3, 3, False)
+    _, again, _ = restart(board, index)
+    assert again.last_derived == 0  # and the cache is written again
+
+
+def test_a_wiped_index_is_rebuilt_even_with_the_cache_file_left(board, tmp_path):
+    index = tmp_path / "index"
+    restart(board, index)
+    cache = (index / FILE_NAME).read_bytes()
+    import shutil
+
+    shutil.rmtree(index)
+    index.mkdir()
+    (index / FILE_NAME).write_bytes(cache)
+    store, again, report = restart(board, index)
+    assert (again.last_derived, report.added, store.count()) == (3, 3, 3)
