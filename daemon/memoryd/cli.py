@@ -17,6 +17,7 @@ from memoryd import __version__
 
 #: Modules adding sub-commands through ``register(sub)`` (one line per module; order = help order).
 COMMAND_MODULES: tuple[str, ...] = (
+    "memoryd.import_cli",
     "memoryd.connect.cli",
     "memoryd.service.cli",
 )

@@ -19,12 +19,14 @@ from memoryd.board.formats import Brief, Outcome, Task
 from memoryd.board.ids import check_brief_id, check_task_id
 from memoryd.board.reader import BoardReader, BoardUnreadable
 from memoryd.board.writer import ensure_board, save_outcome
-from memoryd.index.search import SearchResult, search
+from memoryd.index.search import Ranking, SearchResult, search
 from memoryd.index.store import IndexStore
 from memoryd.indexer import Indexer
 from memoryd.logs import get_logger
+from memoryd.memories.api import Memories
 from memoryd.rwlock import RWLock
 from memoryd.settings import Settings
+from memoryd.sources import RecordSource, make_sources
 
 log = get_logger("memoryd.engine")
 
@@ -58,6 +60,9 @@ class Engine:
         self.watcher = None
         self.started_at = time.time()
         self._model_task: asyncio.Task | None = None
+        self.sources: list[RecordSource] = make_sources(self.board)
+        #: The memory API (issue 5) that the memories and memo tools call; see :mod:`memoryd.memories.api`.
+        self.memories = Memories(self)
 
     # -- lifecycle -------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -72,6 +77,7 @@ class Engine:
             lambda: self.embedder,
             self.lock,
             optimize_interval_s=self.settings.optimize_interval_s,
+            sources=self.sources,
         )
         # Watch before reading the board: a save made while the reconcile runs is queued for the writer
         # (which starts below), not lost between the read and the first event.
@@ -142,7 +148,9 @@ class Engine:
 
     def _on_change(self, change) -> None:
         if self.indexer is not None:
-            self.indexer.submit(briefs=change.briefs, tasks=change.tasks, rescan=change.rescan)
+            self.indexer.submit(
+                briefs=change.briefs, tasks=change.tasks, rescan=change.rescan, paths=change.paths
+            )
 
     async def close(self) -> None:
         """Stop watching, flush pending index writes, stop the model loader."""
@@ -150,6 +158,7 @@ class Engine:
             await asyncio.to_thread(self.watcher.stop)
         if self._model_task is not None and not self._model_task.done():
             self._model_task.cancel()
+        await self.memories.close()  # writes pending accessed_at touches
         if self.indexer is not None:
             await self.indexer.close()
 
@@ -166,13 +175,24 @@ class Engine:
         kind: str | None = None,
         status: str | None = None,
         limit: int = 10,
+        ranking: Ranking | None = None,
     ) -> SearchResult:
+        """The hybrid search (:func:`memoryd.index.search.search`) under the index's read lock.
+
+        ``ranking``: a ranking profile other than the one of ``kind`` (memories use their own)."""
         self._check_board()
 
         def run() -> SearchResult:
             with self.lock.shared():
                 return search(
-                    self.store, self.embedder, query, project=project, kind=kind, status=status, limit=limit
+                    self.store,
+                    self.embedder,
+                    query,
+                    project=project,
+                    kind=kind,
+                    status=status,
+                    limit=limit,
+                    ranking=ranking,
                 )
 
         return await asyncio.to_thread(run)
@@ -235,7 +255,8 @@ class Engine:
             "records": self.store.count() if self.store else 0,
             "briefs": len(idx.snapshot.briefs) if idx else 0,
             "tasks": len(idx.snapshot.tasks) if idx else 0,
-            "skipped_files": len(idx.snapshot.skipped) if idx else 0,
+            "memories": self.memories.count(),
+            "skipped_files": len(idx.skipped()) if idx else 0,
             "model": {"name": self.model.name, "state": self.model.state, "detail": self.model.detail},
             "search_mode": "hybrid" if self.embedder is not None else "keyword",
             "last_indexed_at": idx.last_indexed_at if idx else None,

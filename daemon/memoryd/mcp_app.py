@@ -13,11 +13,17 @@ answered with the latest handshake version, never echoed.
 Tool boundary (MCP spec "Tools"): unknown name or arguments breaking the input schema -> JSON-RPC
 ``-32602``; everything the tool itself hits -> ``CallToolResult(isError=True)``; a call past its deadline
 (``MEMORYD_TOOL_TIMEOUT_MS``) is stopped and reported the same way; ``notifications/cancelled`` cancels
-the handler (the SDK dispatcher's ``interrupt`` mode) and the request is never answered.
+the handler (the SDK dispatcher's ``interrupt`` mode) and the request is never answered. Every finished
+call is counted in :data:`memoryd.metrics.METRICS` (tool, success, duration, sizes; never its content).
+
+Resources (MCP spec "Resources"): the fixed-URI text resources of the session's groups
+(:class:`memoryd.tools.registry.ResourceSpec`, a group module's optional ``resources()``) are listed by
+``resources/list`` and read by ``resources/read``; an unknown URI is ``-32002``.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -29,6 +35,7 @@ from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.models import InitializationOptions
 
 from memoryd.errors import (
+    INTERNAL_ERROR,
     ProtocolError,
     ToolTimeout,
     UnknownTool,
@@ -37,6 +44,7 @@ from memoryd.errors import (
     translate,
 )
 from memoryd.logs import get_logger
+from memoryd.metrics import METRICS
 from memoryd.tools.registry import RegisteredTool, ToolContext
 from memoryd.warmup import EngineHandle
 
@@ -47,6 +55,8 @@ DEFAULT_INSTRUCTIONS = (
 )
 
 log = get_logger("memoryd.mcp")
+#: MCP's "resource not found" JSON-RPC error code (spec, "Resources" -> "Error Handling").
+RESOURCE_NOT_FOUND = -32002
 
 
 @dataclass
@@ -60,9 +70,12 @@ class SessionState:
     client_pid: int | None = None
     connected_at: float = field(default_factory=time.time)
     log: Any = field(default=None, repr=False)
+    #: URI -> :class:`memoryd.tools.registry.ResourceSpec` of the session's groups.
+    resources: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.listing = types.ListToolsResult(tools=[t.wire for t in self.tools.values()])
+        self.resource_listing = types.ListResourcesResult(resources=[r.wire for r in self.resources.values()])
         if self.log is None:
             self.log = log.bind(conn=self.id)
 
@@ -87,6 +100,8 @@ class McpApp:
             instructions=instructions or DEFAULT_INSTRUCTIONS,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
+            on_list_resources=self._list_resources,
+            on_read_resource=self._read_resource,
         )
         # The default OpenTelemetry middleware opens a span per message; we export no traces, and the
         # relay budget is about a millisecond per call.
@@ -100,6 +115,49 @@ class McpApp:
     ) -> types.ListToolsResult:
         return ctx.lifespan_context.listing
 
+    async def _list_resources(
+        self, ctx: ServerRequestContext[SessionState], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        return ctx.lifespan_context.resource_listing
+
+    async def _read_resource(
+        self, ctx: ServerRequestContext[SessionState], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        """``resources/read`` of one of the session's resources. An unknown URI is ``-32002`` (MCP spec
+        "Resources", error handling); a failure while reading is a JSON-RPC error whose message is the
+        :class:`~memoryd.errors.ToolFailed` text, or a generic one with a log reference."""
+        from mcp.shared.exceptions import MCPError
+
+        session = ctx.lifespan_context
+        uri = str(params.uri)
+        spec = session.resources.get(uri)
+        if spec is None:
+            raise MCPError(code=RESOURCE_NOT_FOUND, message=f"Resource not found: {uri}", data={"uri": uri})
+        started = time.monotonic()
+        rctx = ToolContext(
+            tool=uri,
+            session_id=session.id,
+            groups=session.groups,
+            cwd=session.cwd,
+            client_pid=session.client_pid,
+            protocol_version=ctx.protocol_version,
+            deadline=started + self.tool_timeout_s,
+            engine_handle=self.engine,
+            log=session.log.bind(resource=uri, request_id=ctx.request_id),
+            client_session=ctx.session,
+            request_id=ctx.request_id,
+        )
+        try:
+            with anyio.fail_after(self.tool_timeout_s):
+                text = await spec.read(rctx)
+        except Exception as exc:
+            failure = translate(exc)
+            result = tool_failure_result(failure, uri, rctx.log)
+            raise MCPError(code=INTERNAL_ERROR, message=result.content[0].text) from None
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=uri, mime_type=spec.mime_type, text=text)]
+        )
+
     async def _call_tool(
         self, ctx: ServerRequestContext[SessionState], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
@@ -112,6 +170,7 @@ class McpApp:
         try:
             tool.check_arguments(arguments)
         except ProtocolError as exc:
+            METRICS.record(tool.spec.name, False, None)
             raise to_mcp_error(exc) from None
         started = time.monotonic()
         tctx = ToolContext(
@@ -124,6 +183,8 @@ class McpApp:
             deadline=started + self.tool_timeout_s,
             engine_handle=self.engine,
             log=session.log.bind(tool=tool.spec.name, request_id=ctx.request_id),
+            client_session=ctx.session,
+            request_id=ctx.request_id,
         )
         try:
             # move_on_after, not fail_after: a TimeoutError raised inside the tool is the tool's own
@@ -140,9 +201,19 @@ class McpApp:
         except Exception as exc:
             failure = translate(exc)
             if isinstance(failure, ProtocolError):
+                METRICS.record(tool.spec.name, False, (time.monotonic() - started) * 1000)
                 raise to_mcp_error(failure) from None
             result = tool_failure_result(failure, tool.spec.name, tctx.log)
-        tctx.log.debug(
-            "tool_call", ms=round((time.monotonic() - started) * 1000, 2), is_error=result.is_error
+        ms = (time.monotonic() - started) * 1000
+        tctx.log.debug("tool_call", ms=round(ms, 2), is_error=result.is_error)
+        # redacted telemetry (memoryd.metrics): sizes only, never the arguments or the answer
+        METRICS.record(
+            tool.spec.name,
+            not result.is_error,
+            ms,
+            arg_bytes=len(
+                json.dumps(arguments, ensure_ascii=False, default=str).encode("utf-8", "surrogatepass")
+            ),
+            result_bytes=sum(len(getattr(c, "text", "") or "") for c in result.content),
         )
         return result

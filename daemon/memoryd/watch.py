@@ -52,7 +52,7 @@ from memoryd.logs import get_logger
 log = get_logger("memoryd.watch")
 
 HEALTH_INTERVAL_S = 1.0  # how often the timer thread checks the observer while idle (one stat per check)
-PASSTHROUGH_DIRS = ("memories", "sessions")  # later issues; reported as board-relative paths
+PASSTHROUGH_DIRS = ("memories", "sessions")  # record sources (memoryd.sources): board-relative paths
 RESCAN_DIRS = ("briefs", "tasks")  # created, deleted or moved wholesale -> reconcile everything
 
 # Only events that can change file content or existence. No IN_OPEN / IN_CLOSE_NOWRITE / IN_ACCESS, so the

@@ -10,12 +10,20 @@ from __future__ import annotations
 import importlib
 import importlib.util
 
-from memoryd.tools.registry import RegisteredTool, ToolContext, ToolRegistry, ToolResult, ToolSpec
+from memoryd.tools.registry import (
+    RegisteredTool,
+    ResourceSpec,
+    ToolContext,
+    ToolRegistry,
+    ToolResult,
+    ToolSpec,
+)
 
 __all__ = [
     "DIAGNOSTICS_GROUP",
     "GROUP_MODULES",
     "RegisteredTool",
+    "ResourceSpec",
     "ToolContext",
     "ToolRegistry",
     "ToolResult",
@@ -41,7 +49,10 @@ def build_registry(test_tools: bool = False) -> ToolRegistry:
     for group, module_name in GROUP_MODULES.items():
         if importlib.util.find_spec(module_name) is None:
             continue  # not written yet; an import error inside an existing module still raises
-        registry.add_group(group, importlib.import_module(module_name).tools())
+        module = importlib.import_module(module_name)
+        registry.add_group(group, module.tools())
+        if hasattr(module, "resources"):  # optional: the group's MCP resources (ResourceSpec)
+            registry.add_resources(group, module.resources())
     if test_tools:
         from memoryd.tools import _diagnostics
 

@@ -37,6 +37,13 @@ async def _fail(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     raise RuntimeError("diag_fail: an unexpected crash with /secret/path in its text")
 
 
+async def _stop_watcher(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    """Stop the engine's board watcher (healthcheck tests: a stopped watcher must read as degraded)."""
+    engine = await ctx.engine()
+    await anyio.to_thread.run_sync(engine.watcher.stop)
+    return {"stopped": True, "alive": engine.watcher.alive()}
+
+
 def tools() -> list[ToolSpec]:
     readonly = {"readOnlyHint": True, "openWorldHint": False}
     return [
@@ -80,5 +87,11 @@ def tools() -> list[ToolSpec]:
             },
             annotations=readonly,
             handler=_fail,
+        ),
+        ToolSpec(
+            name="diag_stop_watcher",
+            description="TEST TOOL: stops the board watcher (healthcheck must then report degraded).",
+            input_schema={"type": "object", "properties": {}, "additionalProperties": False},
+            handler=_stop_watcher,
         ),
     ]

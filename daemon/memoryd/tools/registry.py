@@ -55,6 +55,9 @@ class ToolResult:
 
     structured: dict[str, Any]
     text: str | None = None
+    #: A tool execution error shaped by the tool itself (``isError: true`` on the wire), e.g. the memories
+    #: group's memdb-style ``{"ok": false, "error": {...}}`` answers.
+    is_error: bool = False
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,11 @@ class ToolContext:
     deadline: float
     engine_handle: EngineHandle
     log: Any = field(repr=False, default=None)
+    #: The SDK's ``ServerSession`` of this call (server-to-client requests such as
+    #: ``sampling/createMessage``, and ``report_progress``); None outside the MCP boundary.
+    client_session: Any = field(repr=False, default=None)
+    #: The JSON-RPC id of this ``tools/call`` as the SDK sees it (for request-scoped messages).
+    request_id: Any = None
 
     @property
     def remaining_s(self) -> float:
@@ -168,7 +176,9 @@ class RegisteredTool:
             raise ValueError(f"tool {self.spec.name} output breaks its output_schema: {problem}")
         text = result.text if result.text is not None else json.dumps(result.structured, ensure_ascii=False)
         return types.CallToolResult(
-            content=[types.TextContent(text=text)], structured_content=result.structured, is_error=False
+            content=[types.TextContent(text=text)],
+            structured_content=result.structured,
+            is_error=result.is_error,
         )
 
 
@@ -180,6 +190,7 @@ class ToolRegistry:
         self._groups: dict[str, list[RegisteredTool]] = {}
         self._always: list[str] = []
         self._names: dict[str, str] = {}
+        self._resources: dict[str, list[ResourceSpec]] = {}  # group -> its resources (fixed URIs)
 
     def add_group(self, group: str, tools: Iterable[ToolSpec], *, always: bool = False) -> None:
         """Register ``tools`` under ``group``. ``always`` makes the group visible in every session whatever
@@ -204,3 +215,47 @@ class ToolRegistry:
         """Name -> tool for a session that asked for ``groups`` (plus the always-on groups), in order."""
         chosen = [*groups, *(g for g in self._always if g not in groups)]
         return {t.spec.name: t for g in chosen for t in self._groups.get(g, ())}
+
+    def add_resources(self, group: str, resources: Iterable[ResourceSpec]) -> None:
+        """Register the MCP resources of ``group`` (a group module's optional ``resources()``).
+        Raises ``ValueError`` for a URI that is already registered."""
+        known = {r.uri for lst in self._resources.values() for r in lst}
+        specs = list(resources)
+        for spec in specs:
+            if spec.uri in known:
+                raise ValueError(f"resource {spec.uri!r} is registered twice")
+            known.add(spec.uri)
+        self._resources.setdefault(group, []).extend(specs)
+
+    def visible_resources(self, groups: Iterable[str]) -> dict[str, ResourceSpec]:
+        """URI -> resource for a session that asked for ``groups`` (plus the always-on groups)."""
+        groups = list(groups)
+        chosen = [*groups, *(g for g in self._always if g not in groups)]
+        return {r.uri: r for g in chosen for r in self._resources.get(g, ())}
+
+
+ResourceReader = Callable[[ToolContext], Awaitable[str]]
+
+
+@dataclass(frozen=True)
+class ResourceSpec:
+    """A text resource with a fixed URI (MCP "Resources"): ``read(ctx) -> str`` builds its text on each
+    ``resources/read`` (``ctx`` is a :class:`ToolContext` named after the URI). A group module lists its
+    resources in an optional ``resources() -> list[ResourceSpec]``."""
+
+    uri: str
+    name: str
+    description: str
+    read: ResourceReader
+    mime_type: str = "text/plain"
+    title: str | None = None
+
+    @property
+    def wire(self) -> types.Resource:
+        return types.Resource(
+            uri=self.uri,
+            name=self.name,
+            title=self.title,
+            description=self.description,
+            mime_type=self.mime_type,
+        )

@@ -1,0 +1,96 @@
+"""Helpers for the ``memories`` tool tests: the real shim with ``--tools memories``, memdb's envelope checks,
+and polling for what the watcher does in the background.
+
+:class:`MemShim` is :class:`briefs_e2e.Shim` started with ``--tools memories`` in a chosen working directory
+(the session's project is the git root folder around it). ``ok`` returns the ``result`` of
+``{"ok": true, "result": ...}`` after checking the text block is the same JSON; ``err`` returns the
+``error`` of an ``isError`` answer.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from briefs_e2e import SHIM, Shim, wait_engine_ready
+
+__all__ = ["SHIM", "MemShim", "poll", "unique", "wait_engine_ready"]
+
+
+def unique(prefix: str = "m") -> str:
+    """A word no other test uses (keyword searches find exactly the memories of one test)."""
+    return f"{prefix}{uuid.uuid4().hex[:10]}"
+
+
+def poll(check, what: str, timeout: float = 20.0, interval: float = 0.05):
+    """Wait until ``check()`` is truthy; the bound catches hangs, it is not a speed assertion."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout} s")
+        time.sleep(interval)
+
+
+class MemShim(Shim):
+    def __init__(
+        self, socket_path: Path, env: dict[str, str], cwd: str = "/", tools: str = "memories"
+    ) -> None:
+        self.proc = subprocess.Popen(
+            [str(SHIM), "--socket", str(socket_path), "--no-start", "--tools", tools],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            cwd=cwd,
+        )
+        self.output = bytearray()
+        import queue
+
+        self._lines: queue.Queue[bytes] = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+        self._id = 0
+
+    def answer(self, name: str, **arguments: Any) -> dict:
+        """The ``tools/call`` result (``isError`` either way), text and structured content checked equal."""
+        reply = self.call(name, **arguments)
+        assert "result" in reply, reply
+        result = reply["result"]
+        assert json.loads(result["content"][0]["text"]) == result["structuredContent"], result
+        return result
+
+    def ok(self, name: str, **arguments: Any) -> Any:
+        result = self.answer(name, **arguments)
+        assert result.get("isError") is False, result
+        assert result["structuredContent"]["ok"] is True
+        return result["structuredContent"]["result"]
+
+    def full(self, name: str, **arguments: Any) -> dict:
+        """The whole success envelope (with ``note``, ``mode``, ``redacted``...)."""
+        result = self.answer(name, **arguments)
+        assert result.get("isError") is False, result
+        return result["structuredContent"]
+
+    def err(self, name: str, **arguments: Any) -> dict:
+        result = self.answer(name, **arguments)
+        assert result["isError"] is True, result
+        body = result["structuredContent"]
+        assert body["ok"] is False and set(body["error"]) == {"code", "message"}, body
+        return body["error"]
+
+    def raw(self, line: str, timeout: float = 20.0) -> dict:
+        """Send one raw JSON-RPC line (e.g. with ``\\ud800`` escapes) and return the answer to its id."""
+        message_id = json.loads(line.replace("\\ud800", "").replace("\\udfff", ""))["id"]
+        self.proc.stdin.write(line.encode() + b"\n")
+        self.proc.stdin.flush()
+        while True:
+            answer = json.loads(self._lines.get(timeout=timeout))
+            if answer.get("id") == message_id:
+                return answer

@@ -1,0 +1,257 @@
+"""Memories are files on the board: hand edits, hand-written and broken files, restarts, and embeddings.
+
+The daemon's watcher picks up what an editor does to ``memories/`` (issue 5); the bounds below catch hangs,
+they do not measure speed (``bench/`` does).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import signal
+
+import pytest
+from memories_e2e import SHIM, MemShim, poll, unique, wait_engine_ready
+from memoryd_e2e import DaemonProcess, short_tmpdir
+
+pytestmark = pytest.mark.skipif(not SHIM.exists(), reason="no .venv/bin/memoryd-shim (run make setup)")
+
+#: Hand edits must be searchable "within 1 s" (issue 5); this bound only catches a change never picked up.
+PICKUP_BOUND_S = 20.0
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def editor_save(path, text: str) -> None:
+    """Save like an editor: write a sibling temp file, then rename it over the original."""
+    tmp = path.with_name(path.name + ".swp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def hand_file(content: str, tags=("hand",), extra: str = "") -> str:
+    tag_list = ", ".join(tags)
+    return (
+        f"---\ntags: [{tag_list}]\nimportance: 2\nmemory_type: fact\ncreated_at: 2026-01-05T10:00:00Z\n"
+        f"project: handmade\n{extra}---\n{content}\n"
+    )
+
+
+def hits(shim: MemShim, query: str) -> list[str]:
+    return [h["id"] for h in shim.ok("search_memories", query=query, limit=20)]  # id: the file name
+
+
+def test_a_memory_edited_by_hand_is_searchable_with_its_new_words_and_not_its_old(shim, served):
+    old_word, new_word = unique("old"), unique("new")
+    content = f"The release train leaves on Tuesdays {old_word}"
+    h = shim.ok("store_memory", content=content, tags=["release"])["hash"]
+    assert hits(shim, old_word) == [h]
+    path = served.board / "memories" / f"{h}.md"
+    text = path.read_text()
+    editor_save(path, text.replace(f"Tuesdays {old_word}", f"Thursdays now {new_word}"))
+    poll(lambda: hits(shim, new_word) == [h], "the new words searchable", PICKUP_BOUND_S)
+    assert hits(shim, old_word) == []
+    edited = f"The release train leaves on Thursdays now {new_word}"
+    m = shim.ok("get_memory", hash=h)
+    # the file name stays the identity; hash says what the content is now
+    assert (m["id"], m["hash"], m["content"]) == (h, sha(edited), edited)
+    assert shim.ok("get_memory", hash=sha(edited))["id"] == h
+    again = shim.ok("store_memory", content=edited, tags=["release"])
+    assert again["isNew"] is False and again["id"] == h
+    assert len(list((served.board / "memories").glob("*.md"))) == len(
+        {p.name for p in (served.board / "memories").glob("*.md")}
+    )
+    # a tool update moves the hand-edited file to its content's name
+    moved = shim.ok("update_memory", hash=h, content=edited + " (confirmed)")
+    assert moved["oldHash"] == h and not path.exists()
+    assert hits(shim, new_word) == [moved["newHash"]]
+
+
+def test_hand_written_and_hand_deleted_memory_files(shim, served):
+    word = unique("hw")
+    content = f"Written by hand in an editor: the VPN needs split tunnelling {word}"
+    path = served.board / "memories" / f"{sha(content)}.md"
+    editor_save(path, hand_file(content, tags=("vpn", "network")))
+    poll(lambda: hits(shim, word) == [sha(content)], "a hand-written memory indexed", PICKUP_BOUND_S)
+    m = shim.ok("get_memory", hash=sha(content))
+    assert (m["content"], m["tags"], m["project"], m["memory_type"]) == (
+        content,
+        ["vpn", "network"],
+        "handmade",
+        "fact",
+    )
+    assert m["created_at"] == "2026-01-05T10:00:00Z"
+    path.unlink()
+    poll(lambda: hits(shim, word) == [], "a deleted memory file forgotten", PICKUP_BOUND_S)
+    assert shim.err("get_memory", hash=sha(content))["code"] == "E_NOT_FOUND"
+
+
+def test_a_broken_memory_file_is_skipped_never_the_board(shim, served):
+    good_word, bad_word = unique("good"), unique("bad")
+    good = f"This one is fine {good_word}"
+    bad = f"This one has broken front matter {bad_word}"
+    mem = served.board / "memories"
+    before = shim.ok("memory_stats")["skippedFiles"]
+    editor_save(mem / f"{sha(bad)}.md", f"---\ntags: [unclosed\nimportance: 3\n---\n{bad}\n")
+    editor_save(mem / f"{sha(good)}.md", hand_file(good))
+    editor_save(mem / "not-a-hash.md", hand_file("a file whose name is not a memory hash"))
+    poll(lambda: hits(shim, good_word) == [sha(good)], "the good file indexed", PICKUP_BOUND_S)
+    poll(lambda: shim.ok("memory_stats")["skippedFiles"] >= before + 1, "the broken file counted as skipped")
+    assert hits(shim, bad_word) == []
+    err = shim.err("get_memory", hash=sha(bad))
+    assert err["code"] == "E_BROKEN_FILE" and "YAML" in err["message"]
+    # fixing the file brings it in
+    editor_save(mem / f"{sha(bad)}.md", hand_file(bad))
+    poll(lambda: hits(shim, bad_word) == [sha(bad)], "the repaired file indexed", PICKUP_BOUND_S)
+    # deleting a broken memory with the tool works too
+    editor_save(mem / f"{sha(bad)}.md", "---\nimportance: eleven\n---\nx\n")
+    poll(lambda: hits(shim, bad_word) == [], "the re-broken file dropped", PICKUP_BOUND_S)
+    assert shim.ok("delete_memory", hash=sha(bad)) == {"deleted": True}
+    assert not (mem / f"{sha(bad)}.md").exists()
+
+
+def test_an_edge_to_a_memory_deleted_by_hand_is_ignored_and_cleaned_up(shim, served):
+    w = unique()
+    a = shim.ok("store_memory", content=f"source {w}", tags=["g"])["hash"]
+    b = shim.ok("store_memory", content=f"target {w}", tags=["g"])["hash"]
+    shim.ok("create_relationship", from_hash=a, to_hash=b, relation_type="points_to")
+    (served.board / "memories" / f"{b}.md").unlink()
+    poll(lambda: b not in hits(shim, f"target {w}"), "the deleted file forgotten", PICKUP_BOUND_S)
+    assert shim.ok("get_relationships", hash=a) == []
+    path = served.board / "memories" / f"{a}.md"
+    poll(lambda: b not in path.read_text(), "the dangling edge removed from the source file")
+
+
+def test_memories_survive_a_restart_and_an_index_rebuild(tmp_path):
+    root = short_tmpdir()
+    try:
+        daemon = DaemonProcess(root).start()
+        wait_engine_ready(daemon)
+        w = unique()
+        with MemShim(daemon.socket, daemon.env).initialize() as s:
+            a = s.ok("store_memory", content=f"persistent one {w}", tags=["p"])["hash"]
+            b = s.ok("store_memory", content=f"persistent two {w}", tags=["p"])["hash"]
+            s.ok("create_relationship", from_hash=a, to_hash=b, relation_type="then")
+        daemon.signal(signal.SIGTERM)
+        assert daemon.wait_exit(30) == 0
+        shutil.rmtree(root / "index")  # the index is a cache of the board
+        daemon = DaemonProcess(root).start()
+        wait_engine_ready(daemon)
+        with MemShim(daemon.socket, daemon.env).initialize() as s:
+            assert set(hits(s, w)) == {a, b}
+            assert [e["to_hash"] for e in s.ok("get_relationships", hash=a)] == [b]
+            assert s.ok("memory_stats")["memoryCount"] == 2
+        assert daemon.status()["engine"]["memories"] == 2
+        daemon.kill()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_tool_and_hand_written_memories_both_carry_embeddings(models_dir):
+    """No path skips the vector half: after a stop, the index rows of a memory stored through the tool and
+    of one written by hand both name the embedding model."""
+    root = short_tmpdir()
+    daemon = DaemonProcess(root, model="", env={"MEMORYD_MODELS": str(models_dir)})
+    try:
+        daemon.start()
+        wait_engine_ready(daemon)
+        poll(lambda: daemon.status()["engine"]["search_mode"] == "hybrid", "the model warm", timeout=180)
+        w = unique()
+        tool_content = f"Stored through the tool: the greenhouse sensors report every minute {w}"
+        hand_content = f"Written by hand: the tomato beds are watered at dawn {w}"
+        with MemShim(daemon.socket, daemon.env).initialize() as s:
+            tool_hash = s.ok("store_memory", content=tool_content, tags=["garden"])["hash"]
+            editor_save(daemon.board / "memories" / f"{sha(hand_content)}.md", hand_file(hand_content))
+            poll(lambda: sha(hand_content) in hits(s, w), "the hand-written memory indexed", PICKUP_BOUND_S)
+            full = s.full("search_memories", query="Bewässerung der Tomaten im Gewächshaus")
+            assert full["mode"] == "hybrid"
+        daemon.signal(signal.SIGTERM)
+        assert daemon.wait_exit(60) == 0
+    finally:
+        daemon.kill()
+    try:
+        from memoryd.index.store import IndexStore
+
+        store = IndexStore(root / "index")
+        rows = store.rows([tool_hash, sha(hand_content)], ("id", "kind", "model"))
+        assert set(rows) == {tool_hash, sha(hand_content)}
+        for row in rows.values():
+            assert row["kind"] == "memory"
+            assert row["model"], f"no embedding for {row['id']}"
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_memories_stored_keyword_only_get_their_vectors_when_the_model_arrives(models_dir):
+    """The backfill covers record sources: memories indexed without a model (``--model none``) are
+    embedded by the next daemon that has one, without being stored again."""
+    root = short_tmpdir()
+    made: list[DaemonProcess] = []
+    try:
+        first = DaemonProcess(root)
+        made.append(first)
+        first.start()
+        wait_engine_ready(first)
+        w = unique()
+        with MemShim(first.socket, first.env).initialize() as s:
+            ids = [
+                s.ok("store_memory", content=f"memory {i} before the model {w}", tags=["b"])["hash"]
+                for i in range(3)
+            ]
+        first.signal(signal.SIGTERM)
+        assert first.wait_exit(30) == 0
+        from memoryd.index.store import IndexStore
+
+        assert all(not r["model"] for r in IndexStore(root / "index").rows(ids, ("id", "model")).values())
+        second = DaemonProcess(root, model="", env={"MEMORYD_MODELS": str(models_dir)})
+        made.append(second)
+        second.start()
+        wait_engine_ready(second)
+        poll(lambda: second.status()["engine"]["search_mode"] == "hybrid", "the model warm", timeout=180)
+        poll(lambda: '"index_backfilled"' in second.log(), "the backfill pass", timeout=180)
+        second.signal(signal.SIGTERM)
+        assert second.wait_exit(60) == 0
+        rows = IndexStore(root / "index").rows(ids, ("id", "model"))
+        assert set(rows) == set(ids) and all(r["model"] for r in rows.values()), rows
+    finally:
+        for d in made:
+            d.kill()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_planted_links_in_memories_are_refused_and_nothing_is_written_through_them():
+    root = short_tmpdir()
+    daemon = DaemonProcess(root)
+    try:
+        outside = root / "outside"
+        outside.mkdir()
+        secret = f"Outside the board {unique('sec')}"
+        (outside / f"{sha(secret)}.md").write_text(hand_file(secret))
+        board = daemon.board
+        (board / "memories").mkdir(parents=True)
+        (board / "memories" / f"{sha(secret)}.md").symlink_to(outside / f"{sha(secret)}.md")
+        hard = f"Hard linked {unique('hl')}"
+        (outside / "hard.md").write_text(hand_file(hard))
+        os.link(outside / "hard.md", board / "memories" / f"{sha(hard)}.md")
+        daemon.start()
+        wait_engine_ready(daemon)
+        with MemShim(daemon.socket, daemon.env).initialize() as s:
+            assert hits(s, secret.split()[-1]) == [] and hits(s, hard.split()[-1]) == []
+            assert s.err("get_memory", hash=sha(secret))["code"] == "E_BROKEN_FILE"
+            assert s.err("get_memory", hash=sha(hard))["code"] == "E_BROKEN_FILE"
+            assert s.ok("memory_stats")["skippedFiles"] == 2
+            # the whole folder swapped for a symlink: refused, nothing written outside
+            shutil.rmtree(board / "memories")
+            (board / "memories").symlink_to(outside)
+            before = sorted(p.name for p in outside.iterdir())
+            assert s.err("store_memory", content=f"through a link {unique()}", tags=["x"])["code"] == (
+                "E_UNSAFE_PATH"
+            )
+            assert sorted(p.name for p in outside.iterdir()) == before
+            assert s.ok("memory_stats")["memoryCount"] == 0
+    finally:
+        daemon.kill()
+        shutil.rmtree(root, ignore_errors=True)

@@ -1,0 +1,157 @@
+"""The memory file format and its I/O (``memoryd.board.memories``), on real temporary boards."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+import unicodedata
+
+import pytest
+
+from memoryd.board.ids import InvalidId
+from memoryd.board.memories import (
+    Memory,
+    MemoryFileError,
+    Relation,
+    content_hash,
+    delete_memory,
+    list_memories,
+    normalize_content,
+    parse_memory,
+    read_memory,
+    render_memory,
+    write_memory,
+)
+from memoryd.board.reader import BoardUnreadable
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_normalisation_is_crlf_nfc_and_trailing_whitespace():
+    nfd = unicodedata.normalize("NFD", "  café\r\nline  \r\n\t\n")
+    assert normalize_content(nfd) == "  café\nline"
+    assert content_hash(nfd) == sha("  café\nline")
+    assert normalize_content("a\rb") == "a\rb"  # only Windows line ends are folded
+    with pytest.raises(ValueError, match="surrogate"):
+        normalize_content("half \ud800 pair")
+
+
+def test_render_and_parse_round_trip_exactly(tmp_path):
+    content = "\n\n  leading blank lines and indentation stay\n---\nnot front matter\n😀 日本語"
+    m = Memory.new(
+        content,
+        tags=("deploy", "ci"),
+        importance=7,
+        memory_type="decision",
+        project="shopfront",
+        origin="import:memdb",
+        relations=(Relation("a" * 32, "depends_on", "b" * 64, "2026-01-05T10:00:00Z"),),
+    )
+    assert m.id == sha(content) == m.hash
+    assert parse_memory(render_memory(m), m.id) == m
+    path, is_new = write_memory(tmp_path, m)
+    assert is_new and path == tmp_path / "memories" / f"{m.id}.md"
+    assert read_memory(tmp_path, m.id) == m
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
+
+
+def test_hand_written_variants_parse():
+    text = (
+        "---\r\ntags: deploy ci\r\nimportance: 3\r\ncreated_at: 2026-01-05T10:00:00Z\r\n"
+        "my_own_key: kept\r\n---\r\nWindows line ends  \r\n"
+    )
+    m = parse_memory(text, "c" * 64)
+    assert (m.content, m.tags, m.importance, m.memory_type) == (
+        "Windows line ends",
+        ("deploy", "ci"),
+        3,
+        "general",
+    )
+    assert m.created_at == m.accessed_at == "2026-01-05T10:00:00Z"
+    assert m.extra == {"my_own_key": "kept"}
+    assert "my_own_key: kept" in render_memory(m)
+    assert m.hash == sha("Windows line ends") != m.id  # a hand edit: name and content disagree
+    assert parse_memory("---\n---\nbare\n", "d" * 64).content == "bare"
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("no front matter\n", "no front matter"),
+        ("---\ntags: [unclosed\n---\nx\n", "not valid YAML"),
+        ("---\n- a list\n---\nx\n", "mapping"),
+        ("---\nimportance: 11\n---\nx\n", "importance"),
+        ("---\nimportance: true\n---\nx\n", "importance"),
+        ("---\nmemory_type: rumour\n---\nx\n", "memory_type"),
+        ("---\ntags: [two words]\n---\nx\n", "whitespace"),
+        ("---\nrelations: [{id: x, type: t, target: y}]\n---\nx\n", "relations[0].id"),
+        ("---\n---\n   \n", "empty content"),
+    ],
+)
+def test_broken_files_raise_a_reason(text, reason):
+    with pytest.raises(MemoryFileError, match=reason.replace("[", r"\[").replace("]", r"\]")):
+        parse_memory(text, "e" * 64)
+
+
+def test_listing_skips_broken_and_foreign_files_never_the_board(tmp_path):
+    good = Memory.new("good one", tags=("t",))
+    write_memory(tmp_path, good)
+    folder = tmp_path / "memories"
+    (folder / ("f" * 64 + ".md")).write_text("---\nimportance: eleven\n---\nx\n")
+    (folder / "notes.md").write_text("---\n---\nnot a hash name\n")
+    (folder / ".hidden.md.tmp").write_text("temp")
+    (folder / f"{'a' * 64}.md").symlink_to(folder / f"{good.id}.md")
+    memories, skipped = list_memories(tmp_path)
+    assert [m.id for m in memories] == [good.id]
+    assert {s.path: s.reason for s in skipped} == {
+        f"memories/{'a' * 64}.md": "symlink",
+        f"memories/{'f' * 64}.md": "importance must be an integer 0-10",
+        "memories/notes.md": "name is not <sha256 hex>.md",
+    }
+    empty = tmp_path / "empty-board"
+    empty.mkdir()
+    assert list_memories(empty) == ([], [])
+    with pytest.raises(BoardUnreadable):
+        list_memories(tmp_path / "no-board-here")
+
+
+def test_ids_are_checked_before_any_file_access(tmp_path):
+    for bad in ("../" + "a" * 61, "A" * 64, "a" * 63, "a" * 64 + "\n", "ａ" * 64):
+        with pytest.raises(InvalidId):
+            read_memory(tmp_path, bad)
+        with pytest.raises(InvalidId):
+            delete_memory(tmp_path, bad)
+    assert not (tmp_path / "memories").exists()
+
+
+def test_exactly_one_of_many_concurrent_creators_is_new(tmp_path):
+    m = Memory.new("written by twenty threads at once", tags=("race",))
+    results: list[bool] = []
+    barrier = threading.Barrier(20)
+
+    def go() -> None:
+        barrier.wait()
+        results.append(write_memory(tmp_path, m)[1])
+
+    threads = [threading.Thread(target=go) for _ in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(results) == [False] * 19 + [True]
+    assert os.listdir(tmp_path / "memories") == [f"{m.id}.md"]  # no temp file left behind
+    assert (tmp_path / "memories" / f"{m.id}.md").stat().st_nlink == 1
+
+
+def test_create_never_replaces_and_overwrite_does(tmp_path):
+    m = Memory.new("one memory", tags=("a",))
+    write_memory(tmp_path, m)
+    assert write_memory(tmp_path, m.with_(tags=("b",)))[1] is False
+    assert read_memory(tmp_path, m.id).tags == ("a",)
+    assert write_memory(tmp_path, m.with_(tags=("b",)), overwrite=True)[1] is False
+    assert read_memory(tmp_path, m.id).tags == ("b",)
+    assert delete_memory(tmp_path, m.id) is True and delete_memory(tmp_path, m.id) is False
+    assert read_memory(tmp_path, m.id) is None
