@@ -20,6 +20,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "memoryd.import_cli",
     "memoryd.connect.cli",
     "memoryd.service.cli",
+    "memoryd.export_cli",
 )
 
 

@@ -1,0 +1,97 @@
+"""Importer for memoryd's own export files (``export_database`` / ``memoryd export``; issue 6).
+
+Unlike the other importers, an export holds more than memories (briefs and tasks, session turns and
+summaries), so this module defines :func:`run_import`, which :func:`memoryd.importers.apply.run_import`
+calls instead of reading :func:`iter_items`: it validates every line first (each rejected line is
+reported with its number) and merges the rest onto the board through :mod:`memoryd.exchange`, keeping
+every memory's own ``origin``, dates and relations. ``iter_items`` (memories and their relations only)
+is there for callers of the plain importer interface.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memoryd.importers import ImportItem, ImportProblem, ImportRelation, ImportSummary, SourceUnreadable
+
+DESCRIPTION = "a memoryd export (export_database / memoryd export): briefs, memories, sessions, summaries"
+
+
+@dataclass
+class ExportImportSummary(ImportSummary):
+    """:class:`ImportSummary` plus what was written, kept and found per record type (``as_dict``)."""
+
+    written: dict[str, int] = field(default_factory=dict)
+    kept: dict[str, int] = field(default_factory=dict)
+    read: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        out = super().as_dict()
+        out.update(read=self.read, written=self.written, kept=self.kept)
+        return out
+
+
+def _parse(path: Path):
+    from memoryd.exchange import ExchangeError, parse_import, read_import_file
+
+    try:
+        return parse_import(read_import_file(Path(path)))
+    except ExchangeError as exc:
+        raise SourceUnreadable(str(exc)) from None
+
+
+def run_import(
+    source: Path,
+    board: Path,
+    *,
+    dry_run: bool = False,
+    on_problem: Callable[[ImportProblem], None] | None = None,
+    **_: Any,
+) -> ExportImportSummary:
+    """Merge an export file onto ``board``; rejected lines are reported and skipped."""
+    from memoryd.exchange import apply_import
+
+    parsed = _parse(source)
+    summary = ExportImportSummary(source=str(source), importer="jsonl", board=str(board), dry_run=dry_run)
+    for n, why in parsed.rejected:
+        problem = ImportProblem(f"line {n}", why)
+        summary.problems.append(problem)
+        if on_problem is not None:
+            on_problem(problem)
+    summary.read = {
+        k: len(getattr(parsed, k)) for k in ("tasks", "briefs", "memories", "interactions", "summaries")
+    }
+    summary.memories_read = len(parsed.memories)
+    summary.relations_read = sum(len(m.relations) for m in parsed.memories)
+    if dry_run:
+        return summary
+    result = apply_import(Path(board), parsed, "merge")
+    summary.written, summary.kept = result["written"], result["kept"]
+    summary.memories_new = result["written"].get("memory", 0)
+    summary.memories_existing = result["kept"].get("memory", 0)
+    summary.relations_new = sum(len(m.relations) for m in parsed.memories) if summary.memories_new else 0
+    return summary
+
+
+def iter_items(path: Path) -> Iterator[ImportItem | ImportRelation | ImportProblem]:
+    """The export's memories and relations through the plain importer interface."""
+    parsed = _parse(path)
+    for n, why in parsed.rejected:
+        yield ImportProblem(f"line {n}", why)
+    for m in parsed.memories:
+        yield ImportItem(
+            key=m.id,
+            content=m.content,
+            where=f"memory {m.id[:12]}",
+            tags=m.tags,
+            importance=m.importance,
+            memory_type=m.memory_type,
+            created_at=m.created_at or None,
+            accessed_at=m.accessed_at or None,
+            project=m.project,
+        )
+        for r in m.relations:
+            yield ImportRelation(m.id, r.target, r.type, f"memory {m.id[:12]}", r.created_at)

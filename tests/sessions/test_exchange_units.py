@@ -1,0 +1,113 @@
+"""memoryd.exchange on real board folders: every kind round-trips, replace semantics, the file gate."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from memoryd.board.memories import Memory, Relation, list_memories, write_memory
+from memoryd.board.sessions import Interaction, append_interaction, list_sessions, read_log, write_summary
+from memoryd.exchange import ExchangeError, export_file, import_file
+from memoryd.tools.sessions_summarize import extractive
+
+TASK = "t-20260101-abcdef"
+BRIEF = "b-20260102-123456"
+
+
+def _board(root: Path) -> Path:
+    board = root / "board"
+    (board / "tasks").mkdir(parents=True)
+    (board / "briefs" / BRIEF).mkdir(parents=True)
+    (board / "tasks" / f"{TASK}.json").write_text(
+        json.dumps(
+            {
+                "id": TASK,
+                "title": "Ship it",
+                "project": "shop",
+                "status": "open",
+                "created_at": "2026-01-01T00:00:00Z",
+            }
+        )
+    )
+    (board / "briefs" / BRIEF / "brief.json").write_text(
+        json.dumps(
+            {
+                "id": BRIEF,
+                "task": TASK,
+                "project": "shop",
+                "created_at": "2026-01-02T00:00:00Z",
+                "title": "Checkout",
+                "summary": "fix checkout",
+            }
+        )  # fmt: skip
+    )
+    (board / "briefs" / BRIEF / "said.txt").write_text("checkout breaks on Safari")
+    (board / "briefs" / BRIEF / "prompt.md").write_text("Fix the Safari checkout.")
+    (board / "briefs" / BRIEF / "notes.md").write_text("- remember iOS 17\n")
+    (board / "briefs" / BRIEF / "outcome.md").write_text(
+        "## Did\n- fixed it\n## Decided\n- none\n## Open\n- test iOS 16\n## Files\n- a.js\n## Retired\n- none\n"
+    )
+    b = Memory.new("the target memory", created_at="2026-01-03T00:00:00Z")
+    a = Memory.new(
+        "the source memory",
+        tags=("x",),
+        importance=3,
+        memory_type="decision",
+        origin="memo",
+        relations=(Relation("0" * 32, "depends_on", b.id, "2026-01-03T00:00:00Z"),),
+    )
+    write_memory(board, a)
+    write_memory(board, b)
+    items = [Interaction.new("sess-1", "prompt one", "thought", "response one")]
+    for i in items:
+        append_interaction(board, i)
+    write_summary(board, extractive("sess-1", items))
+    return board
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(ln) for ln in path.read_text().splitlines()[1:]]
+
+
+def test_every_kind_round_trips(tmp_path):
+    board = _board(tmp_path)
+    first = export_file(board, tmp_path / "one.jsonl")
+    assert first["counts"] == {"brief": 1, "interaction": 1, "memory": 2, "summary": 1, "task": 1}
+    target = tmp_path / "empty"
+    result = import_file(target, tmp_path / "one.jsonl")
+    assert result["rejected"] == [] and sum(result["written"].values()) == 6
+    export_file(target, tmp_path / "two.jsonl")
+    assert _lines(tmp_path / "two.jsonl") == _lines(tmp_path / "one.jsonl")
+    rel = {m.id: m for m in list_memories(target)[0]}
+    assert any(m.relations and m.origin == "memo" for m in rel.values())
+
+
+def test_replace_removes_what_the_file_lacks_and_refuses_bad_files(tmp_path):
+    board = _board(tmp_path)
+    export_file(board, tmp_path / "only-sessions.jsonl", ("interactions", "summaries"))
+    append_interaction(board, Interaction.new("sess-2", "extra", "", "extra"))
+    lines = (tmp_path / "only-sessions.jsonl").read_text()
+    (tmp_path / "bad.jsonl").write_text(lines + "{broken\n")
+    with pytest.raises(ExchangeError, match="replace refused: 1 line"):
+        import_file(board, tmp_path / "bad.jsonl", "replace")
+    assert list_sessions(board) == ["sess-1", "sess-2"]
+    result = import_file(board, tmp_path / "only-sessions.jsonl", "replace")
+    assert list_sessions(board) == ["sess-1"] and result["removed"] == {"session": 1}
+    assert len(list_memories(board)[0]) == 2  # memories were not in the file's kinds: untouched
+    assert read_log(board, "sess-1").interactions[0].prompt == "prompt one"
+
+
+def test_import_file_goes_through_the_gate(tmp_path):
+    board = _board(tmp_path)
+    export_file(board, tmp_path / "real.jsonl")
+    os.symlink(tmp_path / "real.jsonl", tmp_path / "link.jsonl")
+    with pytest.raises(ExchangeError, match="refused"):
+        import_file(tmp_path / "b2", tmp_path / "link.jsonl")
+    os.mkfifo(tmp_path / "fifo.jsonl")
+    with pytest.raises(ExchangeError, match="refused"):
+        import_file(tmp_path / "b2", tmp_path / "fifo.jsonl")
+    with pytest.raises(ExchangeError, match="does not exist"):
+        import_file(tmp_path / "b2", tmp_path / "absent.jsonl")
