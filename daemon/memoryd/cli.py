@@ -19,8 +19,9 @@ from memoryd import __version__
 COMMAND_MODULES: tuple[str, ...] = (
     "memoryd.import_cli",
     "memoryd.connect.cli",
-    "memoryd.service.cli",
+    "memoryd.forget_cli",
     "memoryd.export_cli",
+    "memoryd.service.cli",
 )
 
 

@@ -11,7 +11,9 @@ Per connection, in order:
      and close), after which every line is MCP JSON-RPC (:mod:`memoryd.mcp_session`); or
    * a **status request** ``{"memoryd":"status","v":1}``: answered with exactly one line
      ``{"memoryd":"status","v":1,"status":{...}}``, then the daemon closes the connection
-     (:mod:`memoryd.control`; ``memoryd status`` uses :func:`memoryd.control.ask_status`).
+     (:mod:`memoryd.control`; ``memoryd status`` uses :func:`memoryd.control.ask_status`); or
+   * a **forget request** ``{"memoryd":"forget","v":1}`` (``memoryd forget --now``): answered with one
+     line once the index has been purged (:func:`memoryd.control.forget_answer`), then closed.
 
 The tool groups a session sees come from the hello's ``tools`` (``briefs`` by default).
 """
@@ -126,6 +128,10 @@ class Listener:
         if control.is_status_request(line):
             await out.send(control.status_line(await self._status()))
             return
+        if control.is_forget_request(line):  # memoryd forget --now (issue 4 point 5)
+            clog.info("forget_requested")
+            await out.send(await control.forget_answer(self.app.engine))
+            return
         try:
             hello = rendezvous.parse_hello(line)
         except ValueError as exc:
@@ -137,6 +143,7 @@ class Listener:
             id=conn_id,
             groups=groups,
             tools=self.registry.visible(groups),
+            resources=self.registry.visible_resources(groups),
             cwd=hello.get("cwd") if isinstance(hello.get("cwd"), str) else None,
             client_pid=hello.get("pid") if isinstance(hello.get("pid"), int) else None,
             log=clog,
