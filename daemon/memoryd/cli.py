@@ -63,7 +63,12 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--model")
     e.add_argument("--json", action="store_true")
 
-    for name, func in (("serve", cmd_serve), ("status", cmd_status), ("search", cmd_search), ("eval", cmd_eval)):
+    for name, func in (
+        ("serve", cmd_serve),
+        ("status", cmd_status),
+        ("search", cmd_search),
+        ("eval", cmd_eval),
+    ):
         sub.choices[name].set_defaults(func=func)
     import importlib
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 from pathlib import Path
 
+from memoryd.board import atomic
 from memoryd.board.gate import SafeDir, UnsafePath, open_root
 from memoryd.board.memories_format import (  # re-exported: the one module callers import
     _FILE_RE,
@@ -72,7 +72,6 @@ __all__ = [
 log = get_logger("memoryd.board.memories")
 
 MAX_FILE_BYTES = 8 * 2**20
-_FILE_MODE = 0o600
 _DIR_MODE = 0o700
 
 
@@ -197,38 +196,11 @@ def write_memory(board: Path, memory: Memory, *, overwrite: bool = False) -> tup
     with d:
         if not overwrite and _exists(d, name):
             return Path(board) / d.rel / name, False
-        tmp = f".{name}.{secrets.token_hex(6)}.tmp"
-        fd = os.open(
-            tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, _FILE_MODE, dir_fd=d.fd
-        )
-        try:
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            if overwrite:
-                is_new = not _exists(d, name)
-                try:
-                    os.replace(tmp, name, src_dir_fd=d.fd, dst_dir_fd=d.fd)
-                except OSError as exc:
-                    if exc.errno in (errno.EISDIR, errno.ENOTEMPTY, errno.EEXIST):
-                        raise UnsafePath(d.relpath(name), "directory") from None
-                    raise
-            else:
-                try:
-                    # link(2) never replaces: exactly one of several concurrent creators succeeds.
-                    os.link(tmp, name, src_dir_fd=d.fd, dst_dir_fd=d.fd, follow_symlinks=False)
-                    is_new = True
-                except FileExistsError:
-                    is_new = False
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp, dir_fd=d.fd)
-        with contextlib.suppress(OSError):
-            os.fsync(d.fd)
+        if overwrite:
+            is_new = not _exists(d, name)
+            atomic.write_replace(d, name, data)
+        else:
+            is_new = atomic.write_new(d, name, data)
         path = Path(board) / d.rel / name
     if is_new or overwrite:
         log.info("board.memory_written", id=memory.id[:12], bytes=len(data), new=is_new)

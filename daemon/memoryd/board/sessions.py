@@ -39,11 +39,11 @@ import contextlib
 import errno
 import json
 import os
-import secrets
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from memoryd.board import atomic
 from memoryd.board.gate import SafeDir, UnsafePath, open_root
 from memoryd.board.reader import BoardUnreadable
 from memoryd.board.sessions_format import (  # re-exported: callers import them from here
@@ -76,7 +76,6 @@ log = get_logger("memoryd.board.sessions")
 MAX_LOG_BYTES = 64 * 2**20
 MAX_SUMMARY_BYTES = 2**20
 _DIR_MODE = 0o700
-_FILE_MODE = 0o600
 _append_lock = threading.Lock()  # the torn-line check and the write of one append stay together
 
 __all__ = [
@@ -265,7 +264,7 @@ def append_interaction(board_root: Path, item: Interaction) -> Path:
         name = item.session_id + LOG_SUFFIX
         flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
         try:
-            fd = os.open(name, flags, _FILE_MODE, dir_fd=d.fd)
+            fd = os.open(name, flags, atomic.FILE_MODE, dir_fd=d.fd)
         except OSError as exc:
             if exc.errno in (errno.ELOOP, errno.EISDIR, errno.ENXIO):
                 raise UnsafePath(d.relpath(name), "not a regular file") from None
@@ -291,26 +290,8 @@ def append_interaction(board_root: Path, item: Interaction) -> Path:
 
 def write_atomic(d: SafeDir, name: str, data: bytes) -> None:
     """Write ``name`` in directory ``d`` by temp file + fsync + rename (a symlink at ``name`` is replaced,
-    never followed)."""
-    tmp = f".{name}.{secrets.token_hex(6)}.tmp"  # a dotfile: readers and the watcher ignore it
-    fd = os.open(
-        tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, _FILE_MODE, dir_fd=d.fd
-    )
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, name, src_dir_fd=d.fd, dst_dir_fd=d.fd)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp, dir_fd=d.fd)
-        raise
-    with contextlib.suppress(OSError):
-        os.fsync(d.fd)
+    never followed): :func:`memoryd.board.atomic.write_replace`."""
+    atomic.write_replace(d, name, data)
 
 
 def write_summary(board_root: Path, summary: Summary) -> Path:

@@ -8,14 +8,12 @@ instead of writing through it (issue 3 "save_outcome", issue 4 point 1).
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import os
-import secrets
 from pathlib import Path
 
+from memoryd.board import atomic
 from memoryd.board.formats import Outcome, render_outcome
-from memoryd.board.gate import SafeDir, UnsafePath, open_root
+from memoryd.board.gate import SafeDir, open_root
 from memoryd.board.ids import check_brief_id
 from memoryd.board.reader import BRIEFS_DIR, TASKS_DIR, BoardUnreadable
 from memoryd.logs import get_logger
@@ -24,7 +22,6 @@ log = get_logger("memoryd.board")
 
 OUTCOME_FILE = "outcome.md"
 _BOARD_MODE = 0o700
-_FILE_MODE = 0o600
 
 
 class BriefNotFound(LookupError):
@@ -68,33 +65,8 @@ def save_outcome(board_root: Path, brief_id: str, outcome: Outcome) -> Path:
     check_brief_id(brief_id)
     data = render_outcome(outcome).encode("utf-8")
     with _brief_dir(board_root, brief_id) as d:
-        tmp = f".{OUTCOME_FILE}.{secrets.token_hex(6)}.tmp"  # a dotfile: readers and the watcher ignore it
-        fd = os.open(
-            tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, _FILE_MODE, dir_fd=d.fd
-        )
-        try:
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            try:
-                # rename(2) replaces the directory entry: a symlink named outcome.md is replaced, never followed.
-                os.replace(tmp, OUTCOME_FILE, src_dir_fd=d.fd, dst_dir_fd=d.fd)
-            except IsADirectoryError:
-                raise UnsafePath(d.relpath(OUTCOME_FILE), "directory") from None
-            except OSError as exc:
-                if exc.errno in (errno.EISDIR, errno.ENOTEMPTY, errno.EEXIST):
-                    raise UnsafePath(d.relpath(OUTCOME_FILE), "directory") from None
-                raise
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp, dir_fd=d.fd)
-            raise
-        with contextlib.suppress(OSError):  # make the rename durable; some file systems refuse fsync on a dir
-            os.fsync(d.fd)
+        # rename(2) replaces the directory entry: a symlink named outcome.md is replaced, never followed.
+        atomic.write_replace(d, OUTCOME_FILE, data)
         path = Path(board_root) / d.rel / OUTCOME_FILE
     log.info("board.outcome_saved", brief=brief_id, bytes=len(data))
     return path

@@ -1,0 +1,86 @@
+"""Atomic writes inside a board folder opened through the gate: temp dotfile + fsync + rename (or link).
+
+Every board write (outcomes, memories, session summaries and rewrites) goes through here, so a crash
+leaves either the old file or the new one, never half of one, and a symlink planted at the target name is
+replaced, never followed (rename(2) and link(2) act on the directory entry).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import secrets
+from collections.abc import Iterator
+
+from memoryd.board.gate import SafeDir, UnsafePath
+
+#: Mode of every file memoryd writes on the board.
+FILE_MODE = 0o600
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write every byte of ``data`` to ``fd`` (short writes retried), then fsync it. Raises ``OSError``."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.fsync(fd)
+
+
+def fsync_dir(d: SafeDir) -> None:
+    """Make a rename in ``d`` durable; some file systems refuse fsync on a directory (ignored)."""
+    with contextlib.suppress(OSError):
+        os.fsync(d.fd)
+
+
+@contextlib.contextmanager
+def temp_file(d: SafeDir, name: str, data: bytes) -> Iterator[str]:
+    """Yield the name of a new, fsynced dotfile in ``d`` holding ``data`` (readers and the watcher ignore
+    dotfiles); it is removed on exit unless the caller renamed it away. Raises ``OSError``."""
+    tmp = f".{name}.{secrets.token_hex(6)}.tmp"
+    fd = os.open(
+        tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE, dir_fd=d.fd
+    )
+    try:
+        try:
+            write_all(fd, data)
+        finally:
+            os.close(fd)
+        yield tmp
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp, dir_fd=d.fd)
+
+
+def replace(d: SafeDir, tmp: str, name: str) -> None:
+    """Rename ``tmp`` over ``name`` in ``d``. Raises :class:`UnsafePath` when ``name`` is a directory."""
+    try:
+        os.replace(tmp, name, src_dir_fd=d.fd, dst_dir_fd=d.fd)
+    except OSError as exc:
+        if isinstance(exc, IsADirectoryError) or exc.errno in (errno.EISDIR, errno.ENOTEMPTY, errno.EEXIST):
+            raise UnsafePath(d.relpath(name), "directory") from None
+        raise
+
+
+def write_replace(d: SafeDir, name: str, data: bytes) -> None:
+    """Replace (or create) ``name`` in ``d`` with ``data`` atomically and durably.
+
+    Raises :class:`UnsafePath` (``name`` is a directory) or ``OSError`` (disk full...); no temp file is left.
+    """
+    with temp_file(d, name, data) as tmp:
+        replace(d, tmp, name)
+    fsync_dir(d)
+
+
+def write_new(d: SafeDir, name: str, data: bytes) -> bool:
+    """Create ``name`` in ``d`` with ``data`` unless it exists; True when this call created it.
+
+    link(2) never replaces, so exactly one of several concurrent creators wins. Raises ``OSError``.
+    """
+    with temp_file(d, name, data) as tmp:
+        try:
+            os.link(tmp, name, src_dir_fd=d.fd, dst_dir_fd=d.fd, follow_symlinks=False)
+        except FileExistsError:
+            return False
+    fsync_dir(d)
+    return True
