@@ -32,36 +32,31 @@ from typing import Any
 
 from memoryd_shim import rendezvous
 
-STATUS_REQUEST = {"memoryd": "status", "v": rendezvous.WIRE_VERSION}
-FORGET_REQUEST = {"memoryd": "forget", "v": rendezvous.WIRE_VERSION}
 #: How long a forget request waits for an engine that is still loading its index.
 FORGET_ENGINE_WAIT_S = 60.0
 #: Client side: re-reading the board and rewriting the index take seconds on a large board.
 FORGET_TIMEOUT_S = 300.0
 
 
-def is_status_request(line: bytes) -> bool:
-    """Whether a connection's first line is the status request (instead of a shim's hello)."""
+def _is_request(line: bytes, op: str) -> bool:
     try:
         msg = json.loads(line)
     except ValueError:
         return False
-    return (
-        isinstance(msg, dict) and msg.get("memoryd") == "status" and msg.get("v") == rendezvous.WIRE_VERSION
-    )
+    return isinstance(msg, dict) and msg.get("memoryd") == op and msg.get("v") == rendezvous.WIRE_VERSION
 
 
-def status_line(status: dict[str, Any]) -> bytes:
-    """The daemon's one-line answer."""
-    answer = {"memoryd": "status", "v": rendezvous.WIRE_VERSION, "status": status}
+def _answer_line(op: str, payload: dict[str, Any]) -> bytes:
+    answer = {"memoryd": op, "v": rendezvous.WIRE_VERSION, op: payload}
     return (json.dumps(answer, ensure_ascii=False, default=str) + "\n").encode()
 
 
-def ask_status(socket_path: str | os.PathLike[str] | Path, timeout: float = 3.0) -> dict[str, Any] | None:
-    """The running daemon's status, or ``None`` when nothing answers on ``socket_path`` (not running).
+def _ask(socket_path: str | os.PathLike[str] | Path, op: str, timeout: float) -> dict[str, Any] | None:
+    """One exchange of the control line: send the ``op`` request, return the answer's ``op`` object, or
+    ``None`` when nothing answers on ``socket_path`` (not running).
 
-    Raises ``ValueError`` when something answers but not with a status line (another program, or a
-    daemon speaking another wire version).
+    Raises ``ValueError`` with the daemon's message when it answers with an error line, or with what it got
+    when the answer is not an ``op`` line (another program, a daemon speaking another wire version).
     """
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)
@@ -70,24 +65,44 @@ def ask_status(socket_path: str | os.PathLike[str] | Path, timeout: float = 3.0)
             sock.connect(os.fsencode(socket_path))
         except OSError:
             return None
-        sock.sendall((json.dumps(STATUS_REQUEST) + "\n").encode())
+        sock.sendall((json.dumps({"memoryd": op, "v": rendezvous.WIRE_VERSION}) + "\n").encode())
         with sock.makefile("rb") as reader:
             line = reader.readline(1 << 20)
     except (TimeoutError, ConnectionError) as exc:
-        raise ValueError(f"the daemon on {socket_path} did not answer the status request: {exc}") from exc
+        raise ValueError(f"the daemon on {socket_path} did not answer the {op} request: {exc}") from exc
     finally:
         sock.close()
     try:
         answer = json.loads(line)
     except ValueError:
         answer = None
-    if (
-        not isinstance(answer, dict)
-        or answer.get("memoryd") != "status"
-        or not isinstance(answer.get("status"), dict)
-    ):
+    if isinstance(answer, dict) and answer.get("memoryd") == "error":
+        raise ValueError(str(answer.get("message", f"the daemon refused the {op} request")))
+    if not isinstance(answer, dict) or answer.get("memoryd") != op or not isinstance(answer.get(op), dict):
         raise ValueError(f"unexpected answer from {socket_path}: {line[:200]!r}")
-    return answer["status"]
+    return answer[op]
+
+
+# --- status ------------------------------------------------------------------------------------------
+
+
+def is_status_request(line: bytes) -> bool:
+    """Whether a connection's first line is the status request (instead of a shim's hello)."""
+    return _is_request(line, "status")
+
+
+def status_line(status: dict[str, Any]) -> bytes:
+    """The daemon's one-line answer."""
+    return _answer_line("status", status)
+
+
+def ask_status(socket_path: str | os.PathLike[str] | Path, timeout: float = 3.0) -> dict[str, Any] | None:
+    """The running daemon's status, or ``None`` when nothing answers on ``socket_path`` (not running).
+
+    Raises ``ValueError`` when something answers but not with a status line (another program, or a
+    daemon speaking another wire version).
+    """
+    return _ask(socket_path, "status", timeout)
 
 
 # --- forget ------------------------------------------------------------------------------------------
@@ -95,19 +110,12 @@ def ask_status(socket_path: str | os.PathLike[str] | Path, timeout: float = 3.0)
 
 def is_forget_request(line: bytes) -> bool:
     """Whether a connection's first line is the forget request."""
-    try:
-        msg = json.loads(line)
-    except ValueError:
-        return False
-    return (
-        isinstance(msg, dict) and msg.get("memoryd") == "forget" and msg.get("v") == rendezvous.WIRE_VERSION
-    )
+    return _is_request(line, "forget")
 
 
 def forget_line(result: dict[str, Any]) -> bytes:
     """The daemon's one-line answer to a forget request that succeeded."""
-    answer = {"memoryd": "forget", "v": rendezvous.WIRE_VERSION, "forget": result}
-    return (json.dumps(answer, ensure_ascii=False, default=str) + "\n").encode()
+    return _answer_line("forget", result)
 
 
 def folder_bytes(path: str | os.PathLike[str]) -> int:
@@ -172,30 +180,4 @@ def ask_forget(
     engine failed, a daemon too old to know the request), or with what it got when the answer is not a
     forget line.
     """
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(timeout)
-    try:
-        try:
-            sock.connect(os.fsencode(socket_path))
-        except OSError:
-            return None
-        sock.sendall((json.dumps(FORGET_REQUEST) + "\n").encode())
-        with sock.makefile("rb") as reader:
-            line = reader.readline(1 << 20)
-    except (TimeoutError, ConnectionError) as exc:
-        raise ValueError(f"the daemon on {socket_path} did not answer the forget request: {exc}") from exc
-    finally:
-        sock.close()
-    try:
-        answer = json.loads(line)
-    except ValueError:
-        answer = None
-    if isinstance(answer, dict) and answer.get("memoryd") == "error":
-        raise ValueError(str(answer.get("message", "the daemon refused the forget request")))
-    if (
-        not isinstance(answer, dict)
-        or answer.get("memoryd") != "forget"
-        or not isinstance(answer.get("forget"), dict)
-    ):
-        raise ValueError(f"unexpected answer from {socket_path}: {line[:200]!r}")
-    return answer["forget"]
+    return _ask(socket_path, "forget", timeout)
