@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -133,8 +134,12 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from memoryd.logs import configure
 
-    configure()
+    # The daemon logs its life at info; a command run at a terminal shows only warnings and errors.
+    configure(None if args.func is cmd_serve else os.environ.get("MEMORYD_LOG_LEVEL") or "warning")
     try:
         return args.func(args)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `memoryd ... | head`: the reader left; no traceback, and none at exit either
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141

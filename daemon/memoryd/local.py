@@ -31,4 +31,4 @@ def local_search(
 
     embedder, _ = load_embedder(settings.model, settings.locations.models)
     store = refresh(settings, embedder)
-    return search(store, embedder, query, project=project, limit=limit)
+    return search(store, embedder, query, project=project, kind="brief", limit=limit)

@@ -232,6 +232,13 @@ def test_cli_export_and_import_jsonl(pair, tmp_path):
     result = json.loads(done.stdout)
     assert result["counts"]["interaction"] >= 4 and out.exists()
     target = tmp_path / "fresh-board"
+    dry = subprocess.run(
+        [str(MEMORYD), "import", "--from", "jsonl", str(out), "--board", str(target), "--json", "--dry-run"],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    planned = json.loads(dry.stdout)
+    assert planned["dry_run"] and planned["memories"]["new"] == result["counts"]["memory"] > 0, planned
+    assert not (target / "memories").exists()  # a dry run writes nothing
     done = subprocess.run(
         [str(MEMORYD), "import", "--from", "jsonl", str(out), "--board", str(target), "--json"],
         capture_output=True, text=True, env=env, timeout=120,
