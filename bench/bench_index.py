@@ -204,6 +204,33 @@ def check_replica(board: Path, base, size: int) -> None:
             )
 
 
+def _timeline(log: str) -> str:
+    """``event +seconds`` for the daemon's start-up events, from its JSON log (where the start goes)."""
+    from datetime import datetime
+
+    wanted = (
+        "starting",
+        "listening",
+        "watch.started",
+        "board.loaded",
+        "board_reconciled",
+        "index_optimized",
+        "engine_ready",
+        "model_ready",
+    )
+    marks, t0 = [], None
+    for line in log.splitlines():
+        try:
+            rec = json.loads(line)
+            at = datetime.fromisoformat(rec["timestamp"].replace("Z", "+00:00")).timestamp()
+        except (ValueError, KeyError, TypeError):
+            continue
+        t0 = at if t0 is None else t0
+        if rec.get("event") in wanted:
+            marks.append(f"{rec['event']} +{at - t0:.2f} s")
+    return ", ".join(marks)
+
+
 def daemon_restart(board: Path, index: Path) -> dict:
     from _daemon import Daemon, engine_ready, hybrid_ready, wait_post_model_pass
 
@@ -228,6 +255,7 @@ def daemon_restart(board: Path, index: Path) -> dict:
     embedded = [int(m) for m in re.findall(r'"embedded":\s*(\d+)', log)]
     reconciled = re.findall(r'"event":\s*"board_reconciled".*?"unchanged":\s*(\d+)', log)
     out["embedded"] = sum(embedded)
+    out["timeline"] = _timeline(log)
     out["unchanged_at_start"] = int(reconciled[0]) if reconciled else None
     return out
 
@@ -308,6 +336,7 @@ def bench_restart(report: Report, work: Path, size: int, base, daemon: bool) -> 
         d = daemon_restart(board, index)
         report.raw["daemon_restart"] = d
         report.row(f"memoryd serve restart, {size:,} briefs: spawn -> engine ready", d["engine_ready_s"], "s")
+        report.note(f"memoryd serve restart at {size:,}, from its log: {d['timeline']}")
         report.row(
             f"memoryd serve restart, {size:,} briefs: spawn -> model ready (hybrid)", d["hybrid_ready_s"], "s"
         )

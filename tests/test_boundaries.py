@@ -124,3 +124,17 @@ def test_the_shim_fast_path_skips_heavy_stdlib_modules():
     heavy = {"asyncio", "subprocess", "argparse", "pathlib", "typing", "threading", "logging", "ctypes"}
     heavy |= {"json", "re", "enum", "socket", "selectors", "signal", "collections", "contextlib"}
     assert not (loaded & heavy), f"heavy modules on the shim's start-up path: {sorted(loaded & heavy)}"
+
+
+def test_the_tool_registry_loads_no_index_library():
+    # The daemon builds the registry before it binds its socket: agents' handshakes are answered at once,
+    # while LanceDB and the model load in the background (issue 3). A tool module importing the index
+    # (lancedb + pyarrow: ~2 s) would delay every first connect.
+    code = (
+        "import sys; from memoryd.tools import build_registry; build_registry()\n"
+        "print(' '.join(sorted(sys.modules)))"
+    )
+    loaded = {top(name) for name in subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()}  # fmt: skip
+    assert not loaded & (INDEX_ONLY | {"pyarrow", "lance", "numpy"}), sorted(loaded & (INDEX_ONLY | {"pyarrow"}))

@@ -25,33 +25,13 @@ from datetime import UTC, datetime
 import numpy as np
 
 from memoryd.index import intent
+from memoryd.index.ranking import DEFAULT_RANKING, RANKINGS, Ranking
 from memoryd.index.redact import redact
 from memoryd.index.store import TEXT_BOOSTS, IndexStore, quote
 from memoryd.index.text import PLACEHOLDER, term_string
 
 CANDIDATES = 50
 GROUP_CANDIDATES = 25
-
-
-@dataclass(frozen=True)
-class Ranking:
-    """Weights of the hybrid score; defaults tuned on ``shared/eval/board-v1/dev.jsonl``."""
-
-    meaning_weight: float = 0.4
-    bm25_reference: float = 0.5  # scales the "every query term matched once" BM25 reference
-    z_full: float = 6.0  # meaning z-score at which the meaning list counts fully
-    min_z: float = 4.0  # below this, without a real keyword hit, the answer is "nothing found"
-    task_vote: float = 0.3  # share of a task's second-best brief added to its best
-    status_boost: float = 0.2
-    date_boost: float = 0.10
-    project_boost: float = 0.2
-
-
-DEFAULT_RANKING = Ranking()
-#: Ranking profile per record kind. Conversation turns are short, so a keyword match on one says more
-#: than one inside a brief's long prompt and screen text: their keyword reference is looser (tuned on
-#: LoCoMo; briefs on board-v1 dev).
-RANKINGS: dict[str, Ranking] = {"brief": DEFAULT_RANKING, "corpus": Ranking(bm25_reference=1.0)}
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from memoryd.board.memories import IMPORTANCE_MAX, Memory
-from memoryd.index.search import Ranking
+from memoryd.index.ranking import Ranking
 
 MEMORY_RANKING = Ranking(bm25_reference=1.0)
 IMPORTANCE_WEIGHT = 0.10

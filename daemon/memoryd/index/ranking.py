@@ -1,0 +1,27 @@
+"""Ranking profiles of the hybrid search (:mod:`memoryd.index.search`): plain weights, no index imports,
+so tool modules can name a profile without loading LanceDB (the daemon binds its socket before that)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """Weights of the hybrid score; defaults tuned on ``shared/eval/board-v1/dev.jsonl``."""
+
+    meaning_weight: float = 0.4
+    bm25_reference: float = 0.5  # scales the "every query term matched once" BM25 reference
+    z_full: float = 6.0  # meaning z-score at which the meaning list counts fully
+    min_z: float = 4.0  # below this, without a real keyword hit, the answer is "nothing found"
+    task_vote: float = 0.3  # share of a task's second-best brief added to its best
+    status_boost: float = 0.2
+    date_boost: float = 0.10
+    project_boost: float = 0.2
+
+
+DEFAULT_RANKING = Ranking()
+#: Ranking profile per record kind. Conversation turns are short, so a keyword match on one says more
+#: than one inside a brief's long prompt and screen text: their keyword reference is looser (tuned on
+#: LoCoMo; briefs on board-v1 dev).
+RANKINGS: dict[str, Ranking] = {"brief": DEFAULT_RANKING, "corpus": Ranking(bm25_reference=1.0)}
