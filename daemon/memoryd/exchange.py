@@ -35,11 +35,12 @@ from typing import Any
 
 from memoryd.board import sessions as sess
 from memoryd.board.formats import OUTCOME_SECTIONS, FormatError, Outcome, parse_task, render_outcome
-from memoryd.board.gate import open_root
+from memoryd.board.gate import UnsafePath, open_root
 from memoryd.board.ids import check_brief_id, is_brief_id, is_task_id
 from memoryd.board.memories import (
     Memory,
     Relation,
+    content_hash,
     delete_memory,
     list_memories,
     parse_memory,
@@ -48,6 +49,9 @@ from memoryd.board.memories import (
 )
 from memoryd.board.reader import BRIEFS_DIR, TASKS_DIR, BoardReader
 from memoryd.board.writer import ensure_board
+from memoryd.logs import get_logger
+
+log = get_logger("memoryd.exchange")
 
 FORMAT = "memoryd-export"
 VERSION = 1
@@ -99,12 +103,24 @@ def iter_export(board: Path, include: tuple[str, ...] = KINDS):
             yield _memory_obj(m)
     if "interactions" in include or "summaries" in include:
         for sid in sess.list_sessions(board):
+            # A file the gate refuses (a planted symlink, a FIFO...) or a broken summary is skipped, as
+            # every other reader does; one such file must not fail the whole export.
             if "interactions" in include:
-                slog = sess.read_log(board, sid)
+                try:
+                    slog = sess.read_log(board, sid)
+                except (UnsafePath, OSError, ValueError) as exc:
+                    log.warning("export_skipped", session=sid, what="interactions", error=str(exc))
+                    slog = None
                 for i in slog.interactions if slog else ():
                     yield {"kind": "interaction", **i.to_json()}
-            if "summaries" in include and (s := sess.read_summary(board, sid)) is not None:
-                yield {"kind": "summary", **s.to_json()}
+            if "summaries" in include:
+                try:
+                    s = sess.read_summary(board, sid)
+                except (UnsafePath, OSError, ValueError) as exc:
+                    log.warning("export_skipped", session=sid, what="summary", error=str(exc))
+                    s = None
+                if s is not None:
+                    yield {"kind": "summary", **s.to_json()}
 
 
 def export_file(board: Path, dest: Path, include: tuple[str, ...] = KINDS) -> dict[str, Any]:
@@ -200,6 +216,10 @@ def _check_memory(obj: dict) -> Memory:
     )  # fmt: skip
     if not isinstance(m.id, str) or not isinstance(m.content, str):
         raise FormatError("'id' and 'content' must be strings")
+    # Content addressing: an id that is not the hash of its content would shadow the memory that hash
+    # names (a later store_memory of that text would be answered "exists" with other content).
+    if m.id != content_hash(m.content):
+        raise FormatError("'id' is not the SHA-256 of the normalised content (edited after export?)")
     return parse_memory(render_memory(m), m.id, f"memories/{m.id}.md")  # the board's own field rules
 
 

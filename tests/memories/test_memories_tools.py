@@ -502,3 +502,29 @@ def test_memories_tools_are_only_in_sessions_that_ask_for_them(served):
         names = {t["name"] for t in s.request("tools/list")["result"]["tools"]}
         assert not names & TOOLS
         assert s.call("store_memory", content="x", tags=["t"])["error"]["code"] == -32602
+
+
+def test_lone_surrogates_are_invalid_params_in_every_group(served):
+    # Found by a break-it session: the briefs and sessions tools crashed in the tokenizer or the writer.
+    from memories_e2e import MemShim
+
+    s = MemShim(served.socket, served.env, tools="all").initialize()
+    try:
+        calls = [
+            ("search_briefs", '{"query":"\\ud800"}'),
+            ("save_outcome", '{"brief_id":"b-20260101-abcdef","did":["\\ud800"],"open":[]}'),
+            ("query_raw_memories", '{"query":"x\\udfff"}'),
+            ("query_summaries", '{"query":"\\ud800"}'),
+            ("memo_search", '{"query":"\\ud800"}'),
+            ("add_memory", '{"prompt":"p","thought":"t","response":"\\ud800"}'),
+        ]
+        for n, (tool, arguments) in enumerate(calls):
+            answer = s.raw(
+                f'{{"jsonrpc":"2.0","id":"u{n}","method":"tools/call",'
+                f'"params":{{"name":"{tool}","arguments":{arguments}}}}}'
+            )
+            assert answer.get("error", {}).get("code") == -32602, (tool, answer)
+            assert "surrogate" in answer["error"]["message"], answer
+        assert s.ok("memory_stats") is not None  # the session still serves
+    finally:
+        s.close()

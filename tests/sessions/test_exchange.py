@@ -127,7 +127,14 @@ def test_export_then_import_into_an_empty_board_gives_the_same_results(pair):
             assert exported["counts"]["memory"] == 2 and exported["counts"]["brief"] > 0
             assert exported["path"] in text
         async with client(b.socket, tools=GROUPS) as c:
-            imported, text = await call(c, "import_database", file=exported["path"])
+            # an agent may import only from memoryd's own exports folder (B's), never any path it names
+            for outside in (exported["path"], "../../../etc/passwd", "/proc/self/environ"):
+                with pytest.raises(Exception, match="exports folder"):
+                    await call(c, "import_database", file=outside)
+            b_exports = b.root / "home" / "data" / "exports"
+            b_exports.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(exported["path"], b_exports / "from-a.jsonl")
+            imported, text = await call(c, "import_database", file="from-a.jsonl")
             assert imported["rejected"] == [] and imported["searchable"] is True
             assert imported["written"]["interaction"] == 4 and imported["written"]["memory"] == 2
             await _settled(c)
@@ -140,7 +147,7 @@ def test_export_then_import_into_an_empty_board_gives_the_same_results(pair):
                     assert a_ == b_, (key, part, b_, a_)
             assert any(v["raw"] for k, v in before.items() if k != "all_summaries")  # not vacuous
             assert any(v["briefs"] for k, v in before.items() if k != "all_summaries")
-            again, _ = await call(c, "import_database", file=exported["path"])  # merge twice: nothing new
+            again, _ = await call(c, "import_database", file="from-a.jsonl")  # merge twice: nothing new
             assert again["written"].get("interaction", 0) == 0 and again["kept"]["interaction"] == 4
         return exported["path"]
 

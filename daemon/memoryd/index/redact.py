@@ -163,6 +163,8 @@ def _library() -> _Library:
         (SquareOAuthDetector, "api-key", ()),
         (AzureStorageKeyDetector, "api-key", ()),
         (_GOOGLE_API_KEY, "api-key", ()),
+        (_ANTHROPIC_KEY, "api-key", ()),
+        (_OPENAI_SCOPED_KEY, "api-key", ()),
         (DiscordBotTokenDetector, "api-key", ()),
         (TelegramBotTokenDetector, "api-key", ()),
         (TwilioKeyDetector, "api-key", ()),
@@ -195,7 +197,11 @@ def warm() -> None:
 
 
 _GITHUB_PAT = re.compile(r"github_pat_[A-Za-z0-9_]{22,255}")
-_GOOGLE_API_KEY = re.compile(r"AIza[0-9A-Za-z_-]{35}")
+_GOOGLE_API_KEY = re.compile(r"AIza[0-9A-Za-z_-]{35,}")
+# Anthropic keys and OpenAI's project/service-account keys: detect-secrets' OpenAI plugin knows only the
+# older "sk-...T3BlbkFJ..." shape.
+_ANTHROPIC_KEY = re.compile(r"sk-ant-[A-Za-z0-9_-]{20,}")
+_OPENAI_SCOPED_KEY = re.compile(r"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}")
 
 
 def _library_patterns(t: _Text) -> Iterator[Span]:

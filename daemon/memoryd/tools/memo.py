@@ -45,7 +45,7 @@ def memos(engine: Any) -> list[Any]:
 def memo_line(memo: Any, scrub: Scrub) -> str:
     """``<timestamp> <text on one line> [tag1, tag2]`` (redacted, bounded)."""
     text = one_line(" ".join(scrub(memo.content).split()), LINE_CHARS)
-    tags = f" [{', '.join(memo.tags)}]" if memo.tags else ""
+    tags = f" [{', '.join(scrub(t) for t in memo.tags)}]" if memo.tags else ""
     return f"{memo.created_at} {text}{tags}"
 
 
@@ -97,7 +97,7 @@ async def memo_search(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
             {
                 "timestamp": m.created_at,
                 "text": scrub.bounded(m.content, ITEM_CHARS, "text"),
-                "tags": list(m.tags),
+                "tags": [scrub(t) for t in m.tags],
                 "id": m.id,
             }
             for m in shown

@@ -40,6 +40,7 @@ import mcp_types as types
 from jsonschema import SchemaError, exceptions, validators
 
 from memoryd.errors import InvalidParams
+from memoryd.index.redact import redact
 from memoryd.warmup import EngineHandle
 
 #: Tool names: the MCP spec's recommendation narrowed to what every client accepts (issue 3).
@@ -102,7 +103,8 @@ Handler = Callable[[dict[str, Any], ToolContext], Awaitable[ToolResult | dict[st
 @dataclass(frozen=True)
 class ToolSpec:
     """One tool. ``annotations`` uses the MCP wire names (``readOnlyHint``, ``destructiveHint``,
-    ``idempotentHint``, ``openWorldHint``, ``title``)."""
+    ``idempotentHint``, ``openWorldHint``, ``title``). ``checks_text``: the handler rejects lone
+    surrogates itself (a batch tool failing only the item that holds one), so the boundary does not."""
 
     name: str
     description: str
@@ -111,6 +113,7 @@ class ToolSpec:
     output_schema: Mapping[str, Any] | None = None
     annotations: Mapping[str, Any] | None = None
     title: str | None = None
+    checks_text: bool = False
 
 
 def _check_object_schema(tool: str, which: str, schema: Mapping[str, Any]) -> Any:
@@ -129,7 +132,26 @@ def _first_error(validator: Any, instance: Any) -> str | None:
     if error is None:
         return None
     where = "/".join(str(p) for p in error.absolute_path) or "(arguments)"
-    return f"{where}: {error.message}"[:_MAX_ERROR_TEXT]
+    # jsonschema quotes the offending value: a pasted secret must not come back in the error.
+    return redact(f"{where}: {error.message}"[:_MAX_ERROR_TEXT]).text
+
+
+def _lone_surrogate(value: Any, where: str = "") -> str | None:
+    """``"<path>: contains a lone surrogate"`` for the first string (key or value) that is not Unicode text."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return f"{where or '(arguments)'}: contains a lone UTF-16 surrogate, not Unicode text"
+        return None
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        path = f"{where}/{key}" if where else str(key)
+        if isinstance(key, str) and (problem := _lone_surrogate(key, where or "(arguments)")):
+            return problem
+        if problem := _lone_surrogate(item, path):
+            return problem
+    return None
 
 
 class RegisteredTool:
@@ -160,8 +182,11 @@ class RegisteredTool:
         )
 
     def check_arguments(self, arguments: dict[str, Any]) -> None:
-        """Raise :class:`InvalidParams` naming the first schema violation (JSON-RPC -32602)."""
+        """Raise :class:`InvalidParams` naming the first schema violation or a string holding a lone UTF-16
+        surrogate (``"\\ud800"`` is valid JSON but no Unicode text: nothing downstream can encode it)."""
         problem = _first_error(self._input, arguments)
+        if problem is None and not self.spec.checks_text:
+            problem = _lone_surrogate(arguments)
         if problem is not None:
             raise InvalidParams(f"Invalid arguments for tool {self.spec.name}: {problem}")
 

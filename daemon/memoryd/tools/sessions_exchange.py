@@ -8,11 +8,12 @@ the imported data is searchable (or says it is still being indexed).
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from pathlib import Path
 from typing import Any
 
-from memoryd.errors import ToolFailed
+from memoryd.errors import InvalidParams, ToolFailed
 from memoryd.exchange import KINDS, ExchangeError, export_file, import_file
 from memoryd.tools.registry import ToolContext, ToolResult
 
@@ -38,9 +39,15 @@ async def export_tool(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 
 async def import_tool(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     engine = await ctx.engine()
-    path = Path(args["file"]).expanduser()
-    if not path.is_absolute():
-        path = Path(engine.settings.locations.exports) / path
+    # Agents may only import what sits in memoryd's exports folder (the CLI imports from anywhere): a
+    # tool call must not read /etc/passwd or the daemon's /proc/self/environ into the board.
+    exports = Path(os.path.normpath(engine.settings.locations.exports))
+    path = Path(os.path.normpath(exports / Path(args["file"])))
+    if not path.is_relative_to(exports) or path == exports:
+        raise InvalidParams(
+            f"import_database reads only files in memoryd's exports folder ({exports}); copy the file "
+            "there, or run `memoryd import --from jsonl FILE` in a terminal"
+        )
     mode = args.get("mode", "merge")
     try:
         answer = await asyncio.to_thread(import_file, engine.board, path, mode)

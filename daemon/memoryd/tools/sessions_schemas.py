@@ -126,8 +126,8 @@ IMPORT_DATABASE_INPUT = _object(
             "type": "string",
             "minLength": 1,
             "maxLength": PATH_CHARS,
-            "description": "Path of a JSONL file written by export_database (absolute, or relative to "
-            "memoryd's exports folder).",
+            "description": "A JSONL file written by export_database, in memoryd's exports folder: its name, "
+            "or its absolute path there (files elsewhere are refused).",
         },
         "mode": {
             "enum": ["merge", "replace"],
