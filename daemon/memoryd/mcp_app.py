@@ -173,6 +173,7 @@ class McpApp:
             METRICS.record(tool.spec.name, False, None)
             raise to_mcp_error(exc) from None
         started = time.monotonic()
+        budget = max(self.tool_timeout_s, tool.spec.timeout_s or 0.0)  # batch tools declare a longer one
         tctx = ToolContext(
             tool=tool.spec.name,
             session_id=session.id,
@@ -180,7 +181,7 @@ class McpApp:
             cwd=session.cwd,
             client_pid=session.client_pid,
             protocol_version=ctx.protocol_version,
-            deadline=started + self.tool_timeout_s,
+            deadline=started + budget,
             engine_handle=self.engine,
             log=session.log.bind(tool=tool.spec.name, request_id=ctx.request_id),
             client_session=ctx.session,
@@ -190,12 +191,18 @@ class McpApp:
             # move_on_after, not fail_after: a TimeoutError raised inside the tool is the tool's own
             # failure, only our deadline is reported as the call timing out. A peer's
             # notifications/cancelled cancels an outer scope and propagates straight through.
-            with anyio.move_on_after(self.tool_timeout_s) as deadline:
+            with anyio.move_on_after(budget) as deadline:
                 output = await tool.spec.handler(arguments, tctx)
             if deadline.cancelled_caught:
+                writes = not (tool.spec.annotations or {}).get("readOnlyHint", False)
                 raise ToolTimeout(
-                    f"{tool.spec.name} did not finish within {self.tool_timeout_s:g} s and was stopped "
+                    f"{tool.spec.name} did not finish within {budget:g} s and was stopped "
                     "(MEMORYD_TOOL_TIMEOUT_MS); try a narrower request or retry later."
+                    + (
+                        " Some of its writes may have landed before it stopped: check before retrying."
+                        if writes
+                        else ""
+                    )
                 )
             result = tool.to_result(output)
         except Exception as exc:

@@ -298,6 +298,16 @@ def test_tool_call_timeout_ends_the_call_with_a_clear_error(conn):
     assert 2.5 < elapsed < 8
 
 
+def test_a_tool_may_declare_a_longer_budget_and_a_writer_says_its_writes_may_have_landed(conn):
+    started = time.monotonic()
+    result = conn.call("diag_sleep_long", {"seconds": 4}, id="long-ok")["result"]
+    assert result["isError"] is False and time.monotonic() - started > 3.5  # past the daemon's 3 s
+    result = conn.call("diag_sleep_long", {"seconds": 30}, id="long-late")["result"]
+    assert result["isError"] is True
+    text = result["content"][0]["text"]
+    assert "did not finish within 8 s" in text and "writes may have landed" in text
+
+
 def test_cancelled_calls_are_never_answered(conn):
     def sleep_call(id: object, seconds: float) -> dict:
         return {

@@ -77,6 +77,19 @@ def tools() -> list[ToolSpec]:
             handler=_sleep,
         ),
         ToolSpec(
+            name="diag_sleep_long",
+            description="TEST TOOL: sleeps `seconds` under its own 8 s budget, as a writing batch tool would.",
+            input_schema={
+                "type": "object",
+                "properties": {"seconds": {"type": "number", "minimum": 0, "maximum": 600}},
+                "required": ["seconds"],
+                "additionalProperties": False,
+            },
+            annotations={"readOnlyHint": False},
+            handler=_sleep,
+            timeout_s=8.0,
+        ),
+        ToolSpec(
             name="diag_fail",
             description="TEST TOOL: fails in the way `kind` names.",
             input_schema={

@@ -114,6 +114,7 @@ class ToolSpec:
     annotations: Mapping[str, Any] | None = None
     title: str | None = None
     checks_text: bool = False
+    timeout_s: float | None = None  # a longer budget than MEMORYD_TOOL_TIMEOUT_MS (batches, import/export)
 
 
 def _check_object_schema(tool: str, which: str, schema: Mapping[str, Any]) -> Any:

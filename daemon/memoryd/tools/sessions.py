@@ -297,7 +297,12 @@ def _spec(name: str, title: str, description: str, handler, input_schema, output
         output_schema=output_schema,
         annotations={**hints, "title": title},
         handler=handler,
+        timeout_s=LONG_TIMEOUT_S.get(name),
     )
+
+
+#: Tools that may legitimately run past the default 15 s (whole-board passes, sampling round trips).
+LONG_TIMEOUT_S = {"summarize_sessions": 300.0, "export_database": 300.0, "import_database": 300.0}
 
 
 def tools() -> list[ToolSpec]:
