@@ -86,9 +86,9 @@ def search_call(n: int, query: str) -> dict:
 class Shim:
     """One agent's ``memoryd-shim`` subprocess, initialised; :meth:`call` sends one request, reads its answer."""
 
-    def __init__(self, socket: Path, env: dict) -> None:
+    def __init__(self, socket: Path, env: dict | None = None, tools: str | None = None) -> None:
         self.proc = subprocess.Popen(
-            [str(SHIM), "--socket", str(socket), "--no-start"],
+            [str(SHIM), "--socket", str(socket), "--no-start", *(["--tools", tools] if tools else [])],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,

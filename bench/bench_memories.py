@@ -29,7 +29,6 @@ import itertools
 import json
 import random
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,7 +36,7 @@ from pathlib import Path
 
 from _daemon import Daemon, engine_ready, hybrid_ready
 from _util import VENV_BIN, Report, arg_parser, quiet_env, summary
-from bench_daemon import INIT, INITIALIZED, RssSampler, answer_ok, line
+from bench_daemon import RssSampler, Shim, answer_ok
 
 SHIM = VENV_BIN / "memoryd-shim"
 BATCH = 50
@@ -227,51 +226,20 @@ def write_board(board: Path, size: int, seed: int = 1) -> float:
     return time.perf_counter() - t0
 
 
-class MemShim:
-    """One agent's ``memoryd-shim --tools memories --no-start``, initialised; raw JSON-RPC lines."""
+class MemShim(Shim):
+    """One agent's ``memoryd-shim --tools memories --no-start``, initialised; tool calls by name."""
 
     def __init__(self, socket: Path) -> None:
-        self.proc = subprocess.Popen(
-            [str(SHIM), "--socket", str(socket), "--tools", "memories", "--no-start"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            cwd="/",
-        )
+        super().__init__(socket, tools="memories")
         self.ids = itertools.count(1)
-        self.send(INIT)
-        answer = self.read(INIT["id"])
-        if "result" not in answer:
-            raise RuntimeError(f"initialize through the shim failed: {answer}")
-        self.send(INITIALIZED)
 
-    def send(self, msg: dict) -> None:
-        self.proc.stdin.write(line(msg))
-        self.proc.stdin.flush()
-
-    def read(self, ident) -> dict:
-        while True:
-            raw = self.proc.stdout.readline()
-            if not raw:
-                raise EOFError("the shim closed its stdout")
-            answer = json.loads(raw)
-            if answer.get("id") == ident and "method" not in answer:
-                return answer
-
-    def call(self, name: str, arguments: dict) -> dict:
-        ident = next(self.ids)
-        self.send(
-            {
-                "jsonrpc": "2.0",
-                "id": ident,
-                "method": "tools/call",
-                "params": {"name": name, "arguments": arguments},
-            }
-        )
-        return self.read(ident)
+    def call_tool(self, name: str, arguments: dict) -> dict:
+        msg = {"jsonrpc": "2.0", "id": next(self.ids), "method": "tools/call"}
+        return self.call({**msg, "params": {"name": name, "arguments": arguments}})
 
     def tool(self, name: str, arguments: dict) -> dict:
         """The tool's ``structuredContent`` (``{"ok": ..., "result": ...}``); raises on a failed call."""
-        answer = self.call(name, arguments)
+        answer = self.call_tool(name, arguments)
         if not answer_ok(answer):
             raise RuntimeError(f"{name} failed: {json.dumps(answer)[:500]}")
         result = answer["result"]
@@ -281,16 +249,6 @@ class MemShim:
         if structured.get("ok") is False:
             raise RuntimeError(f"{name} answered an error: {structured}")
         return structured
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.stdin.close()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc.stdout.close()
 
 
 def indexed(d: Daemon, size: int):
