@@ -13,6 +13,7 @@ never two writers on one index). A relation added while the daemon rewrites the 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -74,8 +75,9 @@ def build_memory(item: ImportItem, project: str, origin: str) -> Memory:
     return Memory.new(item.content, **fields)
 
 
-def _exists(board: Path, memory_id: str) -> bool:
-    return (Path(board) / "memories" / f"{memory_id}.md").exists()
+def exists_on_board(board: Path, memory_id: str) -> bool:
+    """Whether ``memories/<memory_id>.md`` is taken (by any entry: a create-only write would keep it)."""
+    return os.path.lexists(Path(board) / "memories" / f"{memory_id}.md")
 
 
 def run_import(
@@ -162,7 +164,7 @@ def _write_memories(
             continue
         seen.add(memory.id)
         if dry_run:
-            is_new = not _exists(board, memory.id)
+            is_new = not exists_on_board(board, memory.id)
         else:
             _, is_new = write_memory(board, memory)
         if is_new:
@@ -193,7 +195,9 @@ def _write_relations(
             by_source.setdefault(keys[rel.from_key], []).append((rel, keys[rel.to_key]))
     for source_id, edges in by_source.items():
         try:
-            memory = read_memory(board, source_id) if (not dry_run or _exists(board, source_id)) else None
+            memory = (
+                read_memory(board, source_id) if (not dry_run or exists_on_board(board, source_id)) else None
+            )
         except MemoryFileError as exc:
             for rel, _ in edges:
                 problem(ImportProblem(rel.where, f"its source memory's file is broken ({exc.reason})"))

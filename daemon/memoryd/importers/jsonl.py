@@ -67,17 +67,9 @@ def run_import(
     summary.memories_read = len(parsed.memories)
     summary.relations_read = sum(len(m.relations) for m in parsed.memories)
     if dry_run:  # what a merge would add: memories whose file is not on the board yet
-        from memoryd.board.memories import read_memory
+        from memoryd.importers.apply import exists_on_board
 
-        def absent(memory_id: str) -> bool:
-            if not (Path(board) / "memories").is_dir():  # a new board: everything would be new
-                return True
-            try:
-                return read_memory(Path(board), memory_id) is None
-            except Exception:  # a broken or refused file holds the name: the merge would keep it
-                return False
-
-        fresh = [m for m in parsed.memories if absent(m.id)]
+        fresh = [m for m in parsed.memories if not exists_on_board(board, m.id)]
         summary.memories_new = len(fresh)
         summary.memories_existing = len(parsed.memories) - len(fresh)
         summary.relations_new = sum(len(m.relations) for m in fresh)
