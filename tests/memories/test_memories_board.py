@@ -125,6 +125,76 @@ def test_an_edge_to_a_memory_deleted_by_hand_is_ignored_and_cleaned_up(shim, ser
     poll(lambda: b not in path.read_text(), "the dangling edge removed from the source file")
 
 
+def test_a_memory_file_renamed_by_hand_keeps_its_relations_on_disk_and_in_answers():
+    """A file renamed to another ``<hash>.md`` with the same content is the same memory: the edges other
+    files hold to it stay live, the prune a listing starts never removes them, and a restart agrees."""
+    root = short_tmpdir()
+    made: list[DaemonProcess] = []
+    try:
+        daemon = DaemonProcess(root)
+        made.append(daemon)
+        daemon.start()
+        wait_engine_ready(daemon)
+        mem = daemon.board / "memories"
+        w = unique()
+        with MemShim(daemon.socket, daemon.env).initialize() as s:
+            a, b, c = (
+                s.ok("store_memory", content=f"{n} {w}", tags=["g"])["hash"] for n in ("one", "two", "three")
+            )
+            s.ok("create_relationship", from_hash=a, to_hash=b, relation_type="needs")  # held by a's file
+            s.ok("create_relationship", from_hash=b, to_hash=c, relation_type="then")  # held by b's file
+            s.ok("create_relationship", from_hash=c, to_hash=b, relation_type="also")  # held by c's file
+            renamed = "f" * 64
+            os.rename(mem / f"{b}.md", mem / f"{renamed}.md")
+            poll(lambda: renamed in hits(s, f"two {w}"), "the renamed file indexed", PICKUP_BOUND_S)
+            assert [(e["from_hash"], e["to_hash"]) for e in s.ok("get_relationships", hash=a)] == [
+                (a, renamed)
+            ]
+            # the listing above used to start a background prune; a store waits behind it on the write lock
+            s.ok("store_memory", content=f"four {w}", tags=["g"])
+            assert f"target: {b}" in (mem / f"{a}.md").read_text()
+            both = s.ok("get_relationships", hash=renamed)
+            assert {(e["from_hash"], e["to_hash"], e["relation_type"]) for e in both} == {
+                (a, renamed, "needs"),
+                (renamed, c, "then"),
+                (c, renamed, "also"),
+            }
+            assert {m["id"] for m in s.ok("recall", query=f"one {w}", depth=2, limit=1)["memories"]} == {
+                a,
+                renamed,
+                c,
+            }
+            assert s.ok("memory_stats")["relationshipCount"] == 3
+            # the same edge again is not a second one; the new name deletes an edge stored with the old
+            assert (
+                s.ok("create_relationship", from_hash=a, to_hash=renamed, relation_type="needs")["isNew"]
+                is False
+            )
+            assert s.ok("delete_relationship", from_hash=c, to_hash=renamed, relation_type="also") == {
+                "deleted": True
+            }
+            assert b not in (mem / f"{c}.md").read_text()
+        daemon.signal(signal.SIGTERM)
+        assert daemon.wait_exit(30) == 0
+        daemon = DaemonProcess(root)
+        made.append(daemon)
+        daemon.start()
+        wait_engine_ready(daemon)
+        with MemShim(daemon.socket, daemon.env).initialize() as s:
+            assert [e["to_hash"] for e in s.ok("get_relationships", hash=a)] == [renamed]
+            # new content moves the renamed file; the edge held by a follows it
+            moved = s.ok("update_memory", hash=renamed, content=f"two, revised {w}")["newHash"]
+            assert [e["to_hash"] for e in s.ok("get_relationships", hash=a)] == [moved]
+            assert f"target: {moved}" in (mem / f"{a}.md").read_text()
+            assert s.ok("delete_relationship", from_hash=a, to_hash=moved, relation_type="needs") == {
+                "deleted": True
+            }
+    finally:
+        for d in made:
+            d.kill()
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def test_memories_survive_a_restart_and_an_index_rebuild(tmp_path):
     root = short_tmpdir()
     try:

@@ -41,7 +41,10 @@ Hand edits
     as its identity (:attr:`Memory.id`: relations, ``get_memory`` and deletes use it), while
     :attr:`Memory.hash` is the hash of the content as it is now. memoryd never renames a file behind the
     developer's back (it would fight the editor's own save); ``update_memory`` through a tool moves it to
-    its new name. A file whose name is not ``<64 hex>.md``, or whose front matter is not valid YAML or
+    its new name. A relation's ``target`` names a memory the way a key does: the file of that name, else
+    the file whose content hashes to it; so a file renamed by hand (another ``<64 hex>.md`` name, the same
+    content) keeps the edges pointing at it, in every answer and through every rewrite of the files that
+    hold them. A file whose name is not ``<64 hex>.md``, or whose front matter is not valid YAML or
     breaks the field rules above, is skipped with a log line (:class:`MemoryFileError`), never the board.
 
 File I/O (atomic writes through the gate) is :mod:`memoryd.board.memories`, which re-exports this module.

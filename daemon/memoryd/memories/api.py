@@ -390,7 +390,6 @@ class Memories:
         ``byType``, ``byProject`` and ``skippedFiles`` (memory files not loaded)."""
         view = self.view
         everything = view.all()
-        live = {m.id for m in everything}
         memories = [m for m in everything if project is None or m.project == project]
         created = sorted(m.created_at for m in memories if m.created_at)
         by_type: dict[str, int] = {}
@@ -403,7 +402,7 @@ class Memories:
             "tagCount": len({t for m in memories for t in m.tags}),
             "oldestMemory": created[0] if created else None,
             "newestMemory": created[-1] if created else None,
-            "relationshipCount": sum(1 for m in memories for r in m.relations if r.target in live),
+            "relationshipCount": sum(1 for m in memories for r in m.relations if view.resolve(r.target)),
             "byType": dict(sorted(by_type.items())),
             "byProject": dict(sorted(by_project.items())),
             "skippedFiles": len(view.skipped()),

@@ -112,7 +112,7 @@ class BoardOps:
             if fresh is None:
                 continue
             rel = tuple(
-                Relation(r.id, r.type, new_id, r.created_at) if r.target == old.id else r
+                Relation(r.id, r.type, new_id, r.created_at) if self._points_at(r, old.id) else r
                 for r in fresh.relations
             )
             if rel != fresh.relations:
@@ -146,7 +146,9 @@ class BoardOps:
             results.append(m)
             paths.append(m.path)
         holders = {src.id for mid in gone for src, _ in self.view.incoming(mid)} - gone
-        paths += self._drop_edges(sorted(holders), lambda r: r.target not in gone)
+        paths += self._drop_edges(
+            sorted(holders), lambda r: r.target not in gone and self.view.resolve(r.target) not in gone
+        )
         return results, paths
 
     # -- relationships ----------------------------------------------------------------------------------
@@ -161,7 +163,7 @@ class BoardOps:
         if src.id == dst.id:
             raise InvalidMemory("a memory cannot be related to itself")
         for r in src.relations:
-            if r.target == dst.id and r.type == rtype:
+            if r.type == rtype and self._points_at(r, dst.id):
                 return Edge.of(src, r), False, []
         rel = Relation(relation_id(), rtype, dst.id, utc_now())
         write_memory(self.board, src.with_(relations=(*src.relations, rel)), overwrite=True)
@@ -174,15 +176,26 @@ class BoardOps:
             return []
         dst = self.view.find(to_key)
         target = dst.id if dst is not None else to_key
-        kept = tuple(r for r in src.relations if not (r.target == target and r.type == rtype))
+        kept = tuple(
+            r
+            for r in src.relations
+            if not (r.type == rtype and (r.target == to_key or self._points_at(r, target)))
+        )
         if kept == src.relations:
             return []
         write_memory(self.board, src.with_(relations=kept), overwrite=True)
         return [src.path]
 
     def prune(self, ids: Iterable[str]) -> list[str]:
-        """Remove edges whose target file no longer exists from the memories ``ids``."""
-        return self._drop_edges(ids, lambda r: self.read_quiet(r.target) is not None)
+        """Remove edges whose target no longer exists (no file of that name, and no memory whose content
+        hashes to it: a renamed file keeps its edges) from the memories ``ids``."""
+        return self._drop_edges(
+            ids, lambda r: self.view.resolve(r.target) is not None or self.read_quiet(r.target) is not None
+        )
+
+    def _points_at(self, r: Relation, memory_id: str) -> bool:
+        """Whether the edge ``r`` targets ``memory_id`` (by its name, or a renamed file's content hash)."""
+        return r.target == memory_id or self.view.resolve(r.target) == memory_id
 
     def _drop_edges(self, ids: Iterable[str], keep) -> list[str]:
         paths = []

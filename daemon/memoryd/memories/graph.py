@@ -1,7 +1,8 @@
 """The memory graph, read from the in-memory view: edges of one memory, and the cluster around seeds.
 
-Edges are stored with their source memory (``relations`` in its front matter). An edge whose target
-no longer exists is *dangling*: it is never returned, and its ids are reported so the caller can clean
+Edges are stored with their source memory (``relations`` in its front matter); a target is resolved
+like a key (:meth:`memoryd.memories.source.MemorySource.resolve`: file name, else current content hash),
+and edges name the resolved id. An edge whose target no longer exists is *dangling*: it is never returned, and its ids are reported so the caller can clean
 it out of the source file (:meth:`memoryd.memories.api.Memories.relationships`).
 """
 
@@ -30,8 +31,10 @@ class Edge:
     created_at: str
 
     @classmethod
-    def of(cls, source: Memory, relation: Relation) -> Edge:
-        return cls(relation.id, source.id, relation.target, relation.type, relation.created_at)
+    def of(cls, source: Memory, relation: Relation, to_id: str | None = None) -> Edge:
+        """The edge of ``relation`` stored in ``source``; ``to_id``: its resolved target (default: as
+        stored)."""
+        return cls(relation.id, source.id, to_id or relation.target, relation.type, relation.created_at)
 
     def as_dict(self) -> dict[str, str]:
         """memdb's ``Relationship`` shape."""
@@ -58,12 +61,13 @@ def edges_of(
     dangling: set[str] = set()
     if direction in ("outgoing", "both"):
         for r in memory.relations:
-            if view.get(r.target) is None:
+            target = view.resolve(r.target)
+            if target is None:
                 dangling.add(memory.id)
             else:
-                edges.append(Edge.of(memory, r))
+                edges.append(Edge.of(memory, r, target))
     if direction in ("incoming", "both"):
-        edges.extend(Edge.of(src, r) for src, r in view.incoming(memory.id) if src.id != memory.id)
+        edges.extend(Edge.of(src, r, memory.id) for src, r in view.incoming(memory.id) if src.id != memory.id)
     if relation_type is not None:
         edges = [e for e in edges if e.type == relation_type]
     return sorted(set(edges), key=_sort_key), dangling
@@ -91,9 +95,10 @@ def cluster(
         m = view.get(current)
         if m is None:
             continue
-        neighbours = [r.target for r in m.relations] + [src.id for src, _ in view.incoming(current)]
+        outgoing = [view.resolve(r.target) for r in m.relations]
+        neighbours = [n for n in outgoing if n is not None] + [src.id for src, _ in view.incoming(current)]
         for n in neighbours:
-            if n in hops or view.get(n) is None:
+            if n in hops:
                 continue
             if len(hops) >= cap:
                 queue.clear()
@@ -105,5 +110,8 @@ def cluster(
         m = view.get(mid)
         if m is None:
             continue
-        edges.update(Edge.of(m, r) for r in m.relations if r.target in hops)
+        for r in m.relations:
+            target = view.resolve(r.target)
+            if target in hops:
+                edges.add(Edge.of(m, r, target))
     return hops, sorted(edges, key=_sort_key)

@@ -3,7 +3,9 @@
 Besides yielding one ``memory`` record per file, :class:`MemorySource` keeps what the tools need without
 reading the folder on every call: every memory by id, content hash -> id (to find a hand-edited file
 by what it now says), and the incoming edges of each memory (relations are stored with their source, so
-"who points at X" needs a global view). It is refreshed only by the indexer (``load_all`` /
+"who points at X" needs a global view). A relation's target names a memory the way a key does
+(:meth:`MemorySource.resolve`: its file name, else the hash of its current content), so a file renamed
+with its content unchanged keeps every edge pointing at it. It is refreshed only by the indexer (``load_all`` /
 ``records_for``), so after a write is submitted and awaited the view includes it; reads from the event
 loop take a short lock and never see a half-applied change.
 """
@@ -131,13 +133,24 @@ class MemorySource:
             return self._memories.get(memory_id)
 
     def find(self, key: str) -> Memory | None:
-        """The memory whose file name OR current content hash is ``key`` (a hand-edited file answers to
-        both), or None."""
+        """The memory whose file name OR current content hash is ``key`` (a hand-edited or renamed file
+        answers to both), or None."""
         with self._lock:
-            m = self._memories.get(key)
-            if m is None and key in self._by_content:
-                m = self._memories.get(self._by_content[key])
-            return m
+            return self._find(key)
+
+    def _find(self, key: str) -> Memory | None:
+        m = self._memories.get(key)
+        if m is None and key in self._by_content:
+            m = self._memories.get(self._by_content[key])
+        return m
+
+    def resolve(self, target: str) -> str | None:
+        """The id of the memory a relation's ``target`` points at (:meth:`find`), or None when it is gone.
+
+        Edges store the target's id as it was when they were made; a file renamed by hand keeps its
+        content, so its content hash still leads to it."""
+        m = self.find(target)
+        return m.id if m is not None else None
 
     def all(self) -> list[Memory]:
         """Every memory (a copy of the list; the memories themselves are immutable)."""
@@ -149,10 +162,16 @@ class MemorySource:
             return len(self._memories)
 
     def incoming(self, memory_id: str) -> list[tuple[Memory, Relation]]:
-        """``[(source memory, relation)]`` for every stored edge pointing at ``memory_id``."""
+        """``[(source memory, relation)]`` for every stored edge pointing at ``memory_id``: its file name,
+        or its content hash when no file of that name exists (:meth:`resolve`)."""
         with self._lock:
-            sources = [self._memories[s] for s in self._incoming.get(memory_id, ()) if s in self._memories]
-        return [(s, r) for s in sources for r in s.relations if r.target == memory_id]
+            m = self._memories.get(memory_id)
+            keys = {memory_id}
+            if m is not None and (found := self._find(m.hash)) is not None and found.id == memory_id:
+                keys.add(m.hash)
+            ids = {s for k in keys for s in self._incoming.get(k, ())}
+            sources = [self._memories[s] for s in sorted(ids) if s in self._memories]
+        return [(s, r) for s in sources for r in s.relations if r.target in keys]
 
     def skipped(self) -> list[Skipped]:
         """Memory files currently not loaded (broken front matter, refused by the gate, bad name)."""
