@@ -18,6 +18,7 @@ from memoryd import __version__
 from memoryd.board.formats import Brief, Outcome, Task
 from memoryd.board.ids import check_brief_id, check_task_id
 from memoryd.board.reader import BoardReader, BoardUnreadable
+from memoryd.board.sweep import sweep
 from memoryd.board.writer import ensure_board, save_outcome
 from memoryd.index.search import Ranking, SearchResult, search
 from memoryd.index.store import IndexStore
@@ -70,6 +71,8 @@ class Engine:
         if not self.board.exists():
             await asyncio.to_thread(ensure_board, self.board)
             log.info("board_created", board=str(self.board))
+        # Under the board lock no other daemon writes here: temps whose writer died can go (never raises).
+        await asyncio.to_thread(sweep, self.board, loc.exports)
         self.store = await asyncio.to_thread(IndexStore, loc.index)
         self.indexer = Indexer(
             self.reader,

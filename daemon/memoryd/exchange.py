@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from memoryd.board import sessions as sess
+from memoryd.board.atomic import temp_name
 from memoryd.board.formats import OUTCOME_SECTIONS, FormatError, Outcome, parse_task, render_outcome
 from memoryd.board.gate import UnsafePath, open_root
 from memoryd.board.ids import check_brief_id, is_brief_id, is_task_id
@@ -135,8 +136,8 @@ def export_file(board: Path, dest: Path, include: tuple[str, ...] = KINDS) -> di
     data = _line(header) + b"".join(_line(o) for o in objs)
     dest = Path(dest).absolute()
     dest.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    tmp = dest.with_name(temp_name(dest.name))  # a start sweeps the exports folder of killed writes' temps
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)

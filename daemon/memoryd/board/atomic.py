@@ -3,6 +3,9 @@
 Every board write (outcomes, memories, session summaries and rewrites) goes through here, so a crash
 leaves either the old file or the new one, never half of one, and a symlink planted at the target name is
 replaced, never followed (rename(2) and link(2) act on the directory entry).
+
+Temp names are ``.<name>.<pid>-<12 hex>.tmp`` (:func:`temp_name`): the writer's pid lets the next daemon
+start tell a temp left by a killed writer from one being written right now (:mod:`memoryd.board.sweep`).
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import secrets
 from collections.abc import Iterator
 
@@ -17,6 +21,22 @@ from memoryd.board.gate import SafeDir, UnsafePath
 
 #: Mode of every file memoryd writes on the board.
 FILE_MODE = 0o600
+# ".<name>.<pid>-<12 hex>.tmp"; before the pid was added: ".<name>.<12 hex>.tmp" (pid None).
+_TEMP_RE = re.compile(r"\.(?P<name>.+?)\.(?:(?P<pid>[1-9][0-9]{0,9})-)?[0-9a-f]{12}\.tmp", re.ASCII)
+
+
+def temp_name(name: str) -> str:
+    """A fresh temp name for a write of ``name`` by this process: ``.<name>.<pid>-<12 hex>.tmp``."""
+    return f".{name}.{os.getpid()}-{secrets.token_hex(6)}.tmp"
+
+
+def parse_temp_name(tmp: str) -> tuple[str, int | None] | None:
+    """``(target name, writer pid)`` of a name :func:`temp_name` made (pid None for the older form
+    ``.<name>.<12 hex>.tmp``); None for any other name."""
+    m = _TEMP_RE.fullmatch(tmp)
+    if m is None:
+        return None
+    return m.group("name"), int(m.group("pid")) if m.group("pid") else None
 
 
 def write_all(fd: int, data: bytes) -> None:
@@ -37,7 +57,7 @@ def fsync_dir(d: SafeDir) -> None:
 def temp_file(d: SafeDir, name: str, data: bytes) -> Iterator[str]:
     """Yield the name of a new, fsynced dotfile in ``d`` holding ``data`` (readers and the watcher ignore
     dotfiles); it is removed on exit unless the caller renamed it away. Raises ``OSError``."""
-    tmp = f".{name}.{secrets.token_hex(6)}.tmp"
+    tmp = temp_name(name)
     fd = os.open(
         tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE, dir_fd=d.fd
     )
