@@ -83,3 +83,34 @@ def test_bad_arguments_are_refused_clearly(tmp_path):
     assert unknown.returncode != 0 and "unknown agent notepad" in unknown.stderr
     nothing = memoryd(home, "connect", check_rc=1)
     assert "no agent config folder found" in nothing.stderr and list(home.iterdir()) == []
+
+
+def tree(root) -> dict[str, object]:
+    """Every path under ``root``: a file's bytes, a link's target, or "dir"."""
+    out: dict[str, object] = {}
+    for path in sorted(root.rglob("*")):
+        rel = str(path.relative_to(root))
+        if path.is_symlink():
+            out[rel] = ("link", os.readlink(path))
+        elif path.is_dir():
+            out[rel] = "dir"
+        else:
+            out[rel] = path.read_bytes()
+    return out
+
+
+def test_connect_all_then_disconnect_leaves_the_home_exactly_as_it_was(tmp_path):
+    """Files and folders memoryd created are gone (not left as ``{}``), every other file has its old bytes,
+    and no ``.memoryd-backup`` or marker stays once the files are back to what they were."""
+    fh = build_home(tmp_path, sys.platform if sys.platform == "darwin" else "linux")
+    (fh.home / ".cursor" / "mcp.json").unlink()  # the folder exists, the file does not yet
+    (fh.dotfile).unlink()
+    before = tree(tmp_path)
+    memoryd(fh.home, "connect", "--all", check_rc=1)  # 1: windsurf's broken file is left alone
+    created = set(tree(tmp_path)) - set(before)
+    assert any(p.endswith(".memoryd-backup") for p in created) and any("/.codex" in p for p in created)
+    out = memoryd(fh.home, "disconnect", check_rc=1).stdout  # 1: the broken file could not be checked
+    after = tree(tmp_path)
+    assert {p: after[p] for p in set(after) - set(before)} == {}, "left behind"
+    assert after == before
+    assert "memoryd had created this file: deleted" in out and "backup deleted" in out, out

@@ -11,6 +11,8 @@ from __future__ import annotations
 import copy
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 import tomlkit
@@ -134,19 +136,20 @@ def test_connect_disconnect_keep_everything_else(fake_home: FakeHome):
         assert states["vscode"].state == "not connected"  # JSONC is read (leniently) for status
     assert states["claude-code"].hook == "installed"
 
-    # Disconnect: every file is back to its original bytes; backups stay as they were (made once).
+    # Disconnect: every file is back to its original bytes, so its backup has done its job and goes.
     gone = [o for a in agents.values() for o in manage.disconnect(a)]
     assert {o.agent for o in gone if o.state == manage.REMOVED} == fh.writable | {"claude-code (Stop hook)"}
     for path, (old, _mtime) in before.items():
         assert safewrite.read_bytes(path) == old, path
     assert fh.files["cursor"].is_symlink()
-    for path, data in backups.items():
-        assert safewrite.backup_path(path).read_bytes() == data
+    assert not list(fh.home.parent.rglob("*.memoryd-backup")) and not list(
+        fh.home.parent.rglob("*.memoryd-created")
+    )
     assert {
         name: manage.status(a).state for name, a in agents.items() if name in fh.writable
     } == dict.fromkeys(fh.writable, "not connected")
 
-    # Connect again after disconnect: the backups still hold the very first originals.
+    # Connect again after disconnect: the new backups hold the same originals.
     for agent in agents.values():
         manage.connect(agent, server)
     for path, data in backups.items():
@@ -170,6 +173,7 @@ def test_dry_run_writes_nothing_and_shows_the_diff(fake_home: FakeHome):
 
 def test_files_that_do_not_exist_yet_are_created_and_removed_again(tmp_path):
     home = tmp_path / "home"
+    home.mkdir()
     agents = {a.name: a for a in known_agents(home=home, platform="linux", env={"HOME": str(home)})}
     server = server_entry(tools="briefs,memo")
     for name in ("codex", "gemini"):
@@ -180,11 +184,55 @@ def test_files_that_do_not_exist_yet_are_created_and_removed_again(tmp_path):
             agents[name].config.read_text(), agents[name].fmt, agents[name].container
         )
         assert entry["args"] == ["-m", "memoryd_shim", "--tools", "briefs,memo"]
-        assert safewrite.backup_path(agents[name].config).read_bytes() == b""  # "memoryd created it"
+        assert not safewrite.backup_path(agents[name].config).exists()  # nothing from before to keep
+        assert json.loads(safewrite.created_path(agents[name].config).read_text()) == {
+            "dirs": [str(agents[name].config.parent)]
+        }
         [gone] = manage.disconnect(agents[name])
-        assert gone.state == manage.REMOVED
-    assert agents["codex"].config.read_text() == ""
-    assert json.loads(agents["gemini"].config.read_text()) == {}
+        assert gone.state == manage.REMOVED and "created" in gone.detail
+    assert list(tmp_path.iterdir()) == [home] and list(home.iterdir()) == []  # files, markers, folders gone
+
+
+def test_a_file_memoryd_created_stays_once_it_holds_more_than_memoryds_entry(tmp_path):
+    home = tmp_path / "home"
+    (home / ".cursor").mkdir(parents=True)
+    cursor = next(a for a in known_agents(home=home, env={"HOME": str(home)}) if a.name == "cursor")
+    manage.connect(cursor, server_entry())
+    value = json.loads(cursor.config.read_text())
+    value["mcpServers"]["playwright"] = {"command": "npx"}  # Cursor adds a server of its own
+    cursor.config.write_text(json.dumps(value, indent=2))
+    [gone] = manage.disconnect(cursor)
+    assert gone.state == manage.REMOVED
+    assert json.loads(cursor.config.read_text()) == {"mcpServers": {"playwright": {"command": "npx"}}}
+    assert sorted(p.name for p in (home / ".cursor").iterdir()) == ["mcp.json"]  # the file is the user's now
+
+
+def test_a_backup_stays_while_the_file_differs_from_it(tmp_path):
+    home = tmp_path / "home"
+    (home / ".gemini").mkdir(parents=True)
+    gemini = next(a for a in known_agents(home=home, env={"HOME": str(home)}) if a.name == "gemini")
+    gemini.config.write_text('{\n  "theme": "Dracula"\n}\n')
+    manage.connect(gemini, server_entry())
+    gemini.config.write_text(gemini.config.read_text().replace("Dracula", "GitHub"))  # the user's edit
+    [gone] = manage.disconnect(gemini)
+    assert gone.state == manage.REMOVED and gone.detail == ""
+    assert gemini.config.read_text() == '{\n  "theme": "GitHub"\n}\n'
+    assert safewrite.backup_path(gemini.config).read_text() == '{\n  "theme": "Dracula"\n}\n'
+
+
+def test_a_temp_file_left_by_a_killed_connect_goes_at_the_next_write(tmp_path):
+    home = tmp_path / "home"
+    (home / ".cursor").mkdir(parents=True)
+    cursor = next(a for a in known_agents(home=home, env={"HOME": str(home)}) if a.name == "cursor")
+    writer = subprocess.Popen([sys.executable, "-c", "pass"])
+    writer.wait()  # a pid that no longer runs, like a connect killed mid-write
+    stale = home / ".cursor" / f".mcp.json.memoryd-{writer.pid}.tmp"
+    alive = home / ".cursor" / f".mcp.json.memoryd-{os.getppid()}.tmp"  # a writer still running
+    theirs = home / ".cursor" / ".mcp.json.tmp"
+    for path in (stale, alive, theirs):
+        path.write_text("{")
+    manage.connect(cursor, server_entry())
+    assert not stale.exists() and alive.exists() and theirs.exists()
 
 
 def test_a_stale_entry_is_reported_and_connect_fixes_it(tmp_path):

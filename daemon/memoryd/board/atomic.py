@@ -39,6 +39,22 @@ def parse_temp_name(tmp: str) -> tuple[str, int | None] | None:
     return m.group("name"), int(m.group("pid")) if m.group("pid") else None
 
 
+def pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists on this machine (another user's counts as alive): is the writer
+    named in a temp file still running?"""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OverflowError:  # not a pid this system can have
+        return False
+    return True
+
+
 def write_all(fd: int, data: bytes) -> None:
     """Write every byte of ``data`` to ``fd`` (short writes retried), then fsync it. Raises ``OSError``."""
     view = memoryview(data)

@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from memoryd.board.atomic import parse_temp_name
+from memoryd.board.atomic import parse_temp_name, pid_alive
 from memoryd.board.gate import SafeDir, UnsafePath, open_root
 from memoryd.board.ids import is_brief_id
 from memoryd.board.memories import MEMORIES_DIR, memory_id_of
@@ -45,21 +45,6 @@ log = get_logger("memoryd.board.sweep")
 
 #: A temp file older than this (seconds since its last write) is stale whatever its name says.
 STALE_AGE_S = 3600.0
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process ``pid`` exists on this machine (another user's counts as alive)."""
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    except OverflowError:  # not a pid this system can have
-        return False
-    return True
 
 
 def is_stale_temp(name: str, st: os.stat_result, target_ok: Callable[[str], bool], now: float) -> bool:

@@ -101,6 +101,12 @@ def containers_present(text: str | None, fmt: str) -> set[tuple[str, ...]] | Non
     return found
 
 
+def is_empty(text: str, fmt: str) -> bool:
+    """Whether a config ``text`` holds nothing at all (``{}`` or blank JSON; blank TOML, no comment)."""
+    body = text.lstrip(jsonedit.BOM).strip()
+    return body == "" or (fmt == "json" and body == "{}")
+
+
 # --- server entries --------------------------------------------------------------------------------------
 
 

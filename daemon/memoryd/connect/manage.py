@@ -74,7 +74,10 @@ def _had(path: Path, fmt: str) -> set[tuple[str, ...]] | None:
 def _apply(
     name: str, path: Path, fmt: str, change, check, dry_run: bool, fallback: str | None, action: str
 ) -> Outcome:
-    """Read ``path``, compute ``change(text)``, then diff (dry run) or write with ``check`` on read-back."""
+    """Read ``path``, compute ``change(text)``, then diff (dry run) or write with ``check`` on read-back.
+
+    A removal (``action`` REMOVED) then tidies up (:func:`safewrite.after_removal`): a file memoryd
+    created goes when nothing else is left in it, a backup when the file is back to its original bytes."""
     try:
         old_bytes = safewrite.read_bytes(path)
         old = _decode(old_bytes)
@@ -87,15 +90,19 @@ def _apply(
         return Outcome(name, path, SKIPPED, f"{exc}; left untouched", fallback)
     if new == old and (old_bytes is not None or action == "remove"):
         return Outcome(name, path, UNCHANGED)
+    removal = action == REMOVED
     if dry_run:
-        return Outcome(name, path, WOULD_CHANGE, diff=_diff(path, old, new))
+        goes = removal and edits.is_empty(new, fmt) and safewrite.created_path(path).exists()
+        detail = "memoryd created this file; it would be removed" if goes else ""
+        return Outcome(name, path, WOULD_CHANGE, detail, diff=_diff(path, old, new))
     try:
         backup = safewrite.write(
             path, new.encode("utf-8"), old_bytes, lambda data: data.decode("utf-8") == new and check(new)
         )
     except safewrite.WriteError as exc:
         return Outcome(name, path, FAILED, str(exc), fallback)
-    return Outcome(name, path, action, backup=backup)
+    detail = (safewrite.after_removal(path, edits.is_empty(new, fmt)) or "") if removal else ""
+    return Outcome(name, path, action, detail, backup=backup)
 
 
 def connect(agent: Agent, server: dict[str, Any], dry_run: bool = False) -> list[Outcome]:
