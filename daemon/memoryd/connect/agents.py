@@ -23,6 +23,7 @@ Antigravity is left out: public sources disagree on its file (``~/.gemini/antigr
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import sys
@@ -127,6 +128,22 @@ def interpreter() -> str:
     """The absolute path of the running interpreter, symlinks kept: a virtualenv's ``bin/python`` is a
     symlink whose location is what makes the venv's packages importable."""
     return os.path.abspath(sys.executable)
+
+
+def memoryd_command() -> str:
+    """How a person at a shell runs this install's ``memoryd``, for the commands we print: ``memoryd`` when
+    that name on ``PATH`` is this install's script, else the script's absolute path (shell-quoted), else
+    ``<python> -m memoryd``. A printed fix must work when pasted as it is."""
+    import shutil
+
+    script = Path(interpreter()).parent / "memoryd"
+    found = shutil.which("memoryd")
+    with contextlib.suppress(OSError):
+        if found and script.exists() and os.path.samefile(found, script):
+            return "memoryd"
+    if script.exists():
+        return shlex.quote(str(script))
+    return f"{shlex.quote(interpreter())} -m memoryd"
 
 
 def server_entry(

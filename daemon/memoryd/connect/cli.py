@@ -51,6 +51,12 @@ def register(sub) -> None:
     doc = sub.add_parser(
         "doctor", help="check service, socket, versions, model, index, agents, disk; say how to fix"
     )
+    doc.add_argument(
+        "agents",
+        nargs="*",
+        metavar="AGENT",
+        help="agents you want connected: for these, not connected is a problem (otherwise it is info)",
+    )
     doc.add_argument("--json", action="store_true")
     doc.set_defaults(func=cmd_doctor)
 
@@ -177,4 +183,5 @@ def cmd_hook(args) -> int:
 def cmd_doctor(args) -> int:
     from memoryd.connect.doctor import main
 
-    return main(as_json=args.json)
+    _select(args.agents, False)  # an unknown name is refused the way connect refuses it
+    return main(as_json=args.json, agents=tuple(args.agents))

@@ -6,6 +6,14 @@ versions (shim, installed daemon, running daemon), the embedding model, the inde
 (brief count and newest board file vs the last index write), each agent's connection, and disk use.
 
 Exit code 0 when nothing is wrong, 1 when at least one problem was found.
+
+What counts as a problem: something that keeps memoryd from working as set up. Not a problem (``info``):
+no service installed (an agent's shim starts the daemon on demand), hence no daemon running yet; an agent
+that is not connected (after ``memoryd disconnect`` that is what you asked for), unless you name it
+(``memoryd doctor cursor``). Every fix printed is a command that works here as printed: ``memoryd`` is
+spelled the way this shell finds this install (:func:`memoryd.connect.agents.memoryd_command`), and a
+restart names ``memoryd service restart`` only when a service is installed (else the daemon's pid).
+``command`` in ``--json`` is that runnable command line (``None`` when the fix needs a person's hands).
 """
 
 from __future__ import annotations
@@ -31,42 +39,89 @@ class Check:
     name: str
     state: str  # ok | problem | info
     detail: str
-    fix: str | None = None
+    fix: str | None = None  # for people: a command, maybe followed by "   (a note)"
+    command: str | None = None  # the fix's command line exactly as it runs, or None
+
+    def __post_init__(self) -> None:
+        if self.fix and self.command is None and not self.fix.startswith(_PROSE):
+            self.command = self.fix.split("   (", 1)[0].strip()
 
 
-def _service() -> list[Check]:
+# Fixes that start like this are instructions in words, not a command line.
+_PROSE = ("stop ", "fix ", "free ", "reinstall ")
+
+
+def _me(args: str) -> str:
+    """``memoryd <args>`` as this shell runs this install."""
+    from memoryd.connect.agents import memoryd_command
+
+    return f"{memoryd_command()} {args}"
+
+
+def _own(fix: str | None) -> str | None:
+    """A fix from another component (``memoryd ...``), spelled the way this shell runs memoryd."""
+    return _me(fix.removeprefix("memoryd ")) if fix and fix.startswith("memoryd ") else fix
+
+
+def _service() -> tuple[list[Check], bool]:
+    """The service check, and whether a service is installed (then its commands work)."""
     try:
         from memoryd.service.manager import service_state
     except ModuleNotFoundError:
-        return [Check("service", INFO, "service check unavailable in this version of memoryd")]
+        return [Check("service", INFO, "service check unavailable in this version of memoryd")], False
     try:
         state = service_state()
     except Exception as exc:  # noqa: BLE001 - another component; report, never crash the doctor
-        return [Check("service", PROBLEM, f"could not ask the service manager: {exc}")]
+        return [Check("service", PROBLEM, f"could not ask the service manager: {exc}")], False
     manager, detail = state.get("manager"), state.get("detail") or ""
     if manager is None:  # no launchd/systemd user manager: shims start the daemon on demand
-        return [Check("service", INFO, detail or "no service manager on this machine")]
+        return [Check("service", INFO, detail or "no service manager on this machine")], False
     if not state.get("installed"):
         # Optional: without a service an agent's shim starts the daemon on demand. service_state() gives a
         # fix only where the manager answers (installing fails where it cannot be reached: no user systemd).
-        return [Check("service", INFO, f"not installed: {detail} ({manager})", state.get("fix"))]
+        return [Check("service", INFO, f"not installed: {detail} ({manager})", _own(state.get("fix")))], False
     if state.get("running") is None:
-        return [Check("service", INFO, f"installed; {manager} cannot tell whether it runs: {detail}")]
+        return [Check("service", INFO, f"installed; {manager} cannot tell whether it runs: {detail}")], True
     if not state.get("running"):
-        return [
-            Check("service", PROBLEM, f"{detail} ({manager})", state.get("fix") or "memoryd service start")
-        ]
-    return [Check("service", OK, f"{detail} ({manager})")]
+        fix = _own(state.get("fix") or "memoryd service start")
+        return [Check("service", PROBLEM, f"{detail} ({manager})", fix)], True
+    return [Check("service", OK, f"{detail} ({manager})")], True
 
 
-def _socket_checks(status: dict[str, Any] | None, socket_path: Path, error: str | None) -> list[Check]:
+def _restart(status: dict[str, Any] | None, service: bool, why: str = "") -> str:
+    """The command that restarts the running daemon: the service's restart, else a clean stop of the
+    daemon a shim started (the next agent call starts it again)."""
+    note = f"   ({why})" if why else ""
+    if service:
+        return _me("service restart") + note
+    pid = (status or {}).get("pid")
+    then = "; the next agent call starts it again, or run " + _me("serve")
+    return f"kill {pid}   (stops the daemon cleanly{then}{'; ' + why if why else ''})"
+
+
+def _socket_checks(
+    status: dict[str, Any] | None, socket_path: Path, error: str | None, service: bool
+) -> list[Check]:
     from memoryd_shim import rendezvous
 
-    start = "memoryd service start   (or `memoryd serve`; an agent's memoryd-shim also starts it)"
     if error:
-        return [Check("socket", PROBLEM, error, f"stop whatever listens on {socket_path}, then {start}")]
+        start = _me("service start") if service else _me("serve")
+        return [Check("socket", PROBLEM, error, f"stop whatever listens on {socket_path}, then run {start}")]
     if status is None:
-        return [Check("daemon", PROBLEM, f"not running (nothing answers on {socket_path})", start)]
+        if service:
+            return [
+                Check(
+                    "daemon", PROBLEM, f"not running (nothing answers on {socket_path})", _me("service start")
+                )
+            ]
+        return [
+            Check(
+                "daemon",
+                INFO,
+                f"not running yet: an agent's memoryd-shim starts it on demand (or run {_me('serve')}; "
+                f"{_me('service install')} runs it at login)",
+            )
+        ]
     checks = [Check("daemon", OK, f"running, pid {status.get('pid')}, socket {socket_path}")]
     sock = status.get("socket") or {}
     problem = rendezvous.socket_dir_problem(str(socket_path.parent))
@@ -86,7 +141,7 @@ def _socket_checks(status: dict[str, Any] | None, socket_path: Path, error: str 
     return checks
 
 
-def _versions(status: dict[str, Any] | None) -> Check:
+def _versions(status: dict[str, Any] | None, service: bool) -> Check:
     from memoryd import __version__ as daemon_version
     from memoryd_shim import __version__ as shim_version
 
@@ -103,12 +158,12 @@ def _versions(status: dict[str, Any] | None) -> Check:
         )
     if running and running != daemon_version:
         return Check(
-            "versions", PROBLEM, detail + " (the running daemon is older)", "memoryd service restart"
+            "versions", PROBLEM, detail + " (the running daemon is older)", _restart(status, service)
         )
     return Check("versions", OK, detail)
 
 
-def _model(status: dict[str, Any] | None) -> Check | None:
+def _model(status: dict[str, Any] | None, service: bool) -> Check | None:
     if status is None:
         return None
     engine = status.get("engine") or {}
@@ -124,7 +179,7 @@ def _model(status: dict[str, Any] | None) -> Check | None:
         "model",
         PROBLEM,
         f"{model.get('name')}: {state} ({model.get('detail') or engine.get('error')})",
-        "memoryd service restart   (retries loading the model; `memoryd service logs` shows why it failed)",
+        _restart(status, service, "retries loading the model; the daemon's log says why it failed"),
     )
 
 
@@ -142,14 +197,14 @@ def _board_facts(board: Path) -> tuple[int, float]:
     return count, newest
 
 
-def _index(status: dict[str, Any] | None) -> Check | None:
+def _index(status: dict[str, Any] | None, service: bool) -> Check | None:
     engine = (status or {}).get("engine") or {}
     if status is None or engine.get("briefs") is None or not status.get("board"):
         return None
     board = Path(status["board"])
     count, newest = _board_facts(board)
     indexed_at = engine.get("last_indexed_at") or 0.0
-    fix = "memoryd service restart   (the daemon reconciles the index with the board when it starts)"
+    fix = _restart(status, service, "the daemon reconciles the index with the board when it starts")
     if engine.get("watcher") not in (None, "alive"):
         return Check("index", PROBLEM, f"the board watcher is {engine.get('watcher')}", fix)
     behind = newest - indexed_at if indexed_at else None
@@ -163,7 +218,10 @@ def _index(status: dict[str, Any] | None) -> Check | None:
     return Check("index", OK, f"{engine.get('records')} records, in step with {count} briefs on the board")
 
 
-def _agents() -> list[Check]:
+def _agents(asked: tuple[str, ...] = ()) -> list[Check]:
+    """One check per agent found. Not connected (or an unreadable config, where memoryd cannot tell) is
+    ``info`` unless the agent is in ``asked``; a broken connection (stale entry, Stop hook missing or
+    stale) is a problem."""
     from memoryd.connect import manage
     from memoryd.connect.agents import known_agents, server_entry
 
@@ -171,33 +229,29 @@ def _agents() -> list[Check]:
     server = server_entry()
     for agent in known_agents():
         st = manage.status(agent, server)
-        if st.state == "not installed":
+        wanted = agent.name in asked
+        if st.state == "not installed" and not wanted:
             continue
+        name, connect = f"agent {agent.name}", _me(f"connect {agent.name}")
         hook = f"; Stop hook {st.hook}" if st.hook else ""
         if st.state == "connected" and st.hook in (None, "installed"):
-            checks.append(Check(f"agent {agent.name}", OK, f"connected ({agent.config}){hook}"))
+            checks.append(Check(name, OK, f"connected ({agent.config}){hook}"))
         elif st.state == "config unreadable":
-            checks.append(
-                Check(
-                    f"agent {agent.name}",
-                    PROBLEM,
-                    f"{agent.config} is unreadable: {st.detail}",
-                    f"fix the file by hand, then memoryd connect {agent.name}   (or paste: memoryd connect --print {agent.name})",
+            fix = f"fix the file by hand, then run {connect}   (or paste: {_me('connect --print ' + agent.name)})"
+            detail = f"{agent.config} is unreadable: {st.detail}"
+            if wanted:
+                checks.append(Check(name, PROBLEM, detail, fix))
+            else:
+                checks.append(
+                    Check(name, INFO, f"{detail}; memoryd cannot tell whether it is connected", fix)
                 )
-            )
-        else:
-            checks.append(
-                Check(
-                    f"agent {agent.name}",
-                    PROBLEM,
-                    f"{st.state} {st.detail}{hook}".strip(),
-                    f"memoryd connect {agent.name}",
-                )
-            )
+        elif st.state in ("not connected", "not installed") and st.hook in (None, "missing"):
+            detail = f"{st.state} ({agent.config}); {connect} connects it"
+            checks.append(Check(name, PROBLEM if wanted else INFO, detail, connect))
+        else:  # connected through a stale entry, or without its Stop hook
+            checks.append(Check(name, PROBLEM, f"{st.state} {st.detail}{hook}".strip(), connect))
     if not checks:
-        checks.append(
-            Check("agents", INFO, "no known agent found on this machine", "memoryd connect --print")
-        )
+        checks.append(Check("agents", INFO, "no known agent found on this machine", _me("connect --print")))
     return checks
 
 
@@ -236,7 +290,8 @@ def _disk(locations) -> Check:
     return Check("disk", OK, detail)
 
 
-def run_checks() -> list[Check]:
+def run_checks(agents: tuple[str, ...] = ()) -> list[Check]:
+    """Every check; ``agents``: agent names the user asked about (not connected = a problem for them)."""
     from memoryd.control import ask_status
     from memoryd.paths import resolve
 
@@ -246,13 +301,14 @@ def run_checks() -> list[Check]:
         status = ask_status(locations.socket, timeout=3.0)
     except ValueError as exc:
         error = str(exc)
-    checks = _service() + _socket_checks(status, locations.socket, error) + [_versions(status)]
-    checks += [c for c in (_model(status), _index(status)) if c is not None]
-    return checks + _agents() + [_disk(locations)]
+    checks, service = _service()
+    checks += _socket_checks(status, locations.socket, error, service) + [_versions(status, service)]
+    checks += [c for c in (_model(status, service), _index(status, service)) if c is not None]
+    return checks + _agents(agents) + [_disk(locations)]
 
 
-def main(as_json: bool = False) -> int:
-    checks = run_checks()
+def main(as_json: bool = False, agents: tuple[str, ...] = ()) -> int:
+    checks = run_checks(agents)
     problems = [c for c in checks if c.state == PROBLEM]
     if as_json:
         print(

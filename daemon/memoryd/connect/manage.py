@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from memoryd.connect import edits, safewrite
-from memoryd.connect.agents import Agent, claude_settings, command_exists, hook_command
+from memoryd.connect.agents import Agent, claude_settings, command_exists, hook_command, memoryd_command
 from memoryd.connect.jsonedit import NotPlainJson
 from memoryd.connect.tomledit import NotToml
 
@@ -199,9 +199,12 @@ def _entry_state(entry: Any, wanted: dict[str, Any] | None) -> tuple[str, str]:
         return "not connected", ""
     command = entry.get("command") if isinstance(entry, dict) else None
     if not command_exists(command):
-        return "entry stale", f"{command!r} no longer exists; `memoryd connect` fixes it"
+        return "entry stale", f"{command!r} no longer exists; `{memoryd_command()} connect` fixes it"
     if wanted is not None and entry != wanted:
-        return "connected", f"through {command} (differs from this install; `memoryd connect` updates it)"
+        return (
+            "connected",
+            f"through {command} (differs from this install; `{memoryd_command()} connect` updates it)",
+        )
     return "connected", ""
 
 
