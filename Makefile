@@ -21,8 +21,9 @@ $(STAMP): $(UV) pyproject.toml uv.lock
 	$(UV) sync --frozen --python "$$($(PYTHON) -c 'import sys; print(sys.executable)')"
 	touch $(STAMP)
 
+# The terminal shows one line once the daemon is ready (and warnings/errors); MEMORYD_LOG_LEVEL=info for the log.
 run: $(STAMP)
-	$(VENV)/bin/memoryd serve
+	@MEMORYD_LOG_LEVEL=$${MEMORYD_LOG_LEVEL:-warning} $(VENV)/bin/memoryd serve
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest -q $(PYTEST_ARGS)

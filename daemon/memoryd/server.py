@@ -28,6 +28,12 @@ A watchdog forces the exit if a stuck thread would hold the process past the bud
 
 Exit codes: 0 clean stop, 1 start-up failure, 4 another daemon already serves this socket or board
 (:mod:`memoryd.errors`). Logs are structlog JSON on stderr; stdout is never written.
+
+A person who started it at a terminal (``make run``) gets one plain line on stderr once the engine is
+ready (the socket listens and tools answer from the index): ``memoryd ready: board ..., socket ...;
+connect your agents with: <memoryd> connect``. stderr, because stdout stays unwritten and it is where
+the other plain line (a start-up failure) goes; not under a service (``MEMORYD_LOG_FILE``), whose stderr
+file keeps warnings and errors only.
 """
 
 from __future__ import annotations
@@ -182,7 +188,9 @@ class Daemon:
             )
             log.info("listening", socket=str(self._bound.path), groups=self.registry.groups)
             self.engine.start(self.config.engine_factory)
+            announce = loop.create_task(self._announce_ready(), name="memoryd-ready-line")
             await self._stop.wait()
+            announce.cancel()
             await self._shutdown(aserver)
         finally:
             _current = None
@@ -191,6 +199,22 @@ class Daemon:
             if not self._clean:
                 self.remove_socket()  # an error or cancellation ended serving: leave no stale socket
             self.release()
+
+    async def _announce_ready(self) -> None:
+        """The one plain line for a person at a terminal (module docstring), once the engine is ready."""
+        if self.config.engine_factory is None or logs.log_file_path() is not None:
+            return
+        if await self.engine.loaded() != "ready":
+            return  # the engine_failed log line says why
+        from memoryd.connect.agents import memoryd_command
+
+        locs = self.config.locations
+        print(
+            f"memoryd ready: board {locs.board}, socket {self._bound.path}; "
+            f"connect your agents with: {memoryd_command()} connect",
+            file=sys.stderr,
+            flush=True,
+        )
 
     async def _shutdown(self, aserver: asyncio.Server) -> None:
         deadline = (self._stopping_since or time.monotonic()) + SHUTDOWN_BUDGET_S

@@ -65,6 +65,12 @@ class EngineHandle:
         finally:
             self._ready.set()
 
+    async def loaded(self) -> str:
+        """Wait until loading has ended (never returns while no factory was started); the state then:
+        ``"ready"`` or ``"failed"``."""
+        await self._ready.wait()
+        return self.state
+
     async def get(self, wait_s: float = 0.0) -> Any:
         """The engine; waits up to ``wait_s`` seconds while it loads. Raises ``WarmingUp``/``EngineUnavailable``."""
         if self.state == "loading" and wait_s > 0:
