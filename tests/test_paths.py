@@ -54,4 +54,16 @@ def test_default_socket_is_platformdirs_state_dir_from_home_alone(tmp_path, monk
 
 def test_long_socket_path_falls_back_to_tmp(tmp_path):
     deep = tmp_path / ("x" * 120)
-    assert rendezvous.socket_path({"MEMORYD_HOME": str(deep)}) == rendezvous.fallback_socket_path()
+    assert rendezvous.socket_path({"MEMORYD_HOME": str(deep)}) == rendezvous.fallback_socket_path(
+        deep / "state" / "memoryd.sock"
+    )
+
+
+def test_daemon_and_shim_compute_the_same_fallback_socket_and_one_per_home(tmp_path):
+    homes = [tmp_path / ("x" * 120) / "a", tmp_path / ("x" * 120) / "b"]
+    daemon_side = [resolve(env={"MEMORYD_HOME": str(h)}).socket for h in homes]
+    shim_side = [rendezvous.socket_path_str({"MEMORYD_HOME": str(h)}) for h in homes]
+    assert [str(p) for p in daemon_side] == shim_side
+    assert daemon_side[0] != daemon_side[1]
+    assert all(p.parent == Path(rendezvous.fallback_dir_str()) for p in daemon_side)
+

@@ -7,8 +7,9 @@ Per connection, in order:
 2. the first line, within :data:`HELLO_TIMEOUT_S`, is either
 
    * a **hello** ``{"memoryd":"hello","v":1,"tools":[...],"cwd":...,"pid":...}`` validated by
-     ``rendezvous.parse_hello``: answered ``{"memoryd":"ready","v":1,"version":...}`` (or an error line
-     and close), after which every line is MCP JSON-RPC (:mod:`memoryd.mcp_session`); or
+     ``rendezvous.parse_hello``: answered ``{"memoryd":"ready","v":1,"version":...,"board":...}`` (the
+     board this daemon serves; or an error line and close), after which every line is MCP JSON-RPC
+     (:mod:`memoryd.mcp_session`); or
    * a **status request** ``{"memoryd":"status","v":1}``: answered with exactly one line
      ``{"memoryd":"status","v":1,"status":{...}}``, then the daemon closes the connection
      (:mod:`memoryd.control`; ``memoryd status`` uses :func:`memoryd.control.ask_status`); or
@@ -72,10 +73,12 @@ class Listener:
         *,
         version: str,
         status: Callable[[], Awaitable[dict[str, Any]]],
+        board: str | None = None,
     ) -> None:
         self.app = app
         self.registry = registry
         self.version = version
+        self.board = board  # named in every ready line
         self._status = status
         self._ids = itertools.count(1)
         self.sessions: dict[int, SessionState] = {}
@@ -149,7 +152,7 @@ class Listener:
             log=clog,
         )
         self.sessions[conn_id] = state
-        await out.send(rendezvous.ready_line(self.version))
+        await out.send(rendezvous.ready_line(self.version, self.board))
         clog.info(
             "session_open", groups=list(groups), tools=len(state.tools), cwd=state.cwd, pid=state.client_pid
         )

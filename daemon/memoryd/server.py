@@ -167,7 +167,13 @@ class Daemon:
             tool_timeout_s=self.config.tool_timeout_s,
             instructions=self.config.instructions,
         )
-        self.listener = Listener(app, self.registry, version=self.config.version, status=self.full_status)
+        self.listener = Listener(
+            app,
+            self.registry,
+            version=self.config.version,
+            status=self.full_status,
+            board=str(self.config.locations.board),
+        )
 
     async def serve(self) -> None:
         """Serve on the claimed socket until SIGTERM/SIGINT, then shut down; releases the locks."""

@@ -67,7 +67,7 @@ def ensure_socket_dir(directory: Path, *, ours: bool) -> None:
 
 def is_memoryd_dir(directory: Path) -> bool:
     """Whether ``directory`` is one memoryd owns by design (state dir, or the ``/tmp`` fallback)."""
-    mine = {rendezvous.state_dir().absolute(), rendezvous.fallback_socket_path().parent}
+    mine = {rendezvous.state_dir().absolute(), Path(rendezvous.fallback_dir_str())}
     return directory.absolute() in mine
 
 
@@ -148,7 +148,7 @@ def bind(path: Path) -> BoundSocket:
     if len(os.fsencode(path)) > rendezvous.MAX_SOCKET_PATH_BYTES:
         raise SocketPathError(
             f"socket path is {len(os.fsencode(path))} bytes; the limit is {rendezvous.MAX_SOCKET_PATH_BYTES} "
-            f"(sun_path). Choose a shorter --socket such as {rendezvous.fallback_socket_path()}"
+            f"(sun_path). Choose a shorter --socket such as {rendezvous.fallback_socket_path(path)}"
         )
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:

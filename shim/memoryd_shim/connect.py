@@ -74,7 +74,7 @@ class Connector:
             raise Unreachable(self.unreachable_message(timed_out=True))
         self.attempts += 1
         sock_dir = os.path.dirname(self.socket_path)
-        if sock_dir == os.path.dirname(rendezvous.fallback_socket_path_str()):
+        if sock_dir == rendezvous.fallback_dir_str():
             problem = rendezvous.socket_dir_problem(sock_dir)
             if problem:
                 raise Unreachable(f"refusing to use the memoryd socket: {problem}")

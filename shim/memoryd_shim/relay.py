@@ -235,8 +235,13 @@ class Relay:
                 message = f"memoryd daemon refused the connection: {answer['message']}"
             self._fail(now, message)
             return
+        # stderr only (agents keep it in their MCP logs): which daemon, and which board, this session got
+        board = answer.get("board")
+        serving = f", serving board {board}" if isinstance(board, str) else ""
         if self.connector.reconnect:
-            log(f"reconnected to memoryd {answer.get('version', '?')}")
+            log(f"reconnected to memoryd {answer.get('version', '?')}{serving}")
+        else:
+            log(f"connected to memoryd {answer.get('version', '?')} on {self.socket_path}{serving}")
         if self.init_answered and self.init_line is not None:
             # Handshake-era session: the new daemon must see initialize + initialized before anything else.
             self.replays += 1

@@ -33,6 +33,8 @@ MAX_SOCKET_PATH_BYTES = 103
 MAX_LINE_BYTES = 32 * 1024 * 1024
 TOOL_GROUPS = ("briefs", "memories", "sessions", "memo")
 DEFAULT_TOOL_GROUPS = ("briefs",)
+#: Hex digits of the fallback socket's name (64 bits: distinct environments never share a socket).
+FALLBACK_HASH_CHARS = 16
 #: stderr of a daemon started by a shim goes here, under the state dir.
 SPAWN_LOG_NAME = "memoryd-spawned.log"
 _SPACED = (", ", ": ")  # the separators json.dumps uses by default, kept for the daemon's lines
@@ -62,17 +64,30 @@ def state_dir(env: Mapping[str, str] | None = None, platform: str | None = None)
     return Path(state_dir_str(env, platform))
 
 
-def fallback_socket_path_str(uid: int | None = None) -> str:
-    """:func:`fallback_socket_path` as a ``str``."""
+def fallback_dir_str(uid: int | None = None) -> str:
+    """``/tmp/memoryd-<uid>``: the 0700 directory that holds every fallback socket of this user."""
     uid = os.getuid() if uid is None else uid
-    return f"/tmp/{APP_NAME}-{uid}/{SOCKET_NAME}"
+    return f"/tmp/{APP_NAME}-{uid}"
 
 
-def fallback_socket_path(uid: int | None = None) -> Path:
-    """``/tmp/memoryd-<uid>/memoryd.sock``, used when the normal path exceeds ``sun_path``."""
+def fallback_socket_path_str(replaces: str, uid: int | None = None) -> str:
+    """:func:`fallback_socket_path` as a ``str``."""
+    import hashlib  # only here: a shim whose socket path fits never pays for the import
+
+    key = hashlib.sha256(os.fsencode(os.path.abspath(replaces))).hexdigest()[:FALLBACK_HASH_CHARS]
+    return f"{fallback_dir_str(uid)}/{key}.sock"
+
+
+def fallback_socket_path(replaces: str | os.PathLike[str], uid: int | None = None) -> Path:
+    """``/tmp/memoryd-<uid>/<hash>.sock``, used when the normal path ``replaces`` exceeds ``sun_path``.
+
+    ``<hash>`` is the first :data:`FALLBACK_HASH_CHARS` hex digits of the SHA-256 of the absolute path
+    it replaces, so each environment (each ``MEMORYD_HOME`` or ``HOME``) gets its own socket, and the
+    shim and the daemon, computing from the same environment, find the same one.
+    """
     from pathlib import Path
 
-    return Path(fallback_socket_path_str(uid))
+    return Path(fallback_socket_path_str(os.fspath(replaces), uid))
 
 
 def socket_path_str(env: Mapping[str, str] | None = None, platform: str | None = None) -> str:
@@ -82,15 +97,15 @@ def socket_path_str(env: Mapping[str, str] | None = None, platform: str | None =
         return os.path.expanduser(env["MEMORYD_SOCKET"])
     path = os.path.join(state_dir_str(env, platform), SOCKET_NAME)
     if len(os.fsencode(path)) > MAX_SOCKET_PATH_BYTES:
-        return fallback_socket_path_str()
+        return fallback_socket_path_str(path)
     return path
 
 
 def socket_path(env: Mapping[str, str] | None = None, platform: str | None = None) -> Path:
     """Where the daemon listens: ``MEMORYD_SOCKET``, else ``<state>/memoryd.sock``.
 
-    A path longer than :data:`MAX_SOCKET_PATH_BYTES` falls back to :func:`fallback_socket_path`
-    (a 0700 directory owned by the user, created by whoever binds).
+    A path longer than :data:`MAX_SOCKET_PATH_BYTES` falls back to :func:`fallback_socket_path` of that
+    path (one socket per environment, in a 0700 directory owned by the user, created by whoever binds).
     """
     from pathlib import Path
 
@@ -180,11 +195,13 @@ def hello_line(tools: list[str], cwd: str, pid: int, version: str) -> bytes:
     return (wirejson.dumps(msg) + "\n").encode()
 
 
-def ready_line(version: str) -> bytes:
-    """The daemon's answer to a good hello."""
-    return (
-        wirejson.dumps({"memoryd": "ready", "v": WIRE_VERSION, "version": version}, separators=_SPACED) + "\n"
-    ).encode()
+def ready_line(version: str, board: str | None = None) -> bytes:
+    """The daemon's answer to a good hello: contract §4's fields, plus ``board`` (the absolute path of
+    the board this daemon serves) when given, so a shim can say which board answered."""
+    msg: dict = {"memoryd": "ready", "v": WIRE_VERSION, "version": version}
+    if board is not None:
+        msg["board"] = board
+    return (wirejson.dumps(msg, separators=_SPACED) + "\n").encode()
 
 
 def error_line(message: str) -> bytes:
@@ -249,7 +266,7 @@ def parse_hello(line: bytes) -> dict:
 def parse_answer(line: bytes) -> dict:
     """Validate the daemon's answer to a hello.
 
-    Returns ``{"memoryd": "ready", "version": str, ...}`` or ``{"memoryd": "error", "message": str}``
+    Returns ``{"memoryd": "ready", "version": str, ...}`` (a daemon of this version adds ``board``) or ``{"memoryd": "error", "message": str}``
     (an incompatible daemon's error also has ``"code": "incompatible"``, ``v`` and ``version``);
     raises ``ValueError`` for anything else (not JSON, another shape), :class:`IncompatibleWire` for a
     ready line of another wire version.

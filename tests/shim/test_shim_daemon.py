@@ -328,3 +328,79 @@ def test_env_i_home_and_path_only_reach_a_running_daemon(world, shims):
     finally:
         for pid in daemons_with(f"HOME={home}\0"):
             os.kill(pid, signal.SIGKILL)
+
+
+def _ready_line(socket_path: str) -> dict:
+    """The daemon's answer to a hello on ``socket_path`` (the ready line, with the board it serves)."""
+    import socket as stdsocket
+
+    with stdsocket.socket(stdsocket.AF_UNIX, stdsocket.SOCK_STREAM) as sock:
+        sock.settimeout(10)
+        sock.connect(socket_path)
+        sock.sendall(b'{"memoryd":"hello","v":1,"tools":["briefs"],"cwd":"/","pid":1}\n')
+        return json.loads(sock.makefile("rb").readline())
+
+
+def _found(shim, word: str, first_id: int) -> list[str]:
+    """``search_briefs`` for ``word`` through ``shim`` until the engine answers; the brief ids found."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    n = first_id
+    while True:
+        shim.send(call(n, "search_briefs", query=word))
+        answer = shim.recv(timeout=START_TIMEOUT_S)
+        result = answer.get("result") or {}
+        if not result.get("isError"):
+            return [r["brief_id"] for r in result["structuredContent"]["results"]]
+        assert time.monotonic() < deadline, answer  # still warming up after the whole budget
+        time.sleep(0.1)
+        n += 1
+
+
+def test_two_homes_whose_socket_paths_are_too_long_never_share_a_daemon(daemon_ready, short_dir, shims):
+    # Both homes' <state>/memoryd.sock exceed sun_path, so both fall back to /tmp/memoryd-<uid>/: each
+    # must get a socket of its own there, and a shim of the second never reaches the first one's board.
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "board"))
+    from board_helpers import write_brief, write_task
+
+    from memoryd_shim import rendezvous
+
+    worlds = []
+    for n, word in enumerate(("cormorant", "halyard")):
+        home = os.path.join(short_dir, "h" * 90, f"home{n}")
+        board = Path(short_dir, f"board{n}")
+        (board / "tasks").mkdir(parents=True)
+        write_task(board, f"t-20260101-00000{n}")
+        write_brief(board, f"b-20260101-00000{n}", f"t-20260101-00000{n}", said=f"the {word} is loose")
+        env = dict(os.environ, MEMORYD_HOME=home, MEMORYD_BOARD=str(board), MEMORYD_MODEL="none")
+        for name in ("MEMORYD_SOCKET", "MEMORYD_NO_START", "MEMORYD_INDEX"):
+            env.pop(name, None)
+        assert len(os.path.join(home, "state", "memoryd.sock").encode()) > rendezvous.MAX_SOCKET_PATH_BYTES
+        worlds.append((home, board, env, word, f"b-20260101-00000{n}"))
+    sockets = [rendezvous.socket_path_str(env) for _, _, env, _, _ in worlds]
+    try:
+        for (_home, board, env, word, brief), path in zip(worlds, sockets, strict=True):
+            shim = shims(env=env, cwd="/")  # starts this home's daemon: it computes the same socket
+            handshake(shim)
+            assert _found(shim, word, 2) == [brief]
+            assert f"on {path}, serving board {board}".encode() in shim.stderr, shim.stderr
+            assert _ready_line(path)["board"] == str(board)
+            shim.close_stdin()
+            assert shim.wait() == 0
+        assert sockets[0] != sockets[1], sockets
+        assert all(os.path.dirname(s) == rendezvous.fallback_dir_str() for s in sockets)
+        # each home's daemon is still up, on its own socket, serving its own board
+        for (home, board, _env, _word, _brief), path in zip(worlds, sockets, strict=True):
+            assert len(daemons_with(f"MEMORYD_HOME={home}\0")) == 1
+            assert _ready_line(path)["board"] == str(board)
+    finally:
+        for home, *_ in worlds:
+            for pid in daemons_with(f"MEMORYD_HOME={home}\0"):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        for home, *_ in worlds:
+            wait_until(
+                lambda h=home: not daemons_with(f"MEMORYD_HOME={h}\0"), timeout=5, what="the daemons to exit"
+            )
+        for path in sockets:  # a kill -9 leaves its socket file in the shared /tmp/memoryd-<uid>
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -42,11 +43,26 @@ def test_xdg_state_home_is_ignored_because_agents_do_not_pass_it():
     assert rendezvous.socket_path_str(env, "linux") == "/home/ann/.local/state/memoryd/memoryd.sock"
 
 
-def test_path_over_103_bytes_falls_back_to_tmp_uid():
+def test_path_over_103_bytes_falls_back_to_a_socket_of_its_own_in_tmp_uid():
     home = "/home/" + "a" * 80  # + "/Library/Application Support/memoryd/memoryd.sock" > 103 bytes
-    expected = f"/tmp/memoryd-{os.getuid()}/memoryd.sock"
+    long = home + "/Library/Application Support/memoryd/memoryd.sock"
+    key = hashlib.sha256(long.encode()).hexdigest()[:16]
+    expected = f"/tmp/memoryd-{os.getuid()}/{key}.sock"
     assert rendezvous.socket_path_str({"HOME": home}, "darwin") == expected
     assert rendezvous.socket_path({"HOME": home}, "darwin") == Path(expected)
+    assert rendezvous.fallback_socket_path_str(long) == expected and len(expected.encode()) <= 103
+    assert os.path.dirname(expected) == rendezvous.fallback_dir_str()  # the 0700 directory checks apply
+
+
+def test_each_environment_with_a_long_path_gets_its_own_fallback_socket():
+    homes = ["/srv/" + "m" * 90 + "/one", "/srv/" + "m" * 90 + "/two"]
+    paths = [rendezvous.socket_path_str({"MEMORYD_HOME": h}, "linux") for h in homes]
+    assert paths[0] != paths[1]
+    assert all(p.startswith(rendezvous.fallback_dir_str() + "/") for p in paths)
+    # the same environment, asked again (a shim now, its daemon later), finds the same socket
+    assert paths == [rendezvous.socket_path_str({"MEMORYD_HOME": h, "HOME": "/x"}, "linux") for h in homes]
+    by_home = {rendezvous.socket_path_str({"HOME": "/u/" + "h" * 90 + n}, "linux") for n in "ab"}
+    assert len(by_home) == 2 and not by_home & set(paths)
 
 
 def test_path_of_exactly_103_bytes_is_kept():
@@ -60,7 +76,9 @@ def test_length_counts_bytes_not_characters():
     suffix = "/.local/state/memoryd/memoryd.sock"
     home = "/" + "é" * 40  # 81 bytes, 41 characters
     assert len(home + suffix) < 103 < len((home + suffix).encode())
-    assert rendezvous.socket_path_str({"HOME": home}, "linux") == rendezvous.fallback_socket_path_str()
+    assert rendezvous.socket_path_str({"HOME": home}, "linux") == rendezvous.fallback_socket_path_str(
+        home + suffix
+    )
 
 
 def test_path_and_str_forms_agree():
@@ -103,6 +121,13 @@ def test_hello_round_trip():
 
 def test_parse_answer():
     assert rendezvous.parse_answer(rendezvous.ready_line("1.2"))["version"] == "1.2"
+    ready = rendezvous.parse_answer(rendezvous.ready_line("1.2", "/boards/b"))
+    assert ready == {
+        "memoryd": "ready",
+        "v": 1,
+        "version": "1.2",
+        "board": "/boards/b",
+    }  # contract §4 + board
     refused = rendezvous.parse_answer(rendezvous.error_line("too old"))
     assert refused == {"memoryd": "error", "message": "too old"}
     for bad in (b"nope\n", b"[]\n", b'{"memoryd":"hello","v":1}\n', b'{"memoryd":"ready","v":2}\n'):
