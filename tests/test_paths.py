@@ -67,3 +67,17 @@ def test_daemon_and_shim_compute_the_same_fallback_socket_and_one_per_home(tmp_p
     assert daemon_side[0] != daemon_side[1]
     assert all(p.parent == Path(rendezvous.fallback_dir_str()) for p in daemon_side)
 
+
+def test_every_board_has_its_own_default_index(tmp_path):
+    env = {"MEMORYD_HOME": str(tmp_path)}
+    default = resolve(env=env)
+    assert default.index == tmp_path / "data" / "index"  # contract §2: the default board's
+    assert resolve(board=tmp_path / "data" / "board", env=env).index == default.index
+    one, two = (resolve(board=tmp_path / name / "board", env=env).index for name in ("one", "two"))
+    assert one != two and one.parent == two.parent == tmp_path / "cache" / "indexes"
+    assert one.name.startswith("board-") and len(one.name) == len("board-") + 8
+    assert resolve(board=tmp_path / "one" / "board", env=env).index == one  # the same board: the same index
+    assert resolve(env={**env, "MEMORYD_BOARD": str(tmp_path / "one" / "board")}).index == one
+    assert resolve(board=tmp_path / "one" / "board", index="/i", env=env).index == Path("/i")
+    odd = resolve(board=tmp_path / "a b:c", env=env).index
+    assert odd.name.startswith("a_b_c-")

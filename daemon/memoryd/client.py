@@ -53,6 +53,7 @@ class DaemonClient:
         self.tools = list(tools)
         self.timeout = timeout
         self.daemon_version: str | None = None
+        self.daemon_board: str | None = None  # the board the daemon serves, from its ready line
         self._sock: socket.socket | None = None
         self._reader: Any = None
         self._next_id = 0
@@ -88,6 +89,7 @@ class DaemonClient:
         if answer["memoryd"] == "error":
             raise DaemonError(f"the daemon refused the connection: {answer['message']}")
         self.daemon_version = answer.get("version")
+        self.daemon_board = answer.get("board") if isinstance(answer.get("board"), str) else None
         self.request(
             "initialize",
             {

@@ -20,6 +20,7 @@ from memoryd.board.ids import check_brief_id, check_task_id
 from memoryd.board.reader import BoardReader, BoardUnreadable
 from memoryd.board.sweep import sweep
 from memoryd.board.writer import ensure_board, save_outcome
+from memoryd.index.lock import IndexLock
 from memoryd.index.search import Ranking, SearchResult, search
 from memoryd.index.store import IndexStore
 from memoryd.indexer import Indexer
@@ -47,8 +48,13 @@ class Engine:
     that reads as "no history") and :class:`memoryd.board.ids.InvalidId` for malformed ids.
     """
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, index_lock: IndexLock | None = None) -> None:
         self.settings = settings
+        loc = settings.locations
+        #: The index's writer lock: the daemon's (already held), else taken when the store opens.
+        self.index_lock = index_lock or IndexLock(
+            loc.index, loc.board, command="memoryd serve", socket=loc.socket
+        )
         self.board = settings.locations.board
         self.reader = BoardReader(self.board)
         self.lock = RWLock()
@@ -67,13 +73,12 @@ class Engine:
 
     # -- lifecycle -------------------------------------------------------------------------------
     async def start(self) -> None:
-        loc = self.settings.locations
         if not self.board.exists():
             await asyncio.to_thread(ensure_board, self.board)
             log.info("board_created", board=str(self.board))
         # Under the board lock no other daemon writes here: temps whose writer died can go (never raises).
-        await asyncio.to_thread(sweep, self.board, loc.exports)
-        self.store = await asyncio.to_thread(IndexStore, loc.index)
+        await asyncio.to_thread(sweep, self.board, self.settings.locations.exports)
+        self.store = await asyncio.to_thread(IndexStore.open_writer, self.index_lock)
         self.indexer = Indexer(
             self.reader,
             self.store,
@@ -164,6 +169,8 @@ class Engine:
         await self.memories.close()  # writes pending accessed_at touches
         if self.indexer is not None:
             await self.indexer.close()
+        if self.store is not None:
+            self.store.close()  # the writer lock, when the store took it (not the daemon's)
 
     # -- queries ---------------------------------------------------------------------------------
     def _check_board(self) -> None:
@@ -269,8 +276,9 @@ class Engine:
         }
 
 
-async def open_engine(settings: Settings) -> Engine:
-    """Create and start the engine (called once per daemon, in the background)."""
-    engine = Engine(settings)
+async def open_engine(settings: Settings, index_lock: IndexLock | None = None) -> Engine:
+    """Create and start the engine (called once per daemon, in the background). ``index_lock``: the
+    index's writer lock when the daemon holds it already (:class:`memoryd.serve_config.ServeConfig`)."""
+    engine = Engine(settings, index_lock)
     await engine.start()
     return engine

@@ -93,15 +93,32 @@ def _eval_index_dir(cache: Path, source: Path, model: str) -> Path:
 
 
 def board_eval(board: Path, queries: Path, embedder, cache: Path, ranking=None) -> dict:
-    """Index ``board`` (incrementally, in a cache folder) and score ``queries``. Returns the report."""
+    """Index ``board`` (incrementally, in a cache folder of its own) and score ``queries``. Returns the
+    report."""
     from memoryd.board.reader import BoardReader
-    from memoryd.index.records import brief_record
-    from memoryd.index.search import search
-    from memoryd.index.store import IndexStore
-    from memoryd.index.sync import sync_records
 
     snap = BoardReader(board).load()
-    store = IndexStore(_eval_index_dir(cache, board, embedder.name if embedder else "none"))
+    store = _open_eval_index(cache, board, embedder.name if embedder else "none")
+    try:
+        return _board_report(store, snap, queries, embedder, ranking)
+    finally:
+        store.close()
+
+
+def _open_eval_index(cache: Path, source: Path, key: str):
+    """The eval's own index of ``source`` (a board or a corpus file), under the index's writer lock."""
+    from memoryd.index.lock import IndexLock
+    from memoryd.index.store import IndexStore
+
+    index = _eval_index_dir(cache, source, key)
+    return IndexStore.open_writer(IndexLock(index, source.resolve(), command="memoryd eval"))
+
+
+def _board_report(store, snap, queries: Path, embedder, ranking) -> dict:
+    from memoryd.index.records import brief_record
+    from memoryd.index.search import search
+    from memoryd.index.sync import sync_records
+
     recs = [brief_record(b, snap.tasks.get(b.task)) for b in snap.briefs.values()]
     sync_records(store, recs, embedder, kinds=("brief",))
     store.optimize()
@@ -136,27 +153,35 @@ def corpus_eval(
     (kind ``memory``, :data:`memoryd.memories.ranking.MEMORY_RANKING`); ``records="corpus"``: the older
     ``corpus`` records of :func:`memoryd.index.records.corpus_record`, kept for comparison.
     """
+    lines = [row for row in read_jsonl(corpus) if "id" in row]
+    if records not in ("memory", "corpus"):
+        raise ValueError(f"records must be 'memory' or 'corpus', not {records!r}")
+    store = _open_eval_index(cache, corpus, f"{embedder.name if embedder else 'none'}|{records}")
+    try:
+        return _corpus_report(store, lines, queries, scope, embedder, ranking, records)
+    finally:
+        store.close()
+
+
+def _corpus_report(
+    store, lines: list[dict], queries: Path, scope: str, embedder, ranking, records: str
+) -> dict:
     from memoryd.index.records import corpus_record
     from memoryd.index.search import search
-    from memoryd.index.store import IndexStore
     from memoryd.index.sync import sync_records
 
-    lines = [row for row in read_jsonl(corpus) if "id" in row]
-    store = IndexStore(_eval_index_dir(cache, corpus, f"{embedder.name if embedder else 'none'}|{records}"))
     if records == "memory":
         from memoryd.memories.ranking import MEMORY_RANKING
 
         built = corpus_memories(lines, scope)
         ids_of = {rec.id: ids for rec, ids in built}
         recs, kind, ranking = [rec for rec, _ in built], "memory", ranking or MEMORY_RANKING
-    elif records == "corpus":
+    else:
         recs = [
             corpus_record(row, _scope_of(str(row["id"]), scope), *_neighbours(lines, n))
             for n, row in enumerate(lines)
         ]
         ids_of, kind = {rec.id: [rec.id] for rec in recs}, "corpus"
-    else:
-        raise ValueError(f"records must be 'memory' or 'corpus', not {records!r}")
     sync_records(store, recs, embedder, kinds=(kind,))
     store.optimize()
     rows = []

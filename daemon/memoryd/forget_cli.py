@@ -15,8 +15,9 @@ a change made while no daemon runs is applied and purged when the next daemon st
   its one index writer re-reads the whole board (so every deletion is applied, even one the watcher has
   not reported yet), rewrites the live rows and drops every old version, then answers;
 * no daemon runs: the same is done in this process, holding the board lock every daemon holds while it
-  serves (:mod:`memoryd.lock`), so there are never two writers; a daemon serving this board on another
-  socket makes it refuse.
+  serves (:mod:`memoryd.lock`) and the index's writer lock (:mod:`memoryd.index.lock`), so there are never
+  two writers; a daemon serving this board on another socket, another process writing the index, or an
+  index built from another board makes it refuse.
 
 Exit codes: 0 done (or, without ``--now``, the bound printed), 1 failed (board unreadable, the daemon
 answered with an error, another daemon holds the board), 2 bad arguments.
@@ -140,22 +141,29 @@ def in_process(settings: Any) -> dict[str, Any]:
         raise _Failed(f"{exc}. Ask that daemon: memoryd forget --now --socket <its socket>") from None
     try:
         from memoryd.board.reader import BoardReader, BoardUnreadable
+        from memoryd.index.lock import IndexLock
         from memoryd.index.store import IndexStore
         from memoryd.indexer import Indexer
         from memoryd.rwlock import RWLock
 
         before = folder_bytes(loc.index)
         started = time.monotonic()
-        store = IndexStore(loc.index)
-        indexer = Indexer(BoardReader(loc.board), store, lambda: None, RWLock(), **_sources(loc.board))
         try:
-            report = indexer.full_sync()  # no model here: changed records keep or lose their vectors only
-        except BoardUnreadable as exc:
+            store = IndexStore.open_writer(IndexLock(loc.index, loc.board, command="memoryd forget"))
+        except StartupError as exc:  # another writer, or an index built from another board
             raise _Failed(f"{exc}; nothing was changed") from None
-        indexer.maintain(purge=True)
-        return _report(
-            settings, report, store.count(), before, folder_bytes(loc.index), store.version(), started
-        )
+        try:
+            indexer = Indexer(BoardReader(loc.board), store, lambda: None, RWLock(), **_sources(loc.board))
+            try:
+                report = indexer.full_sync()  # no model here: changed records keep or lose their vectors only
+            except BoardUnreadable as exc:
+                raise _Failed(f"{exc}; nothing was changed") from None
+            indexer.maintain(purge=True)
+            return _report(
+                settings, report, store.count(), before, folder_bytes(loc.index), store.version(), started
+            )
+        finally:
+            store.close()
     finally:
         board_lock.release()
 

@@ -3,11 +3,18 @@
 Precedence per location: explicit argument (``--board`` etc.) > its own environment variable >
 ``MEMORYD_HOME`` > platformdirs' user dirs for app ``memoryd``. The socket rule itself lives in
 :mod:`memoryd_shim.rendezvous` because the shim must compute it from ``HOME`` alone.
+
+Without ``--index``/``MEMORYD_INDEX`` every board has its own index (:func:`default_index`): the default
+board ``<data>/board`` keeps ``<data>/index``, any other board gets one under ``<cache>/indexes``, so
+serving or searching another board never rewrites the index of the first, and switching back re-embeds
+nothing. Which board an index belongs to is recorded in the index itself (:mod:`memoryd.index.lock`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +49,23 @@ class Locations:
         return self.socket.parent / (self.socket.name + ".lock")
 
 
+#: Characters of a board folder's name kept in its index folder's name (the rest become "_").
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def default_index(board: Path, data: Path, cache: Path) -> Path:
+    """The index of ``board`` when none is given: ``<data>/index`` for the default board
+    ``<data>/board``; else ``<cache>/indexes/<board folder name>-<8 hex of SHA-256(board path)>``.
+
+    ``board`` is absolute (as :func:`resolve` makes it); the hash tells apart boards of the same name.
+    """
+    if board == data / "board":
+        return data / "index"
+    name = _UNSAFE.sub("_", board.name)[:40] or "board"
+    key = hashlib.sha256(os.fsencode(board)).hexdigest()[:8]
+    return cache / "indexes" / f"{name}-{key}"
+
+
 def _env_path(env: Mapping[str, str], name: str) -> Path | None:
     value = env.get(name)
     return Path(value).expanduser().absolute() if value else None
@@ -64,17 +88,18 @@ def resolve(
         state = Path(dirs.user_state_dir)
         cache = Path(dirs.user_cache_dir)
         logs = Path(dirs.user_log_dir)
+    board_dir = (
+        Path(board).expanduser().absolute() if board else _env_path(env, "MEMORYD_BOARD") or data / "board"
+    )
     return Locations(
         data=data,
         state=state,
         cache=cache,
         logs=logs,
-        board=Path(board).expanduser().absolute()
-        if board
-        else _env_path(env, "MEMORYD_BOARD") or data / "board",
+        board=board_dir,
         index=Path(index).expanduser().absolute()
         if index
-        else _env_path(env, "MEMORYD_INDEX") or data / "index",
+        else _env_path(env, "MEMORYD_INDEX") or default_index(board_dir, data, cache),
         models=_env_path(env, "MEMORYD_MODELS") or cache / "models",
         socket=Path(socket).expanduser().absolute() if socket else rendezvous.socket_path(env).absolute(),
         exports=data / "exports",

@@ -1,12 +1,16 @@
 """``memoryd search``: the agents' ``search_briefs`` for a person at a terminal.
 
-It asks the running daemon (its warm index and model, through :mod:`memoryd.client`) and falls back to
-an in-process search (:mod:`memoryd.local`) only when no daemon is running, saying so on stderr. Both
-paths print the same answer: ``--json`` is the tool's ``structuredContent`` plus ``"via"``
-(``"daemon"`` | ``"in-process"``).
+It asks the running daemon (its warm index and model, through :mod:`memoryd.client`); with ``--board``
+or ``--index`` only a daemon serving that board (its ready line names its board). Otherwise, or when no
+daemon runs, it searches in-process (:mod:`memoryd.local`) on that board's own index, saying so on stderr:
+never on the index of a daemon serving another board. When a daemon serving that board on another socket
+writes that index, the search goes to that daemon. Both paths print the same answer: ``--json`` is the
+tool's ``structuredContent`` plus ``"via"`` (``"daemon"`` | ``"in-process"``) and ``"board"`` (the board
+that answered).
 
 Exit codes: 0 answered (possibly with no match), 1 the daemon answered with an error (board unreadable,
-still loading, ...), 2 bad arguments.
+still loading, ...) or the index cannot be written here (another process writes it, it belongs to another
+board), 2 bad arguments.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from memoryd.client import DaemonClient, DaemonError, DaemonUnavailable
+from memoryd.errors import StartupError
 from memoryd.settings import Settings
 
 LIMIT_MAX = 50  # search_briefs' own bound
@@ -42,14 +47,31 @@ def _arguments(query: str, project: str | None, limit: int) -> dict[str, Any]:
     return arguments
 
 
-def via_daemon(socket_path: Path, query: str, project: str | None, limit: int) -> dict[str, Any]:
-    """``search_briefs`` through the daemon. Raises DaemonUnavailable (not running) or DaemonError."""
+class OtherBoard(Exception):
+    """The daemon that answered serves another board (``board``; ``None`` when it did not say)."""
+
+    def __init__(self, board: str | None) -> None:
+        super().__init__(board)
+        self.board = board
+
+
+def via_daemon(
+    socket_path: Path, query: str, project: str | None, limit: int, board: str | None = None
+) -> dict[str, Any]:
+    """``search_briefs`` through the daemon, plus ``"board"``: the board it serves. With ``board``, only a
+    daemon serving that board answers.
+
+    Raises DaemonUnavailable (not running), OtherBoard, or DaemonError."""
     with DaemonClient(socket_path) as client:
-        return client.call_tool("search_briefs", _arguments(query, project, limit))
+        if board is not None and client.daemon_board != board:
+            raise OtherBoard(client.daemon_board)
+        answer = client.call_tool("search_briefs", _arguments(query, project, limit))
+        return {**answer, "board": client.daemon_board}
 
 
 def in_process(settings: Settings, query: str, project: str | None, limit: int) -> dict[str, Any]:
-    """The same answer computed here (opens and refreshes the index itself: slower, no warm model)."""
+    """The same answer computed here, on the board's own index under its writer lock (slower, no warm
+    model). Raises :class:`~memoryd.errors.StartupError` when that index cannot be written here."""
     from memoryd.local import local_search
     from memoryd.tools.briefs_render import SEARCH_POOL, search_answer
 
@@ -58,46 +80,59 @@ def in_process(settings: Settings, query: str, project: str | None, limit: int) 
     return search_answer(result, limit=limit, project=project, model_state=state)
 
 
-def _daemon_board(socket_path: Path) -> str | None:
-    from memoryd.control import ask_status
-
-    try:
-        status = ask_status(socket_path)
-    except ValueError:
+def _through_index_owner(exc: Exception, board: str, args: Any) -> dict[str, Any] | None:
+    """When the index is written by a daemon serving ``board`` (on another socket), its answer."""
+    holder = getattr(exc, "holder", None) or {}
+    socket_path = holder.get("socket")
+    if not socket_path or holder.get("board") != board:
         return None
-    return status.get("board") if status else None
+    try:
+        answer = via_daemon(Path(socket_path), args.query, args.project, args.limit, board=board)
+    except (DaemonUnavailable, DaemonError, OtherBoard):
+        return None
+    print(
+        f"memoryd search: the daemon on {socket_path} (pid {holder.get('pid')}) serves {board} and writes its "
+        "index; searched through it",
+        file=sys.stderr,
+    )
+    return answer
 
 
 def run(args: Any) -> int:
     """``args``: ``query``, ``project``, ``limit``, ``json``, ``board``, ``index``, ``socket``, ``model``."""
     settings = Settings.load(board=args.board, index=args.index, socket=args.socket, model=args.model)
-    socket_path = settings.locations.socket
-    answer: dict[str, Any] | None = None
+    loc = settings.locations
+    board = str(loc.board)
     # --board/--index name a board explicitly: the daemon is used only when it serves that same board.
-    other_board = bool(args.board or args.index) and _daemon_board(socket_path) not in (
-        None,
-        str(settings.locations.board),
-    )
-    if not other_board:
-        try:
-            answer = {**via_daemon(socket_path, args.query, args.project, args.limit), "via": "daemon"}
-        except DaemonUnavailable:
-            print(
-                f"memoryd search: no daemon is running on {socket_path}; searching in-process instead "
-                "(slower; start one with `memoryd serve`)",
-                file=sys.stderr,
-            )
-        except DaemonError as exc:
-            print(f"memoryd search: {exc}", file=sys.stderr)
-            return 2 if exc.code == -32602 else 1
-    else:
+    wanted = board if (args.board or args.index) else None
+    answer: dict[str, Any] | None = None
+    try:
+        answer = {**via_daemon(loc.socket, args.query, args.project, args.limit, wanted), "via": "daemon"}
+    except DaemonUnavailable:
         print(
-            f"memoryd search: the running daemon serves another board; searching {settings.locations.board} "
-            "in-process",
+            f"memoryd search: no daemon is running on {loc.socket}; searching in-process instead "
+            "(slower; start one with `memoryd serve`)",
             file=sys.stderr,
         )
+    except OtherBoard as exc:
+        print(
+            f"memoryd search: the daemon on {loc.socket} serves {exc.board or 'another board'}; searching "
+            f"{board} in-process on its own index {loc.index}",
+            file=sys.stderr,
+        )
+    except DaemonError as exc:
+        print(f"memoryd search: {exc}", file=sys.stderr)
+        return 2 if exc.code == -32602 else 1
     if answer is None:
-        answer = {**in_process(settings, args.query, args.project, args.limit), "via": "in-process"}
+        try:
+            found = in_process(settings, args.query, args.project, args.limit)
+            answer = {**found, "via": "in-process", "board": board}
+        except StartupError as exc:  # the index: written by another process, or another board's
+            owner = _through_index_owner(exc, board, args)
+            if owner is None:
+                print(f"memoryd search: {exc}", file=sys.stderr)
+                return 1
+            answer = {**owner, "via": "daemon"}
     if args.json:
         print(json.dumps(answer, ensure_ascii=False))
     else:

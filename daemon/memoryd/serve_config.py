@@ -6,9 +6,13 @@ Settings that only the serving layer reads (not in ``Settings`` yet):
   serving (starting up, or stopping after it removed its socket) before giving up.
 * ``MEMORYD_TEST_TOOLS=1``: adds the test-only ``_diagnostics`` tools to every session. Tests only.
 
-The engine is found by convention: ``memoryd.engine.open_engine(settings)`` returning an awaitable of the
-engine (see :mod:`memoryd.warmup`). Without a ``memoryd.engine`` module the daemon serves without one
-(tools that need it say so).
+The engine is found by convention: ``memoryd.engine.open_engine(settings, index_lock=...)`` returning an
+awaitable of the engine (see :mod:`memoryd.warmup`). Without a ``memoryd.engine`` module the daemon serves
+without one (tools that need it say so).
+
+The index's writer lock (:class:`memoryd.index.lock.IndexLock`) is made here, once: the daemon takes it
+with its other locks before binding (so a second writer of the index is refused at start-up, exit 4) and
+the engine opens its store under that same, already held, lock.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from memoryd import __version__, lock
 from memoryd.errors import StartupError
+from memoryd.index.lock import IndexLock
 from memoryd.paths import Locations
 from memoryd.warmup import EngineFactory
 
@@ -56,6 +61,8 @@ class ServeConfig:
     test_tools: bool = False
     instructions: str | None = None
     settings: Any = field(default=None, compare=False, repr=False)
+    #: The index's writer lock, taken by the daemon and shared with the engine (None: no engine index).
+    index_lock: IndexLock | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def from_env(
@@ -78,10 +85,15 @@ class ServeConfig:
         cls, settings: Any, env: Mapping[str, str] | None = None, **overrides: Any
     ) -> ServeConfig:
         """From the CLI's ``Settings`` (locations, ``tool_timeout_ms``); the engine by convention unless
-        ``engine_factory`` is given in ``overrides``."""
+        ``engine_factory`` is given in ``overrides``, with the index's writer lock it opens its store under."""
         overrides.setdefault("tool_timeout_s", settings.tool_timeout_ms / 1000)
         if "engine_factory" not in overrides:
-            overrides["engine_factory"] = find_engine_factory(settings)
+            locs = settings.locations
+            index_lock = IndexLock(locs.index, locs.board, command="memoryd serve", socket=locs.socket)
+            factory = find_engine_factory(settings, index_lock)
+            overrides["engine_factory"] = factory
+            if factory is not None:
+                overrides.setdefault("index_lock", index_lock)
         return cls.from_env(settings.locations, env, settings=settings, **overrides)
 
     def effective(self) -> dict[str, Any]:
@@ -101,8 +113,9 @@ class ServeConfig:
         return out
 
 
-def find_engine_factory(settings: Any) -> EngineFactory | None:
-    """``memoryd.engine.open_engine(settings)`` as a factory, or ``None`` when there is no engine module yet.
+def find_engine_factory(settings: Any, index_lock: IndexLock | None = None) -> EngineFactory | None:
+    """``memoryd.engine.open_engine(settings, index_lock=index_lock)`` as a factory, or ``None`` when there
+    is no engine module yet.
 
     The module is imported when the factory runs (in the background, after the socket is bound); a module
     without ``open_engine`` then fails the engine slot with a clear error instead of the start-up.
@@ -118,6 +131,6 @@ def find_engine_factory(settings: Any) -> EngineFactory | None:
             raise StartupError(
                 "memoryd.engine has no open_engine(settings); the daemon cannot load its engine"
             )
-        return await opener(settings)
+        return await opener(settings, index_lock=index_lock)
 
     return factory

@@ -12,8 +12,10 @@ Entry points (for ``memoryd.cli``)::
     server_status() -> dict                      # the running daemon's facts (pid, sessions, socket...)
 
 Start-up order (watchman/dmypy style, closes the start races): socket dir 0700 -> lock ``<socket>.lock``
--> lock the board directory -> prove an old socket stale and replace it -> bind 0600 and listen -> answer
-handshakes at once -> load the engine in the background (tools report "warming up" meanwhile).
+-> lock the board directory -> lock the index (``<index>/writer.lock``, :mod:`memoryd.index.lock`: one
+writer per index, and an index of another board is refused) -> prove an old socket stale and replace it
+-> bind 0600 and listen -> answer handshakes at once -> load the engine in the background (tools report
+"warming up" meanwhile).
 
 Under a service manager (issue 7) the socket may be passed in instead (systemd ``LISTEN_FDS``, launchd
 ``launch_activate_socket``; :func:`memoryd.socketfile.activated`): the locks are still taken, but the
@@ -119,6 +121,8 @@ class Daemon:
         except OSError as exc:
             raise StartupError(f"cannot create the board {locs.board}: {exc.strerror or exc}") from exc
         lock.acquire(self._board_lock, locs.socket, what=f"board {locs.board}", wait_s=wait_s)
+        if self.config.index_lock is not None:  # one writer per index (memoryd.index.lock)
+            self.config.index_lock.acquire(wait_s)
         passed = socketfile.activated()
         if passed is not None:  # launchd/systemd own the socket: no stale check, no bind, never unlinked
             self._bound = passed
@@ -236,7 +240,9 @@ class Daemon:
         return self._bound.remove_file() if self._bound is not None else False
 
     def release(self) -> None:
-        """Release both locks (idempotent); the socket file must already be gone."""
+        """Release the locks (idempotent); the socket file must already be gone."""
+        if self.config.index_lock is not None:
+            self.config.index_lock.release()
         self._board_lock.release()
         self._socket_lock.release()
 

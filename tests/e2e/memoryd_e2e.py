@@ -1,7 +1,8 @@
 """End-to-end helpers: the real ``memoryd serve`` as a subprocess, and clients that speak to its socket.
 
-* :class:`DaemonProcess` starts ``python -m memoryd serve --socket <short path> --board <tmp> --model none``
-  (``model=""``: the default model instead; test tools on: ``MEMORYD_TEST_TOOLS=1``) and waits until its
+* :class:`DaemonProcess` starts ``python -m memoryd serve --socket <short path> --board <tmp> --index <tmp>
+  --model none`` (``model=""``: the default model instead; ``index=""``: no ``--index``, the board's own
+  default index; test tools on: ``MEMORYD_TEST_TOOLS=1``) and waits until its
   socket answers a status request. The fixtures in ``conftest.py`` always kill it in teardown and print its
   stderr log when the test failed.
 * :class:`RawConnection` speaks raw lines (hello first) for the JSON-RPC hygiene tests.
@@ -61,11 +62,13 @@ class DaemonProcess:
         env: dict[str, str] | None = None,
         user: int | None = None,
         model: str = "none",
+        index: Path | str | None = None,
     ) -> None:
         self.root = root
         self.model = model  # "none": keyword-only (fast); "" : the daemon's default model
         self.socket = socket_path or root / "s.sock"
         self.board = board or root / "board"
+        self.index = root / "index" if index is None else index  # "": the board's default index
         self.log_path = root / f"daemon-{time.monotonic_ns()}.log"
         self.env = daemon_env(root / "home", **(env or {}))
         self.user = user
@@ -81,8 +84,7 @@ class DaemonProcess:
         self.proc = subprocess.Popen(
             [
                 *self.argv,
-                "--index",
-                str(self.root / "index"),
+                *(["--index", str(self.index)] if self.index else []),
                 *(["--model", self.model] if self.model else []),
             ],
             stdin=subprocess.DEVNULL,
@@ -137,6 +139,18 @@ class DaemonProcess:
             return self.log_path.read_text(errors="replace")
         except OSError:
             return "(no log)"
+
+    def events(self, event: str) -> list[dict[str, Any]]:
+        """The daemon's JSON log lines (stderr) whose ``"event"`` is ``event``, oldest first."""
+        out = []
+        for line in self.log().splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and record.get("event") == event:
+                out.append(record)
+        return out
 
     def stdout(self) -> bytes:
         assert self.proc is not None and self.proc.stdout is not None

@@ -22,6 +22,7 @@ import os
 os.environ.setdefault("LANCEDB_LOG", "error")  # before lancedb loads: its Rust warnings are plain text
 
 import asyncio
+import contextlib
 import re
 import shutil
 import threading
@@ -41,6 +42,7 @@ from lancedb.table import AsyncTable
 
 from memoryd.index.columns import COLUMNS as MEM_COLUMNS
 from memoryd.index.columns import Columns
+from memoryd.index.lock import DEFAULT_WAIT_S, OWN_FILES, IndexLock
 from memoryd.index.records import Record
 from memoryd.index.termstats import TermStats
 from memoryd.logs import get_logger
@@ -93,12 +95,18 @@ class IndexStore:
     Thread-safety: reads may run concurrently from several threads, also while a write runs (they see
     the in-memory state before or after it, never a mix); writes must come from one writer at a time
     (an internal lock serialises them anyway). The in-memory copy holds this process's view: another
-    process writing the same folder is not seen (the daemon's lock file rules that out).
+    process writing the same folder is not seen.
+
+    A process that writes opens the store with :meth:`open_writer`, under the index's writer lock
+    (:mod:`memoryd.index.lock`: one writer per index, one board per index). The constructor alone takes
+    no lock; it is for reading a folder nobody else writes (tests, benchmarks).
     """
 
     def __init__(self, path: Path, dim: int = 384) -> None:
         self.path = Path(path)
         self.dim = dim
+        self.writer: IndexLock | None = None  # set by open_writer
+        self._owns_writer = False
         self._write_lock = threading.Lock()
         self.path.mkdir(parents=True, exist_ok=True)
         os.chmod(self.path, 0o700)
@@ -111,6 +119,33 @@ class IndexStore:
         self._load()
 
     # -- lifecycle -------------------------------------------------------------------------------
+    @classmethod
+    def open_writer(cls, writer: IndexLock, dim: int = 384, *, wait_s: float = DEFAULT_WAIT_S) -> IndexStore:
+        """The store of ``writer.index``, opened for writing under its writer lock.
+
+        Takes the lock unless this process holds it already (``memoryd serve`` takes it before binding its
+        socket, so a second writer is refused at start-up); :meth:`close` releases only a lock taken here.
+        Raises :class:`~memoryd.index.lock.IndexInUse` or :class:`~memoryd.index.lock.IndexOfAnotherBoard`
+        (both :class:`~memoryd.errors.StartupError`).
+        """
+        took = not writer.held
+        writer.acquire(wait_s)
+        try:
+            store = cls(writer.index, dim)
+        except BaseException:
+            if took:
+                writer.release()
+            raise
+        store.writer, store._owns_writer = writer, took
+        return store
+
+    def close(self) -> None:
+        """Release the writer lock if :meth:`open_writer` took it (idempotent). Writes already done are
+        on disk; nothing is buffered here."""
+        if self._owns_writer and self.writer is not None:
+            self.writer.release()
+        self._owns_writer = False
+
     def _open_or_create(self):
         if TABLE in self._db.list_tables().tables:
             table = self._db.open_table(TABLE)
@@ -162,8 +197,19 @@ class IndexStore:
 
     @staticmethod
     def wipe(path: Path) -> None:
-        """Delete the whole index folder (it is a cache of the board)."""
-        shutil.rmtree(path, ignore_errors=True)
+        """Delete the index folder (it is a cache of the board), except its writer lock and owner record
+        when it has them (a lock file is never deleted: :mod:`memoryd.lock`)."""
+        if not path.is_dir():
+            return
+        for child in path.iterdir():
+            if child.name in OWN_FILES:
+                continue
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child, ignore_errors=True)
+            else:
+                child.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            path.rmdir()  # gone altogether when nothing of its own was in it
 
     # -- reads -----------------------------------------------------------------------------------
     def count(self) -> int:
