@@ -28,8 +28,13 @@ releasing the lock, so the next daemon never sees a dead socket it may not repla
 calls and close sessions -> ``engine.close()`` (flushes pending index writes) -> release the locks -> exit 0.
 A watchdog forces the exit if a stuck thread would hold the process past the budget.
 
-Exit codes: 0 clean stop, 1 start-up failure, 4 another daemon already serves this socket or board
-(:mod:`memoryd.errors`). Logs are structlog JSON on stderr; stdout is never written.
+Exit codes: 0 clean stop, 1 start-up failure, 4 another daemon already serves this socket or board, or
+another process writes this index (:mod:`memoryd.errors`). systemd's unit does not restart after 4
+(``RestartPreventExitStatus=4``). launchd has no per-status rule (``KeepAlive`` knows only
+``SuccessfulExit``, ``Crashed``, ``PathState``, ``OtherJobEnabled``, ``NetworkState``...), so the
+LaunchAgent sets :data:`SUPERVISOR_ENV` to ``launchd`` and a daemon refused for that reason exits 0 there:
+``KeepAlive`` ``SuccessfulExit`` false then does not restart it every few seconds while the other serves.
+Logs are structlog JSON on stderr; stdout is never written.
 
 A person who started it at a terminal (``make run``) gets one plain line on stderr once the engine is
 ready (the socket listens and tools answer from the index): ``memoryd ready: board ..., socket ...;
@@ -49,7 +54,7 @@ import time
 from typing import Any
 
 from memoryd import lock, logs, socketfile
-from memoryd.errors import StartupError
+from memoryd.errors import AlreadyRunning, StartupError
 from memoryd.logs import get_logger
 from memoryd.serve_config import ServeConfig
 from memoryd.warmup import EngineFactory, EngineHandle
@@ -62,6 +67,8 @@ from memoryd_shim import rendezvous
 __all__ = ["Daemon", "ServeConfig", "run", "serve", "server_status"]
 
 SHUTDOWN_BUDGET_S = 4.5
+#: The service manager running this daemon, set by the LaunchAgent plist (``launchd``); see "Exit codes".
+SUPERVISOR_ENV = "MEMORYD_SUPERVISOR"
 
 log = get_logger("memoryd.server")
 _current: Daemon | None = None
@@ -343,6 +350,11 @@ def run(
 
 
 def _startup_failed(exc: StartupError) -> int:
+    if isinstance(exc, AlreadyRunning) and os.environ.get(SUPERVISOR_ENV) == "launchd":
+        # launchd would restart an exit 4 (see "Exit codes"); the daemon that already serves stays.
+        log.warning("startup_refused", reason=str(exc), exit_code=0, supervisor="launchd")
+        print(f"memoryd: {exc} (exit 0, so that launchd does not restart it)", file=sys.stderr, flush=True)
+        return 0
     log.error("startup_failed", reason=str(exc), exit_code=exc.exit_code)
     # One plain line for a person at a terminal; the JSON line above is for machines. Never stdout.
     print(f"memoryd: {exc}", file=sys.stderr, flush=True)

@@ -44,7 +44,8 @@ def test_plist_has_absolute_paths_for_this_interpreter_and_survives_a_round_trip
     assert env["MEMORYD_BOARD"] == str(home / "data" / "board")
     assert env["MEMORYD_SOCKET"] == str(home / "state" / "memoryd.sock")
     assert env["MEMORYD_LOG_FILE"] == str(home / "logs" / "memoryd.log")
-    assert all(os.path.isabs(env[k]) for k in env if k.startswith("MEMORYD_"))
+    assert all(os.path.isabs(env[k]) for k in env if k.startswith("MEMORYD_") and k != "MEMORYD_SUPERVISOR")
+    assert env["MEMORYD_SUPERVISOR"] == "launchd"  # "already running" exits 0 under launchd (see below)
     assert env["LANG"] == env["LC_ALL"] == "en_US.UTF-8" and env["LANCEDB_LOG"] == "error"
     assert env["PATH"] == "/usr/bin:/bin:/usr/sbin:/sbin"
     assert plist["RunAtLoad"] is True

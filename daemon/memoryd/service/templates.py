@@ -33,6 +33,9 @@ SERVICE_TEMPLATE = f"{UNIT}.service"
 SOCKET_TEMPLATE = f"{UNIT}.socket"
 #: Environment variable the service definitions set so the daemon also writes its rotating JSON log.
 LOG_FILE_ENV = "MEMORYD_LOG_FILE"
+#: Set to ``launchd`` by the plist (the same name as ``memoryd.server.SUPERVISOR_ENV``): a daemon refused
+#: because another one already serves exits 0 there, since ``KeepAlive`` cannot skip exit status 4.
+SUPERVISOR_ENV = "MEMORYD_SUPERVISOR"
 #: Name of the service manager's stdout/stderr file (launchd) under the logs folder: crashes land here.
 STDERR_NAME = "memoryd.stderr.log"
 
@@ -159,7 +162,7 @@ def validate_plist(text: str, ctx: Context) -> dict:
     if not os.path.isabs(program):
         problems.append(f"the program {program!r} is not an absolute path")
     env = parsed.get("EnvironmentVariables") or {}
-    for key, value in ctx.environment().items():
+    for key, value in {**ctx.environment(), SUPERVISOR_ENV: "launchd"}.items():
         if env.get(key) != value:
             problems.append(f"EnvironmentVariables.{key} is {env.get(key)!r}, expected {value!r}")
     listener = ((parsed.get("Sockets") or {}).get("Listeners")) or {}
