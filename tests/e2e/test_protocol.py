@@ -50,9 +50,11 @@ def next_is_ping_answer(c: RawConnection, id: object = "probe") -> None:
 # --- hello, status, socket -----------------------------------------------------------------------------
 
 
-def test_hello_is_answered_ready_with_the_daemon_version(daemon):
+def test_hello_is_answered_ready_with_the_daemon_version_and_board(daemon):
+    status = daemon.status()
     with RawConnection(daemon.socket) as c:
-        assert c.ready == {"memoryd": "ready", "v": 1, "version": daemon.status()["version"]}
+        assert c.ready == {"memoryd": "ready", "v": 1, "version": status["version"], "board": status["board"]}
+    assert status["board"] == str(daemon.board)
 
 
 @pytest.mark.parametrize(
