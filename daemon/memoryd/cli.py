@@ -33,7 +33,10 @@ def _parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("serve", help="run the daemon in the foreground (JSON logs on stderr)")
     s.add_argument("--board", help="board folder (default: <data>/board, or MEMORYD_BOARD)")
-    s.add_argument("--index", help="index folder (default: <data>/index, or MEMORYD_INDEX)")
+    s.add_argument(
+        "--index",
+        help="index folder (default: MEMORYD_INDEX, else the board's own: <data>/index for <data>/board)",
+    )
     s.add_argument("--socket", help="Unix socket path (default: <state>/memoryd.sock, or MEMORYD_SOCKET)")
     s.add_argument("--model", help="embedding model name, model folder, or 'none' for keyword-only search")
 
@@ -51,7 +54,7 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--limit", type=_search_limit, default=10, help="results to show, 1-50 (default 10)")
     q.add_argument("--json", action="store_true", help="print the search_briefs answer as one JSON object")
     q.add_argument("--board", help="search this board (in-process unless the running daemon serves it)")
-    q.add_argument("--index", help="index folder for the in-process fallback")
+    q.add_argument("--index", help="index folder for the in-process search (default: the board's own)")
     q.add_argument("--socket", help="the daemon's socket (default: <state>/memoryd.sock, or MEMORYD_SOCKET)")
     q.add_argument("--model", help="embedding model for the in-process fallback, or 'none'")
 

@@ -49,7 +49,10 @@ def register(sub: Any) -> None:
     )
     f.add_argument("--json", action="store_true", help="print the report as one JSON object")
     f.add_argument("--board", help="board folder (default: <data>/board, or MEMORYD_BOARD)")
-    f.add_argument("--index", help="index folder (default: <data>/index, or MEMORYD_INDEX)")
+    f.add_argument(
+        "--index",
+        help="index folder (default: MEMORYD_INDEX, else the board's own: <data>/index for <data>/board)",
+    )
     f.add_argument("--socket", help="the daemon's socket (default: <state>/memoryd.sock, or MEMORYD_SOCKET)")
     f.set_defaults(func=run)
 
