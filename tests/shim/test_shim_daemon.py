@@ -401,6 +401,9 @@ def test_two_homes_whose_socket_paths_are_too_long_never_share_a_daemon(daemon_r
             wait_until(
                 lambda h=home: not daemons_with(f"MEMORYD_HOME={h}\0"), timeout=5, what="the daemons to exit"
             )
-        for path in sockets:  # a kill -9 leaves its socket file in the shared /tmp/memoryd-<uid>
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
+        # The shared /tmp/memoryd-<uid> keeps nothing of this test: the sockets a kill -9 leaves, and their
+        # lock files (safe to remove once every process that could take them is gone).
+        for path in sockets:
+            for leftover in (path, path + ".lock", path + ".spawn"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(leftover)
