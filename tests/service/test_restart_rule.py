@@ -19,9 +19,11 @@ from pathlib import Path
 import pytest
 from memoryd_e2e import DaemonProcess, short_tmpdir
 
+from memoryd import server
 from memoryd.errors import EXIT_ALREADY_RUNNING
-from memoryd.server import SUPERVISOR_ENV
 from memoryd.service import templates
+
+SUPERVISOR_ENV = "MEMORYD_SUPERVISOR"
 
 
 @pytest.fixture
@@ -63,9 +65,10 @@ def test_under_launchd_a_daemon_refused_because_one_serves_exits_0(agent):
     plist, first, ctx = agent
     assert plist["KeepAlive"] == {"SuccessfulExit": False}  # exit 0 is what launchd leaves alone
     env = plist["EnvironmentVariables"]
-    assert SUPERVISOR_ENV == templates.SUPERVISOR_ENV and env[SUPERVISOR_ENV] == "launchd"
     done = launch_as_the_plist_says(plist, env)
     assert done.returncode == 0, done.stderr
+    assert env[SUPERVISOR_ENV] == "launchd"
+    assert server.SUPERVISOR_ENV == templates.SUPERVISOR_ENV == SUPERVISOR_ENV
     assert done.stdout == ""
     assert "already running" in done.stderr and "exit 0, so that launchd does not restart it" in done.stderr
     logged = [json.loads(line) for line in Path(env["MEMORYD_LOG_FILE"]).read_text().splitlines()]
