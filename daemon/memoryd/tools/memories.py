@@ -279,8 +279,16 @@ async def delete_relationship(args: dict[str, Any], ctx: ToolContext) -> dict[st
 async def memory_stats(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     engine = await ctx.engine()
     stats = engine.memories.stats(args.get("project"))
+    scrub = Scrub()  # project names and times are stored text too (a hand-written file may hold anything)
+    by_project: dict[str, int] = {}
+    for name, n in stats["byProject"].items():
+        shown = scrub(name)
+        by_project[shown] = by_project.get(shown, 0) + n
+    stats["byProject"] = by_project
+    for key in ("oldestMemory", "newestMemory"):
+        stats[key] = scrub(stats[key]) if stats[key] else stats[key]
     stats["searchMode"] = "hybrid" if engine.embedder is not None else "keyword"
-    return render.ok(stats)
+    return render.ok(stats, scrub)
 
 
 # --- registration ----------------------------------------------------------------------------------------------

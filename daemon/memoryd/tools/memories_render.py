@@ -33,12 +33,13 @@ def memory(m: Memory, scrub: Scrub, limit: int = FULL_CONTENT_CHARS) -> dict[str
         "tags": [scrub(t) for t in m.tags],
         "importance": m.importance,
         "memory_type": m.memory_type,
-        "created_at": m.created_at,
-        "accessed_at": m.accessed_at,
-        "project": m.project,
+        # a hand-written file may hold any text in these
+        "created_at": scrub(m.created_at),
+        "accessed_at": scrub(m.accessed_at),
+        "project": scrub(m.project),
     }
     if m.origin is not None:
-        out["origin"] = m.origin
+        out["origin"] = scrub(m.origin)
     return out
 
 
