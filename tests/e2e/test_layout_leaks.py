@@ -182,15 +182,14 @@ def sweep(shim: MemShim, guesser: MemShim, cases: list[Case], outputs: dict[str,
             call("get_session_memories", sessionId=sid, limit=100)
     for c in cases:
         call("get_brief", c, brief_id=c.brief_id)
-        for place in ("outcome", "said", "screen"):
-            call("search_briefs", c, query=c.words[place], limit=5)
+        call("search_briefs", c, query=c.words["outcome"], limit=5)
         for key in (c.memory_file, c.stored):
             call("get_memory", c, hash=key)
         call("search_memories", c, query=c.words["stored-memory"], limit=5)
         call("memo_search", c, query=c.words["memo"])
-        for piece in c.secrets["memo"].pieces:  # a guessed secret must not confirm that a memo holds it
-            found = json.loads(_answer(guesser, "memo_search", query=piece))["structuredContent"]
-            c.guessed += found["matched"]
+        # a guessed secret must not confirm that a memo holds it
+        found = json.loads(_answer(guesser, "memo_search", query=c.secrets["memo"].pieces[-1]))
+        c.guessed += found["structuredContent"]["matched"]
         for place in ("session-file", "added-turn"):
             call("query_raw_memories", c, query=c.words[place], nResults=5)
     call("summarize_sessions")
