@@ -8,8 +8,8 @@ own copy of the secret (every copy is different, so a leak names its place), a h
 file, and a line of a hand-written session file; through the real shim, the same secret also goes into
 ``store_memories``, ``memo_add`` and ``add_memory``. Then every answer path is called for every case
 (``get_brief``, ``get_task``, ``list_tasks``, ``search_briefs``, ``get_memory``, ``search_memories``,
-``memo_search``, ``memo://all``, ``get_session_memories``, ``query_raw_memories``, ``summarize_sessions``,
-``get_all_summaries``), ``export_database`` writes its file, and ``memoryd forget --now`` purges the
+``memo_search``, ``memo://all``, ``get_relationships``, ``recall``, ``memory_stats``, ``get_session_memories``,
+``query_raw_memories``, ``summarize_sessions``, ``get_all_summaries``), ``export_database`` writes its file, and ``memoryd forget --now`` purges the
 index. No piece of any secret may be in any byte the shim printed, the export file, the index folder,
 the summaries memoryd wrote or the daemon's log; no private-key marker line may be left in a case's own
 answers. :func:`test_the_text_around_each_secret_is_seen` shows each sink carries the words around the
@@ -67,13 +67,13 @@ class Case:
     own: list[str] = field(default_factory=list)  # the answers of the calls made for this case alone
     memory_file: str = ""
     stored: str = ""
-    guessed: int = 0  # memos that memo_search found for a piece of the memo's secret (must be none)
+    guessed: int = 0  # what memo_search / a tag filter found for a piece of a secret (must be nothing)
 
     def __post_init__(self) -> None:
         make = KINDS[self.name]
         places = list(PLACES)
         if self.layout == "plain" and self.name in TOKEN_KINDS:
-            places += ["title", "tag"]
+            places += ["title", "tag", "relation"]
         for place in places:
             self.secrets[place] = make(f"{self.name}/{self.layout}/{place}")
             self.words[place] = word(f"{self.name}/{self.layout}/{place}")
@@ -192,6 +192,15 @@ def sweep(shim: MemShim, guesser: MemShim, cases: list[Case], outputs: dict[str,
         c.guessed += found["structuredContent"]["matched"]
         for place in ("session-file", "added-turn"):
             call("query_raw_memories", c, query=c.words[place], nResults=5)
+        if "tag" in c.secrets and len(c.token("tag")) <= 50:  # tags and relation types: 1-50 characters
+            kind = c.token("relation")
+            call("create_relationship", c, from_hash=c.memory_file, to_hash=c.stored, relation_type=kind)
+            call("get_relationships", c, hash=c.memory_file)
+            call("recall", c, query=c.words["memory-file"], depth=1, limit=5)
+            # a guessed secret as a tag filter must not confirm the memory that carries it
+            found = _answer(guesser, "search_memories", query=c.words["memory-file"], tags=[c.token("tag")])
+            c.guessed += len(json.loads(found)["structuredContent"]["result"])
+    call("memory_stats")
     call("summarize_sessions")
     call("get_all_summaries", limit=500)
     memo_all = shim.request("resources/read", {"uri": "memo://all"})
@@ -212,7 +221,7 @@ def swept(request):
         outputs: dict[str, list[str]] = {}
         with (
             MemShim(daemon.socket, daemon.env, tools="all").initialize() as shim,
-            MemShim(daemon.socket, daemon.env, tools="memo").initialize() as guesser,
+            MemShim(daemon.socket, daemon.env, tools="memories,memo").initialize() as guesser,
         ):
             sweep(shim, guesser, cases, outputs)
             exported = json.loads(_answer(shim, "export_database"))["structuredContent"]
@@ -248,7 +257,7 @@ def test_no_piece_of_the_secret_leaks_anywhere(swept, name, layout):
         leaks += [("a marker line", "the case's answers", marker) for own in case.own if marker in own]
     if case.guessed:
         leaks.append(
-            ("memo", "memo_search for a piece of it (it confirms the secret)", f"{case.guessed} hit(s)")
+            ("memo, tag", "a search for a piece of it (it confirms the secret)", f"{case.guessed} hit(s)")
         )
     assert not leaks, "\n".join(f"{place}: {piece}... in {sink}" for place, sink, piece in sorted(set(leaks)))
 
@@ -259,8 +268,8 @@ def test_the_text_around_each_secret_is_seen(swept):
     for case in swept.cases.values():
         own = "\n".join(case.own)
         for place, w in case.words.items():
-            if place == "tag":
-                continue  # a tag is the secret's token alone
+            if place in ("tag", "relation"):
+                continue  # the secret's token alone
             wanted = ["index files"] + ([] if place == "screen" else ["export file"])
             missing += [
                 (case.name, case.layout, place, sink) for sink in wanted if w not in swept.sinks[sink]

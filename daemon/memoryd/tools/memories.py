@@ -264,7 +264,8 @@ async def get_relationships(args: dict[str, Any], ctx: ToolContext) -> dict[str,
     edges = await api.relationships(
         args["hash"], direction=args.get("direction", "both"), relation_type=args.get("relation_type")
     )
-    return render.ok([e.as_dict() for e in edges])
+    scrub = Scrub()
+    return render.ok([render.relationship(e, scrub) for e in edges], scrub)
 
 
 @_tool("E_DELETE_RELATIONSHIP")

@@ -43,6 +43,11 @@ def memory(m: Memory, scrub: Scrub, limit: int = FULL_CONTENT_CHARS) -> dict[str
     return out
 
 
+def relationship(edge: Any, scrub: Scrub) -> dict[str, Any]:
+    """memdb's ``Relationship`` shape; the type is any label without whitespace, so it is redacted too."""
+    return {**edge.as_dict(), "relation_type": scrub(edge.type)}
+
+
 def ok(result: Any, scrub: Scrub | None = None, *, data: bool = False, **extra: Any) -> dict[str, Any]:
     """The success envelope; ``data`` adds the note that stored text is data, ``scrub`` its report."""
     answer: dict[str, Any] = {"ok": True, "result": result, **extra}
@@ -71,7 +76,7 @@ def found(result: Found, scrub: Scrub, *, recall: bool) -> dict[str, Any]:
         return ok(items, scrub, data=True, mode=result.mode)
     body = {
         "memories": items,
-        "relationships": [e.as_dict() for e in result.relationships],
+        "relationships": [relationship(e, scrub) for e in result.relationships],
         "depth": result.depth,
     }
     return ok(body, scrub, data=True, mode=result.mode)
