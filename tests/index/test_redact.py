@@ -236,6 +236,11 @@ SPLIT = [
     ("secret_key:\r\n    Rt5Yu8Io2Pa6Sd4Fg7Hj1Kl3Zx9Cv", "Rt5Yu8Io2Pa6Sd4Fg7Hj1Kl3Zx9Cv"),
     ("- Authorization:\n  Bearer Hy7Tg5Rf3Ed1Ws9Qa8Zx6Cv4Bn2Mk0Lp", "Hy7Tg5Rf3Ed1Ws9Qa8Zx6Cv4Bn2Mk0Lp"),
     ("- Authorization: Bearer\n  Hy7Tg5Rf3Ed1Ws9Qa8Zx6Cv4Bn2Mk0Lp", "Hy7Tg5Rf3Ed1Ws9Qa8Zx6Cv4Bn2Mk0Lp"),
+    # a key line over a nested mapping: the nested assignment is still judged on its own
+    ("credentials:\n  password: hunter2x", "hunter2x"),
+    ("secrets:\n  api_key: Rt5Yu8Io2Pa6Sd4Fg7Hj1Kl3Zx9Cv", "Rt5Yu8Io2Pa6Sd4Fg7Hj1Kl3Zx9Cv"),
+    ("password:\n  db_password: hunter2x", "hunter2x"),
+    ("token:\n  value: Rt5Yu8Io2Pa6Sd4Fg7Hj1Kl3Zx9Cv", "Rt5Yu8Io2Pa6Sd4Fg7Hj1Kl3Zx9Cv"),
 ]
 SPLIT_PROSE = [
     "Password:\n- reset it from the admin portal",

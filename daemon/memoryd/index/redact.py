@@ -515,7 +515,9 @@ def _assignments(t: _Text) -> Iterator[Span]:
 
 def _assignments_in(t: _Text, line_start: int, line_end: int, depth: int) -> Iterator[Span]:
     text = t.text
-    for m in _ASSIGN.finditer(text, line_start, line_end):
+    pos = line_start
+    while (m := _ASSIGN.search(text, pos, line_end)) is not None:
+        pos = m.end()
         group = next(g for g in ("dq", "sq", "bq", "bare") if m.group(g) is not None)
         start, end = m.span(group)
         value = m.group(group)
@@ -531,6 +533,10 @@ def _assignments_in(t: _Text, line_start: int, line_end: int, depth: int) -> Ite
             yield start, end, kind
         elif depth < _NESTING and ("=" in value or ":" in value):
             yield from _assignments_in(t, start, end, depth + 1)
+        elif "\n" in text[m.end("op") : start]:
+            # The next line was not this key's value ("credentials:\n  password: x" is a nested mapping):
+            # scan that line on its own.
+            pos = start
 
 
 def _judge(
