@@ -2,7 +2,8 @@
 
 File format (``memoryd-export`` v1), one JSON object per line::
 
-    {"kind":"header","format":"memoryd-export","version":1,"created_at","include":[...],"counts":{...}}
+    {"kind":"header","format":"memoryd-export","version":1,"created_at","include":[...],"counts":{...},
+                     "redacted":{kind: n}}
     {"kind":"task", "id","title","project","status","created_at"}
     {"kind":"brief","id","task","project","created_at","title","summary","said","prompt","notes":[...],
                     "outcome":{"did":[...],"decided":[...],"open":[...],"files":[...],"retired":[...]}|null}
@@ -13,6 +14,10 @@ File format (``memoryd-export`` v1), one JSON object per line::
 
 ``include`` kinds: ``briefs`` (tasks and briefs), ``memories``, ``interactions``, ``summaries``.
 Screenshots are not exported (binary PNGs; a screen's text is searchable only while its PNG exists).
+
+An export holds no secret redaction knows: every stored text is redacted as a whole (briefs as
+:class:`BoardReader` reads them, memories and session items as their ``redacted()`` copies). A redacted
+memory gets the id of its redacted content (an import checks ids), and edges pointing at it follow.
 
 Import reads the file through the same gate as board files (a regular file, no symlink, one link, at
 most :data:`MAX_IMPORT_BYTES`), validates EVERY line first and reports each rejected line by number
@@ -29,7 +34,7 @@ import json
 import os
 import shutil
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +55,7 @@ from memoryd.board.memories import (
 )
 from memoryd.board.reader import BRIEFS_DIR, TASKS_DIR, BoardReader
 from memoryd.board.writer import ensure_board
+from memoryd.index.text import PLACEHOLDER
 from memoryd.logs import get_logger
 
 log = get_logger("memoryd.exchange")
@@ -99,9 +105,12 @@ def iter_export(board: Path, include: tuple[str, ...] = KINDS):
                 "outcome": None if b.outcome is None else {n: list(getattr(b.outcome, n)) for n, _ in OUTCOME_SECTIONS},
             }  # fmt: skip
     if "memories" in include:
-        memories, _ = list_memories(board)
+        memories = [m.redacted() for m in list_memories(board)[0]]
+        # Content addressing: a redacted content is another memory, with its own id (see the module docstring).
+        moved = {m.id: h for m in memories if (h := content_hash(m.content)) != m.id and m.content}
         for m in memories:
-            yield _memory_obj(m)
+            relations = tuple(replace(r, target=moved.get(r.target, r.target)) for r in m.relations)
+            yield _memory_obj(replace(m, id=moved.get(m.id, m.id), relations=relations))
     if "interactions" in include or "summaries" in include:
         for sid in sess.list_sessions(board):
             # A file the gate refuses (a planted symlink, a FIFO...) or a broken summary is skipped, as
@@ -113,7 +122,7 @@ def iter_export(board: Path, include: tuple[str, ...] = KINDS):
                     log.warning("export_skipped", session=sid, what="interactions", error=str(exc))
                     slog = None
                 for i in slog.interactions if slog else ():
-                    yield {"kind": "interaction", **i.to_json()}
+                    yield {"kind": "interaction", **i.redacted().to_json()}
             if "summaries" in include:
                 try:
                     s = sess.read_summary(board, sid)
@@ -121,19 +130,22 @@ def iter_export(board: Path, include: tuple[str, ...] = KINDS):
                     log.warning("export_skipped", session=sid, what="summary", error=str(exc))
                     s = None
                 if s is not None:
-                    yield {"kind": "summary", **s.to_json()}
+                    yield {"kind": "summary", **s.redacted().to_json()}
 
 
 def export_file(board: Path, dest: Path, include: tuple[str, ...] = KINDS) -> dict[str, Any]:
     """Write the export of ``board`` to ``dest`` (temp + rename, mode 0600); returns
-    ``{"path","bytes","include","counts":{type: n}}``."""
+    ``{"path","bytes","include","counts":{type: n},"redacted":{secret kind: n}}``."""
     from memoryd.board.sessions import now_iso
 
     objs = list(iter_export(board, include))
     counts = Counter(o["kind"] for o in objs)
+    body = b"".join(_line(o) for o in objs)
+    redacted = Counter(m.group()[10:-1] for m in PLACEHOLDER.finditer(body.decode("utf-8")))
     header = {"kind": "header", "format": FORMAT, "version": VERSION, "created_at": now_iso(),
-              "include": list(include), "counts": dict(sorted(counts.items()))}  # fmt: skip
-    data = _line(header) + b"".join(_line(o) for o in objs)
+              "include": list(include), "counts": dict(sorted(counts.items())),
+              "redacted": dict(sorted(redacted.items()))}  # fmt: skip
+    data = _line(header) + body
     dest = Path(dest).absolute()
     dest.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     tmp = dest.with_name(temp_name(dest.name))  # a start sweeps the exports folder of killed writes' temps
@@ -148,7 +160,8 @@ def export_file(board: Path, dest: Path, include: tuple[str, ...] = KINDS) -> di
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    return {"path": str(dest), "bytes": len(data), "include": list(include), "counts": header["counts"]}
+    return {"path": str(dest), "bytes": len(data), "include": list(include), "counts": header["counts"],
+            "redacted": header["redacted"]}  # fmt: skip
 
 
 # --- import -------------------------------------------------------------------------------------------

@@ -65,4 +65,7 @@ def cmd_export(args) -> int:
     else:
         counts = ", ".join(f"{k} {v}" for k, v in result["counts"].items()) or "nothing"
         print(f"Exported {counts} to {result['path']} ({result['bytes']} bytes)")
+        if result["redacted"]:
+            kinds = ", ".join(f"{k} {v}" for k, v in result["redacted"].items())
+            print(f"Secrets redacted from the export: {kinds}.")
     return 0

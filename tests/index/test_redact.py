@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import pytest
 
-from memoryd.board.reader import BoardReader
 from memoryd.index.redact import KINDS, PLACEHOLDER, Redacted, find_secrets, redact
 
 AWS_DOC_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
@@ -107,7 +108,11 @@ CAUGHT = [
         "api-key",
         "Zq4Wm8Xr2Lt6Vb0Nc3Hd7Jf1Kg5Ps9Qy",
     ),
-    ("use sk-proj-Xa7Bc9De1Fg3Hi5Jk7Lm9No1Pq3Rs5Tu7Vw9 here", "api-key", "Xa7Bc9De1Fg3Hi5Jk7Lm9No1Pq3Rs5Tu7Vw9"),
+    (
+        "use sk-proj-Xa7Bc9De1Fg3Hi5Jk7Lm9No1Pq3Rs5Tu7Vw9 here",
+        "api-key",
+        "Xa7Bc9De1Fg3Hi5Jk7Lm9No1Pq3Rs5Tu7Vw9",
+    ),
 ]
 
 # Ordinary lines a memory server must hand back intact.
@@ -195,6 +200,69 @@ def test_empty_and_blank_text():
     assert redact(" \n\t") == Redacted(" \n\t", {})
 
 
+# --- layouts: a secret written across lines, as lists, quotes and indented blocks keep it --------------
+
+PEM_LINES = ["-----BEGIN RSA PRIVATE KEY-----", *PEM_BODY.splitlines(), "-----END RSA PRIVATE KEY-----"]
+PREFIXES = {
+    "bullets": ["- "] * 4,
+    "stars": ["* "] * 4,
+    "numbered": ["1. ", "2. ", "3. ", "4. "],
+    "quote": ["> "] * 4,
+    "nested quote": ["> > "] * 4,
+    "continuation": ["- ", "  ", "  ", "  "],
+    "indented": ["    "] * 4,
+}
+
+
+@pytest.mark.parametrize("layout", sorted(PREFIXES))
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_a_private_key_block_is_one_block_whatever_its_line_prefixes(layout, newline):
+    lines = [prefix + line for prefix, line in zip(PREFIXES[layout], PEM_LINES, strict=True)]
+    text = newline.join(["Rotated the deploy key:", *lines, "- then restarted the job"])
+    result = redact(text)
+    assert result.counts == {"private-key": 1}
+    # one placeholder from BEGIN through the END line: no body line and no marker is left in any line
+    for piece in (*PEM_BODY.splitlines(), "PRIVATE KEY", "-----"):
+        assert piece not in result.text
+    assert result.text.startswith("Rotated the deploy key:" + newline + PREFIXES[layout][0] + "[REDACTED:")
+    assert result.text.endswith("- then restarted the job")
+
+
+SPLIT = [
+    # (text, the value that must go): the value starts the line after its key
+    ("password:\n  Xy9kLm2Pq7w!", "Xy9kLm2Pq7w!"),
+    ("- db_password:\n- Xy9kLm2Pq7w!", "Xy9kLm2Pq7w!"),
+    ("> api_token =\n> Rt5Yu8Io2Pa6Sd4Fg7Hj1Kl3Zx9Cv", "Rt5Yu8Io2Pa6Sd4Fg7Hj1Kl3Zx9Cv"),
+    ("secret_key:\r\n    Rt5Yu8Io2Pa6Sd4Fg7Hj1Kl3Zx9Cv", "Rt5Yu8Io2Pa6Sd4Fg7Hj1Kl3Zx9Cv"),
+    ("- Authorization:\n  Bearer Hy7Tg5Rf3Ed1Ws9Qa8Zx6Cv4Bn2Mk0Lp", "Hy7Tg5Rf3Ed1Ws9Qa8Zx6Cv4Bn2Mk0Lp"),
+    ("- Authorization: Bearer\n  Hy7Tg5Rf3Ed1Ws9Qa8Zx6Cv4Bn2Mk0Lp", "Hy7Tg5Rf3Ed1Ws9Qa8Zx6Cv4Bn2Mk0Lp"),
+    # a key line over a nested mapping: the nested assignment is still judged on its own
+    ("credentials:\n  password: hunter2x", "hunter2x"),
+    ("secrets:\n  api_key: Rt5Yu8Io2Pa6Sd4Fg7Hj1Kl3Zx9Cv", "Rt5Yu8Io2Pa6Sd4Fg7Hj1Kl3Zx9Cv"),
+    ("password:\n  db_password: hunter2x", "hunter2x"),
+    ("token:\n  value: Rt5Yu8Io2Pa6Sd4Fg7Hj1Kl3Zx9Cv", "Rt5Yu8Io2Pa6Sd4Fg7Hj1Kl3Zx9Cv"),
+]
+SPLIT_PROSE = [
+    "Password:\n- reset it from the admin portal",
+    "The token:\n- rotate it every month",
+    "secrets:\n  api_key: ${API_KEY}",
+    "password:\n  valueFrom:\n    secretKeyRef: db",
+    "## Did\n- password:\n\n## Open\n- none",
+    "The keys are:\n- one per region",
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), SPLIT)
+def test_a_value_on_the_line_after_its_key_is_redacted(text, secret):
+    result = redact(text)
+    assert secret not in result.text and result.total == 1
+
+
+@pytest.mark.parametrize("text", SPLIT_PROSE)
+def test_prose_and_references_after_a_key_line_stay(text):
+    assert redact(text) == Redacted(text, {})
+
+
 @pytest.mark.timeout(30)
 @pytest.mark.parametrize(
     "text",
@@ -206,6 +274,11 @@ def test_empty_and_blank_text():
         "eyJ" + "a" * 500_000 + "." * 10_000,
         "x" * 1_000_000,
         ("key: " + "Ab1/" * 10 + " ") * 20_000,
+        "password:\n" * 100_000,
+        "-----BEGIN PRIVATE KEY-----\n" + "- > 1. A\n" * 100_000,
+        ">" * 1_000_000,
+        "- " * 500_000,
+        "token =\n" + " " * 1_000_000 + "x",
     ],
 )
 def test_pathological_inputs_finish(text):
@@ -225,46 +298,55 @@ EXPECTED_CHANGES = {
 }
 
 
-def brief_texts(brief) -> list[str]:
-    texts = [brief.title, brief.summary, brief.said, brief.prompt, *brief.notes]
-    texts += [s.text for s in brief.screens] + [s.window_title or "" for s in brief.screens]
-    if brief.outcome:
-        texts += [
-            item
-            for name in ("did", "decided", "open", "files", "retired")
-            for item in getattr(brief.outcome, name)
-        ]
+def stored_texts(brief: Path) -> list[str]:
+    """The stored texts of one brief folder as the reader redacts them: each file whole (``outcome.md`` and
+    ``notes.md`` before they become bullets), each JSON string once decoded; screens whose ``.png`` exists."""
+    meta = json.loads((brief / "brief.json").read_text())
+    texts = [meta["title"], meta["summary"]]
+    texts += [(brief / name).read_text() for name in ("said.txt", "prompt.md", "notes.md", "outcome.md")
+              if (brief / name).exists()]  # fmt: skip
+    for png in sorted(brief.glob("screens/*.png")):
+        for suffix in (".txt", ".json"):
+            path = png.with_suffix(suffix)
+            if path.exists():
+                text = path.read_text()
+                texts += (
+                    [v for v in json.loads(text).values() if isinstance(v, str)]
+                    if suffix == ".json"
+                    else [text]
+                )
     return texts
 
 
 @pytest.fixture(scope="module")
-def sample_briefs(shared_board):
-    return BoardReader(shared_board).load().briefs
+def sample_briefs(shared_board) -> dict[str, list[str]]:
+    """brief id -> its stored texts, read from the files (the reader would hand them out redacted)."""
+    return {p.name: stored_texts(p) for p in sorted((shared_board / "briefs").iterdir())}
 
 
 def test_planted_secrets_are_redacted(sample_briefs):
-    raw = "\n".join(t for b in sample_briefs.values() for t in brief_texts(b))
+    raw = "\n".join(t for texts in sample_briefs.values() for t in texts)
     assert all(secret in raw for secret in PLANTED)  # the board really plants them
-    redacted = "\n".join(redact(t).text for b in sample_briefs.values() for t in brief_texts(b)).lower()
+    redacted = "\n".join(redact(t).text for texts in sample_briefs.values() for t in texts).lower()
     for piece in (*PLANTED, *FRAGMENTS):
         assert piece.lower() not in redacted
 
 
 def test_the_rest_of_the_sample_board_is_untouched(sample_briefs):
     changed = {}
-    for brief in sample_briefs.values():
+    for brief_id, texts in sample_briefs.items():
         counts: dict[str, int] = {}
-        for text in brief_texts(brief):
+        for text in texts:
             for kind, n in redact(text).counts.items():
                 counts[kind] = counts.get(kind, 0) + n
         if counts:
-            changed[brief.id] = counts
+            changed[brief_id] = counts
     assert changed == EXPECTED_CHANGES
 
 
 def test_sample_board_redaction_is_idempotent(sample_briefs):
-    for brief in sample_briefs.values():
-        for text in brief_texts(brief):
+    for texts in sample_briefs.values():
+        for text in texts:
             once = redact(text).text
             assert redact(once) == Redacted(once, {})
 

@@ -85,6 +85,35 @@ def test_every_kind_round_trips(tmp_path):
     assert any(m.relations and m.origin == "memo" for m in rel.values())
 
 
+PEM = "-----BEGIN RSA PRIVATE KEY-----\n- MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0t\n- -----END RSA PRIVATE KEY-----"
+
+
+def test_an_export_holds_no_secret_and_still_imports(tmp_path):
+    board = _board(tmp_path)
+    (board / "briefs" / BRIEF / "outcome.md").write_text(f"## Did\n- rotated\n- {PEM}\n## Open\n- none\n")
+    target = Memory.new(f"the deploy key:\n{PEM}", tags=("ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",))
+    source = Memory.new(
+        "points at the key", relations=(Relation("1" * 32, "about", target.id, "2026-01-03T00:00:00Z"),)
+    )
+    write_memory(board, target)
+    write_memory(board, source)
+    append_interaction(board, Interaction.new("sess-9", "token:\n  Rt5Yu8Io2Pa6Sd4Fg7Hj1Kl3Zx9Cv", "", "ok"))
+    before = {p: p.read_bytes() for p in board.rglob("*") if p.is_file()}
+    result = export_file(board, tmp_path / "out.jsonl")
+    data = (tmp_path / "out.jsonl").read_text()
+    for piece in ("MIIEowIBAAKCAQEA", "PRIVATE KEY", "A1b2C3d4E5f6", "Rt5Yu8Io2Pa6"):
+        assert piece not in data
+    assert result["redacted"] == {"github-token": 1, "private-key": 2, "secret-assignment": 1}
+    assert json.loads(data.splitlines()[0])["redacted"] == result["redacted"]
+    assert before == {p: p.read_bytes() for p in board.rglob("*") if p.is_file()}  # the board is untouched
+    # The redacted memory has the id of its redacted content, and the edge pointing at it follows it.
+    memories = {m["content"]: m for m in _lines(tmp_path / "out.jsonl") if m["kind"] == "memory"}
+    moved = memories["the deploy key:\n[REDACTED:private-key]"]
+    assert moved["id"] != target.id and memories["points at the key"]["relations"][0]["target"] == moved["id"]
+    imported = import_file(tmp_path / "copy", tmp_path / "out.jsonl")
+    assert imported["rejected"] == [] and imported["written"]["memory"] == 4
+
+
 def test_replace_removes_what_the_file_lacks_and_refuses_bad_files(tmp_path):
     board = _board(tmp_path)
     export_file(board, tmp_path / "only-sessions.jsonl", ("interactions", "summaries"))

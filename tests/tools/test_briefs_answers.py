@@ -3,9 +3,11 @@ and that the text block renders exactly the structured data (the e2e tests cover
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from memoryd.board.formats import Brief, Outcome, Task
+from memoryd.board.reader import BoardReader
 from memoryd.index.search import Hit, SearchResult
 from memoryd.tools import briefs_render as render
 from memoryd.tools.answers import DATA_NOTE, Scrub, clip
@@ -51,6 +53,15 @@ def test_clip_and_scrub_count_and_record_cuts():
     assert scrub.bounded("x" * 50, 10, "said") == "x" * 9 + "…"
     assert scrub.items(["a"] * 5, 3, 10, "notes") == ["a"] * 3
     assert scrub.report() == {"redacted": {"github-token": 1}, "truncated": ["notes", "said"]}
+
+
+def test_scrub_of_read_redacted_text_only_bounds_and_counts_what_it_hands_out():
+    scrub = Scrub(read_redacted=True)
+    assert scrub(f"token {TOKEN}") == f"token {TOKEN}"  # the reader redacted it: not redacted twice
+    assert scrub("a [REDACTED:private-key] b") == "a [REDACTED:private-key] b"
+    assert scrub.line("[REDACTED:api-key] first\nsecond [REDACTED:jwt]", 100) == "[REDACTED:api-key] first"
+    assert scrub.bounded("x" * 20 + " [REDACTED:jwt]", 10, "said") == "x" * 9 + "…"  # cut off: not counted
+    assert scrub.report() == {"redacted": {"api-key": 1, "private-key": 1}, "truncated": ["said"]}
 
 
 def test_keyword_only_search_says_why():
@@ -100,14 +111,21 @@ def test_get_task_shows_the_newest_fifty_briefs_in_order_with_bounded_outcomes()
 
 
 def test_get_brief_redacts_bounds_and_lists_only_existing_screens(tmp_path: Path):
-    b = brief(
-        1,
-        said=f"use {TOKEN}\n" + "x" * 9000,
-        prompt="-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA1234567890abcdef\n-----END RSA PRIVATE KEY-----\nthen go",
-        notes=("a note",),
-        outcome=Outcome(did=["did it"], open=["more"]),
-        screen_pngs=("briefs/b-20260102-000001/screens/1.png",),
+    # A brief as the engine gets it: read from its files by BoardReader, which redacts every text whole.
+    folder = tmp_path / "briefs" / "b-20260102-000001"
+    (folder / "screens").mkdir(parents=True)
+    meta = {"id": folder.name, "task": TASK.id, "project": "shop", "created_at": "2026-01-02T10:00:00Z",
+            "title": "brief 1", "summary": "a summary"}  # fmt: skip
+    (folder / "brief.json").write_text(json.dumps(meta))
+    (folder / "said.txt").write_text(f"use {TOKEN}\n" + "x" * 9000)
+    (folder / "prompt.md").write_text(
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA1234567890abcdef\n-----END RSA PRIVATE KEY-----\nthen go"
     )
+    (folder / "notes.md").write_text("- a note\n")
+    (folder / "outcome.md").write_text("## Did\n- did it\n## Open\n- more\n")
+    (folder / "screens" / "1.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    (folder / "screens" / "2.txt").write_text("a removed screenshot's text")
+    b = BoardReader(tmp_path).read_brief(folder.name)
     answer = render.brief_answer(b, TASK, tmp_path)
     assert TOKEN not in str(answer) and "PRIVATE KEY" not in answer["prompt"]
     assert answer["redacted"] == {"github-token": 1, "private-key": 1}

@@ -63,6 +63,8 @@ from typing import Any
 import frontmatter
 import yaml
 
+from memoryd.index.redact import redact
+
 MEMORIES_DIR = "memories"
 MEMORY_TYPES: tuple[str, ...] = (
     "general",
@@ -200,6 +202,26 @@ class Memory:
     def with_(self, **changes: Any) -> Memory:
         """A copy with ``changes`` applied (``dataclasses.replace``)."""
         return replace(self, **changes)
+
+    def redacted(self) -> Memory:
+        """A copy whose every stored text (content, each tag, project, origin, times, relation types) is
+        redacted as a whole (:func:`memoryd.index.redact.redact`), for what leaves the board: index records
+        and exports. ``id`` is kept; unknown front-matter keys are dropped. Never written back."""
+
+        def clean(text: str) -> str:
+            return redact(text).text if text else text
+
+        return replace(
+            self,
+            content=clean(self.content),
+            tags=tuple(clean(t) for t in self.tags),
+            created_at=clean(self.created_at),
+            accessed_at=clean(self.accessed_at),
+            project=clean(self.project),
+            origin=None if self.origin is None else clean(self.origin),
+            relations=tuple(replace(r, type=clean(r.type)) for r in self.relations),
+            extra={},
+        )
 
 
 # --- text <-> Memory ----------------------------------------------------------------------------------

@@ -5,6 +5,13 @@ permission), because "no history" and "cannot read the history" must never look 
 other problem - bad JSON, invalid UTF-8, a half-written file, a wrong or mismatched id, a missing required
 field, a symlink, FIFO, socket, device or hard link - skips that one file (or that brief, when it is its
 ``brief.json``), is logged as a warning and recorded in :attr:`BoardSnapshot.skipped`, and the rest loads.
+
+Every stored text is redacted (:func:`memoryd.index.redact.redact`) as a whole as it is read, before it is
+parsed into parts: ``outcome.md`` before it becomes bullets, ``notes.md`` before it becomes lines, each
+string of a JSON file once decoded (a JSON escape can hide a secret from a rule reading the encoded text).
+So a private key written as bullets, quoted or fenced is replaced as one block, and no bullet holds a
+piece of it. The tasks and briefs returned here hold no secret the rules know: the index, the answers
+and the export all use them as they are. The board files themselves are never changed.
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ import re
 import stat
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -31,6 +38,7 @@ from memoryd.board.formats import (
 )
 from memoryd.board.gate import SafeDir, UnsafePath, open_root, refusal
 from memoryd.board.ids import check_brief_id, check_task_id, is_brief_id, is_task_id
+from memoryd.index.redact import redact
 from memoryd.logs import get_logger
 
 log = get_logger("memoryd.board")
@@ -73,6 +81,15 @@ def _ignored(name: str) -> bool:
 
 def _screen_key(n: str) -> tuple[int, int, str]:
     return (0, int(n), n) if n.isdigit() else (1, 0, n)
+
+
+def _clean(text: str) -> str:
+    """One stored text, redacted as a whole (see the module docstring)."""
+    return redact(text).text if text else text
+
+
+def _clean_or_none(text: str | None) -> str | None:
+    return None if text is None else _clean(text)
 
 
 class BoardReader:
@@ -253,10 +270,11 @@ class BoardReader:
         except FileNotFoundError:
             return None
         try:
-            return parse_task(text, expected_id=task_id)
+            task = parse_task(text, expected_id=task_id)
         except FormatError as exc:
             self._skip(skipped, tasks.relpath(name), str(exc))
             return None
+        return replace(task, title=_clean(task.title), project=_clean(task.project))
 
     def _brief(self, briefs: SafeDir, brief_id: str, skipped: list[Skipped]) -> Brief | None:
         try:
@@ -272,15 +290,17 @@ class BoardReader:
             except FormatError as exc:
                 self._skip(skipped, d.relpath("brief.json"), str(exc))
                 return None
+            for key in ("project", "title", "summary"):
+                meta[key] = _clean(meta[key])
             notes = self._optional_text(d, "notes.md", skipped)
             outcome = self._optional_text(d, "outcome.md", skipped)
             screens, pngs = self._screens(d, skipped)
             return Brief(
                 **meta,
-                said=self._optional_text(d, "said.txt", skipped) or "",
-                prompt=self._optional_text(d, "prompt.md", skipped) or "",
-                notes=parse_notes(notes) if notes else (),
-                outcome=parse_outcome(outcome) if outcome is not None else None,
+                said=_clean(self._optional_text(d, "said.txt", skipped) or ""),
+                prompt=_clean(self._optional_text(d, "prompt.md", skipped) or ""),
+                notes=parse_notes(_clean(notes)) if notes else (),
+                outcome=parse_outcome(_clean(outcome)) if outcome is not None else None,
                 screens=screens,
                 screen_pngs=pngs,
             )
@@ -315,7 +335,9 @@ class BoardReader:
                         app, title = parse_screen_json(meta)
                     except FormatError as exc:
                         self._skip(skipped, d.relpath(f"{n}.json"), str(exc))
-                text = self._optional_text(d, f"{n}.txt", skipped) or ""
-                screens.append(Screen(n=n, text=text, app=app, window_title=title))
+                text = _clean(self._optional_text(d, f"{n}.txt", skipped) or "")
+                screens.append(
+                    Screen(n=n, text=text, app=_clean_or_none(app), window_title=_clean_or_none(title))
+                )
                 pngs.append(d.relpath(png))
         return tuple(screens), tuple(pngs)

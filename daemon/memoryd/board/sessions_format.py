@@ -12,11 +12,12 @@ import json
 import re
 import secrets
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from memoryd.board.ids import InvalidId
+from memoryd.index.redact import redact
 
 SESSIONS_DIR = "sessions"
 LOG_SUFFIX = ".jsonl"
@@ -82,6 +83,17 @@ class Interaction:
         ts = now_iso()
         return cls(f"mem_{ts}_{secrets.token_hex(3)}", session_id, ts, prompt, thought, response)
 
+    def redacted(self) -> Interaction:
+        """A copy with prompt, thought, response and type each redacted as a whole (for index records and
+        exports; never written back)."""
+        return replace(
+            self,
+            prompt=_clean(self.prompt),
+            thought=_clean(self.thought),
+            response=_clean(self.response),
+            type=_clean(self.type),
+        )
+
     def to_json(self) -> dict[str, str]:
         return {
             "id": self.id,
@@ -116,6 +128,17 @@ class Summary:
     def id(self) -> str:
         return f"summary_{self.session_id}"
 
+    def redacted(self) -> Summary:
+        """A copy with title, summary, each technology and method redacted as a whole (for index records
+        and exports; never written back)."""
+        return replace(
+            self,
+            title=_clean(self.title),
+            summary=_clean(self.summary),
+            technologies=tuple(_clean(t) for t in self.technologies),
+            method=_clean(self.method),
+        )
+
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.id,
@@ -137,6 +160,10 @@ class Summary:
 
 class FormatError(ValueError):
     """A session line or summary file whose content does not have the documented shape."""
+
+
+def _clean(text: str) -> str:
+    return redact(text).text if text else text
 
 
 def _text(obj: dict, key: str, required: bool = True) -> str:

@@ -1,8 +1,10 @@
 """Records: the rows of the index, derived from board files (the truth) and rebuildable at any time.
 
-One record per brief for now; memories, interactions and summaries become records of other kinds in
-the same table. Every text field is redacted *before* it becomes a record, so neither the keyword
-index nor the vectors ever see a secret.
+One record per brief; memories, interactions and summaries are records of other kinds in the same table.
+Every text is redacted *before* it becomes a record, so neither the keyword index nor the vectors ever
+see a secret: a brief's texts were redacted as a whole by :class:`memoryd.board.reader.BoardReader` as
+it read them (before ``outcome.md`` became bullets), so :func:`brief_record` does not redact again; the
+fields of the other kinds pass :func:`clean`.
 """
 
 from __future__ import annotations
@@ -95,20 +97,18 @@ def first_line(text: str, limit: int = LINE_CHARS) -> str:
 
 
 def brief_record(brief, task) -> Record:
-    """Derive the record of a brief (``memoryd.board.formats.Brief``) and its task (``Task`` or None)."""
-    task_title = clean(task.title) if task else ""
+    """Derive the record of a brief (``memoryd.board.formats.Brief``) and its task (``Task`` or None), both
+    as :class:`memoryd.board.reader.BoardReader` returns them: already redacted."""
+    task_title = task.title if task else ""
     status = task.status if task else "open"
-    title, summary, said = clean(brief.title), clean(brief.summary), clean(brief.said)
+    title, summary, said = brief.title, brief.summary, brief.said
     outcome_text = ""
     if brief.outcome is not None:
         o = brief.outcome
         outcome_text = "\n".join([*o.did, *o.decided, *o.open, *o.files, *o.retired])
     aux = "\n".join(
-        [clean(brief.prompt), clean(outcome_text), clean("\n".join(brief.notes))]
-        + [
-            clean(s.text) + "\n" + clean(s.window_title or "") + " " + clean(s.app or "")
-            for s in brief.screens
-        ]
+        [brief.prompt, outcome_text, "\n".join(brief.notes)]
+        + [f"{s.text}\n{s.window_title or ''} {s.app or ''}" for s in brief.screens]
     )
     main = "\n".join([task_title, title, summary, said, brief.project])
     embed = unplaced("\n".join(x for x in (task_title, title, summary, said) if x))

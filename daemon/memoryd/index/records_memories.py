@@ -4,16 +4,16 @@ One record per memory file, id = the file's hash (:attr:`memoryd.board.memories.
 search hit names the memory directly. Columns: ``project`` (filterable), ``status`` = ``memory_type``
 (so search can filter by type), ``created_at``, ``line`` = the first line of the content. Keyword
 terms: content and tags in ``text_main``, the project in ``text_aux``. The embedded text is the
-content plus its tags (issue 5: tags are what an agent files a memory under). Every text field is
-redacted by :func:`memoryd.index.records.clean` first, so no secret reaches the keyword index or a
-vector. Importance and ``accessed_at`` are not part of the record: they change often and only re-rank
+content plus its tags (issue 5: tags are what an agent files a memory under). Every stored text is
+redacted as a whole first (:meth:`memoryd.board.memories.Memory.redacted`), so no secret reaches the
+keyword index or a vector. Importance and ``accessed_at`` are not part of the record: they change often and only re-rank
 (:mod:`memoryd.memories.ranking`), so a search that touches ``accessed_at`` rewrites nothing here.
 """
 
 from __future__ import annotations
 
 from memoryd.board.memories import Memory
-from memoryd.index.records import Record, clean, first_line, unplaced
+from memoryd.index.records import Record, first_line, unplaced
 from memoryd.index.text import term_string
 
 KIND = "memory"
@@ -21,19 +21,19 @@ KIND = "memory"
 
 def memory_record(memory: Memory) -> Record:
     """The record of ``memory`` (see the module docstring)."""
-    content = clean(memory.content)
-    tags = " ".join(clean(t) for t in memory.tags)
-    embed = content + (f"\n{tags}" if tags else "")
+    m = memory.redacted()
+    tags = " ".join(m.tags)
+    embed = m.content + (f"\n{tags}" if tags else "")
     return Record(
         id=memory.id,
         kind=KIND,
-        project=memory.project,
+        project=m.project,
         task="",
         status=memory.memory_type,
-        created_at=memory.created_at,
+        created_at=m.created_at,
         title="",
-        line=first_line(content),
-        text_main=term_string(f"{content}\n{tags}"),
-        text_aux=term_string(clean(memory.project)),
+        line=first_line(m.content),
+        text_main=term_string(f"{m.content}\n{tags}"),
+        text_aux=term_string(m.project),
         embed_text=unplaced(embed),
     )

@@ -1,7 +1,8 @@
 """Index records of session files (issue 6): kinds ``interaction`` and ``summary``.
 
 Both kinds share the records table with briefs and memories and are found by the same hybrid search.
-Every text field passes :func:`memoryd.index.records.clean` (redaction) before it becomes a record.
+Every stored text is redacted as a whole (``Interaction.redacted`` / ``Summary.redacted``) before it
+becomes a record.
 
 Record ids (unique across kinds, and reversible by :func:`parse_record_id`)::
 
@@ -18,7 +19,7 @@ besides kind and project, so it holds what each kind is filtered by: an interact
 from __future__ import annotations
 
 from memoryd.board.sessions import Interaction, SessionLog, Summary
-from memoryd.index.records import Record, clean, first_line, unplaced
+from memoryd.index.records import Record, first_line, unplaced
 from memoryd.index.text import term_string
 
 INTERACTION = "interaction"
@@ -49,7 +50,8 @@ def parse_record_id(record_id: str) -> tuple[str, str, str | None] | None:
 
 def interaction_record(item: Interaction) -> Record:
     """The record of one interaction: prompt and response are the main text, the thought is auxiliary."""
-    prompt, thought, response = clean(item.prompt), clean(item.thought), clean(item.response)
+    clean = item.redacted()
+    prompt, thought, response = clean.prompt, clean.thought, clean.response
     embed = "\n".join(x[:EMBED_CHARS] for x in (prompt, response) if x)
     return Record(
         id=interaction_record_id(item.session_id, item.id),
@@ -68,8 +70,8 @@ def interaction_record(item: Interaction) -> Record:
 
 def summary_record(summary: Summary) -> Record:
     """The record of a session summary: title and summary are the main text, technologies auxiliary."""
-    title, text = clean(summary.title), clean(summary.summary)
-    techs = clean(" ".join(summary.technologies))
+    clean = summary.redacted()
+    title, text, techs = clean.title, clean.summary, " ".join(clean.technologies)
     return Record(
         id=summary_record_id(summary.session_id),
         kind=SUMMARY,

@@ -218,14 +218,22 @@ def _library_patterns(t: _Text) -> Iterator[Span]:
 
 # --- private keys ------------------------------------------------------------------------------------
 
+# What may stand before a line's content in Markdown or plain text: indentation, list markers ("- ", "* ",
+# "+ ", "• ", "1. ", "2) ") and quote marks (">", "> >"). A block pasted into a list or a quote carries one
+# on every line, and each line may carry another ("- " on the first, "  " on the rest).
+_LINE_PREFIX = r"[ \t]*(?:(?:>|(?:[-*+•]|\d{1,3}[.)])(?=[ \t]))[ \t]*)*"
+
 # The BEGIN line, then every following line that looks like key material (base64, a "Header: value" line,
-# blank) up to and including the END line; a block cut off before END ends at the first line of ordinary text.
+# blank), each after its layout prefix, up to and including the END line; a block cut off before END ends at
+# the first line of ordinary text.
 _KEY_BEGIN = re.compile(
     r"(?:-{2,}[ \t]*)?BEGIN[ \t]+(?:[A-Z0-9]+[ \t]+)*PRIVATE[ \t]+KEY(?:[ \t]+BLOCK)?(?:[ \t]*-{2,})?"
     r"|PuTTY-User-Key-File-\d+:[^\n]*"
 )
-_KEY_BODY = re.compile(r"[ \t]*(?:[A-Za-z0-9+/=]{1,200}|[A-Za-z][A-Za-z0-9-]*:[^\n]*)?[ \t]*\r?")
-_KEY_END = re.compile(r"[ \t]*-{2,}[ \t]*END[ \t]+[A-Z0-9 \t]*KEY(?:[ \t]+BLOCK)?[ \t]*-{2,}[ \t]*\r?")
+_KEY_BODY = re.compile(_LINE_PREFIX + r"(?:[A-Za-z0-9+/=]{1,200}|[A-Za-z][A-Za-z0-9-]*:[^\n]*)?[ \t]*\r?")
+_KEY_END = re.compile(
+    _LINE_PREFIX + r"-{2,}[ \t]*END[ \t]+[A-Z0-9 \t]*KEY(?:[ \t]+BLOCK)?[ \t]*-{2,}[ \t]*\r?"
+)
 # The same block on one line: JSON strings with literal "\n" escapes (cloud service-account files) or chat
 # text that joined the lines with spaces. Only taken when its END marker is on that line too.
 _KEY_INLINE = re.compile(
@@ -239,11 +247,11 @@ def _private_keys(t: _Text) -> Iterator[Span]:
         return
     for m in _KEY_BEGIN.finditer(text):
         end = m.end()
-        inline = _KEY_INLINE.match(text, end) if text[end : end + 1] != "\n" else None
+        inline = _KEY_INLINE.match(text, end) if text[end : end + 1] not in ("\n", "\r") else None
         if inline:
             yield m.start(), inline.end(), "private-key"
             continue
-        pos = end
+        pos = end + 1 if text.startswith("\r\n", end) else end  # Windows line ends
         while pos < len(text) and text[pos] == "\n":
             line_end = text.find("\n", pos + 1)
             line_end = len(text) if line_end < 0 else line_end
@@ -306,11 +314,15 @@ def _jwts(t: _Text) -> Iterator[Span]:
             yield m.start(), m.start() + len(token), "jwt"
 
 
+# A value may also start the next line, after its layout prefix ("Authorization:\n  Bearer ..."): a parser
+# that joins continuation lines would put it right after its key.
+_NEXT_LINE = rf"(?:\r?\n{_LINE_PREFIX})?"
 _AUTH_HEADER = re.compile(
-    r"(?i:authorization)[\"']?[ \t]*[:=][ \t]*[\"']?"
-    r"(?:(?i:bearer|basic|token|digest|negotiate|aws4-hmac-sha256)[ \t]+)?(?P<v>[^\s\"'\[][^\s\"']{7,})"
+    rf"(?i:authorization)[\"']?[ \t]*[:=][ \t]*{_NEXT_LINE}[\"']?"
+    rf"(?:(?i:bearer|basic|token|digest|negotiate|aws4-hmac-sha256)(?:[ \t]+|[ \t]*\r?\n[ \t]+))?"
+    r"(?P<v>[^\s\"'\[][^\s\"']{7,})"
 )
-_BEARER = re.compile(r"(?i:\bbearer)[ \t]+(?P<v>[A-Za-z0-9._~+/-]{16,}=*)")
+_BEARER = re.compile(r"(?i:\bbearer)(?:[ \t]+|[ \t]*\r?\n[ \t]+)(?P<v>[A-Za-z0-9._~+/-]{16,}=*)")
 _TRAILING = ".,;:)]}>"  # sentence punctuation after a bare value ("!" and "?" often end a password)
 
 
@@ -330,7 +342,7 @@ def _auth_headers(t: _Text) -> Iterator[Span]:
 # (a URL's ?token=...), which keeps the whole scan linear.
 _ASSIGN = re.compile(
     r"(?<![A-Za-z0-9_.])(?P<kq>[\"'`]?)(?P<key>[A-Za-z_][A-Za-z0-9_.-]{0,80})(?P=kq)\]?"
-    r"[ \t]*(?P<op>:=|=>|==|!=|=|:)[ \t]*"
+    rf"[ \t]*(?P<op>:=|=>|==|!=|=|:)[ \t]*{_NEXT_LINE}"
     r"(?:\"(?P<dq>[^\"\n]{1,1024})\"|'(?P<sq>[^'\n]{1,1024})'|`(?P<bq>[^`\n]{1,1024})`"
     r"|(?P<bare>[^\s\"'`,;&<>(){}\[\]\\][^\s\"'`,;&]*))"
 )
@@ -477,8 +489,18 @@ def _candidate_lines(t: _Text) -> list[tuple[int, int]]:
     lines: list[tuple[int, int]] = []
     for p in sorted(starts):  # in order, so each line is bounded once: linear even for one huge line
         if not lines or p > lines[-1][1]:
-            lines.append(t.line_bounds(p))
+            lines.append(_with_next_line(t, *t.line_bounds(p)))
     return lines
+
+
+def _with_next_line(t: _Text, start: int, end: int) -> tuple[int, int]:
+    """A line that ends with an operator (``password:``, ``token =``) and the next line, which holds its value."""
+    text, last = t.text, end
+    while last > start and text[last - 1] in " \t\r":
+        last -= 1
+    if last > start and text[last - 1] in ":=>" and end < len(text):
+        return start, t.line_bounds(end + 1)[1]
+    return start, end
 
 
 def _random_run(tok: str) -> bool:
@@ -493,7 +515,9 @@ def _assignments(t: _Text) -> Iterator[Span]:
 
 def _assignments_in(t: _Text, line_start: int, line_end: int, depth: int) -> Iterator[Span]:
     text = t.text
-    for m in _ASSIGN.finditer(text, line_start, line_end):
+    pos = line_start
+    while (m := _ASSIGN.search(text, pos, line_end)) is not None:
+        pos = m.end()
         group = next(g for g in ("dq", "sq", "bq", "bare") if m.group(g) is not None)
         start, end = m.span(group)
         value = m.group(group)
@@ -509,6 +533,10 @@ def _assignments_in(t: _Text, line_start: int, line_end: int, depth: int) -> Ite
             yield start, end, kind
         elif depth < _NESTING and ("=" in value or ":" in value):
             yield from _assignments_in(t, start, end, depth + 1)
+        elif "\n" in text[m.end("op") : start]:
+            # The next line was not this key's value ("credentials:\n  password: x" is a nested mapping):
+            # scan that line on its own.
+            pos = start
 
 
 def _judge(

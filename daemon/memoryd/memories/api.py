@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from memoryd.board.memories import Memory
+from memoryd.index.redact import redact
 from memoryd.memories import graph, ranking
 from memoryd.memories.access import AccessTimes
 from memoryd.memories.board_ops import BoardOps
@@ -302,7 +303,8 @@ class Memories:
         scored = []
         for hit in result.hits:
             m = view.get(hit.id)
-            if m is not None and want.issubset(m.tags):
+            # Tags as answers show them, so a guessed secret in a tag filter confirms nothing.
+            if m is not None and (not want or want.issubset(redact(t).text for t in m.tags)):
                 scored.append(Scored(m, ranking.relevance(hit.score, m, now)))
         scored.sort(key=lambda s: (-s.relevance, s.memory.id))
         scored = scored[: max(1, min(int(limit), SEARCH_POOL))]

@@ -1,7 +1,9 @@
 """Answers of the ``briefs`` tools: board records -> structured content, structured content -> text.
 
-Each ``*_answer`` function builds the structured content from engine results, redacting every stored
-string again (:class:`~memoryd.tools.answers.Scrub`) and bounding every list and text. Each ``render_*``
+Each ``*_answer`` function builds the structured content from engine results and bounds every list and
+text (:class:`~memoryd.tools.answers.Scrub`). Tasks and briefs come from
+:class:`~memoryd.board.reader.BoardReader`, which redacted every text as a whole as it read it, so they are
+not redacted again; search hits come from the index and are redacted again at answer time. Each ``render_*``
 function turns exactly that structure into readable text, so the text block and ``structuredContent``
 always say the same thing (Codex shows the model only ``structuredContent``, other clients the text).
 Screen text is never read here: only the paths of screenshots that still exist.
@@ -134,7 +136,7 @@ def tasks_answer(
     projects: Iterable[str],
 ) -> dict[str, Any]:
     """``rows`` from ``Engine.list_tasks``: ``(task, last_activity_iso, brief_count)``, newest first."""
-    scrub = Scrub()
+    scrub = Scrub(read_redacted=True)  # BoardReader redacted every text as it read it
     tasks = [
         {
             "task_id": task.id,
@@ -195,7 +197,7 @@ def _did_open(outcome: Outcome | None, scrub: Scrub) -> dict[str, list[str]] | N
 
 def task_answer(task: Task, briefs: Sequence[Brief]) -> dict[str, Any]:
     """The task and its newest :data:`TASK_BRIEFS` briefs in date order (``briefs`` oldest first)."""
-    scrub = Scrub()
+    scrub = Scrub(read_redacted=True)  # BoardReader redacted every text as it read it
     shown = list(briefs)[-TASK_BRIEFS:]
     answer: dict[str, Any] = {
         "task": {
@@ -247,7 +249,7 @@ def render_task(a: Mapping[str, Any]) -> str:
 
 def brief_answer(brief: Brief, task: Task | None, board: Path) -> dict[str, Any]:
     """Everything handed out about one brief; screenshots as absolute paths of ``.png`` files that exist."""
-    scrub = Scrub()
+    scrub = Scrub(read_redacted=True)  # BoardReader redacted every text as it read it
     outcome = None
     if brief.outcome is not None:
         outcome = {

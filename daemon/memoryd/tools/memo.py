@@ -10,16 +10,20 @@
 Memos are memories (:mod:`memoryd.memories.api`, ``origin: memo``), so they are also found by
 ``search_memories`` and listed by ``memory_stats``; memos brought in by ``memoryd import --from memo``
 carry ``origin: import:memo`` and are memos too. Matching is case-insensitive substring matching
-(Unicode case folding) in the text or in a tag, as the tutorial's server does.
+(Unicode case folding) in the text or in a tag, as the tutorial's server does, on the redacted text: what
+an answer would show, so a guessed secret finds nothing (a count would confirm it). Each memo's text and
+tags are redacted once per answer, as a whole, before the text is cut to one line.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from memoryd.board.sessions import now_iso
 from memoryd.errors import InvalidParams
+from memoryd.index.redact import redact
 from memoryd.tools.answers import DATA_NOTE, Scrub, one_line
 from memoryd.tools.registry import ResourceSpec, ToolContext, ToolResult, ToolSpec
 
@@ -42,10 +46,29 @@ def memos(engine: Any) -> list[Any]:
     return sorted(items, key=lambda m: (m.created_at, m.id), reverse=True)
 
 
-def memo_line(memo: Any, scrub: Scrub) -> str:
-    """``<timestamp> <text on one line> [tag1, tag2]`` (redacted, bounded)."""
-    text = one_line(" ".join(scrub(memo.content).split()), LINE_CHARS)
-    tags = f" [{', '.join(scrub(t) for t in memo.tags)}]" if memo.tags else ""
+@dataclass(frozen=True)
+class Shown:
+    """A memo as answers show it: its timestamp, text and tags, each redacted once as a whole."""
+
+    id: str
+    created_at: str
+    text: str
+    tags: tuple[str, ...]
+
+
+def shown(memo: Any) -> Shown:
+    return Shown(
+        memo.id,
+        redact(memo.created_at).text,
+        redact(memo.content).text,
+        tuple(redact(t).text for t in memo.tags),
+    )
+
+
+def memo_line(memo: Shown) -> str:
+    """``<timestamp> <text on one line> [tag1, tag2]`` (redacted by :func:`shown`, bounded)."""
+    text = one_line(" ".join(memo.text.split()), LINE_CHARS)
+    tags = f" [{', '.join(memo.tags)}]" if memo.tags else ""
     return f"{memo.created_at} {text}{tags}"
 
 
@@ -67,8 +90,8 @@ async def memo_add(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     return ToolResult(structured=answer, text=text)
 
 
-def _matches(memo: Any, needle: str) -> bool:
-    return needle in memo.content.casefold() or any(needle in t.casefold() for t in memo.tags)
+def _matches(text: str, tags: tuple[str, ...], needle: str) -> bool:
+    return needle in text.casefold() or any(needle in t.casefold() for t in tags)
 
 
 async def memo_search(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -76,48 +99,49 @@ async def memo_search(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     query = args["query"]
     needle = query.strip().casefold()
     everything = memos(engine)
-    hits = [m for m in everything if _matches(m, needle)]
+    # The stored text finds the candidates cheaply; the redacted text, what an answer shows, decides.
+    candidates = [shown(m) for m in everything if _matches(m.content, m.tags, needle)]
+    hits = [m for m in candidates if _matches(m.text, m.tags, needle)]
     limit = args.get("limit", LIMIT_DEFAULT)
-    shown = hits[:limit]
-    scrub = Scrub()
+    page = hits[:limit]
+    scrub = Scrub(read_redacted=True)  # shown() redacted each memo
     quoted = json.dumps(query, ensure_ascii=False)
     if not hits:
         head = f"no memo contains {quoted} ({len(everything)} memos searched)"
     else:
         head = f"{len(hits)} of {len(everything)} memos contain {quoted}"
-        if len(shown) < len(hits):
-            head += f"; the newest {len(shown)} are shown"
-    lines = [memo_line(m, scrub) for m in shown]
+        if len(page) < len(hits):
+            head += f"; the newest {len(page)} are shown"
+    lines = [memo_line(m) for m in page]
     answer: dict[str, Any] = {
         "query": query,
         "matched": len(hits),
         "total": len(everything),
-        "shown": len(shown),
+        "shown": len(page),
         "memos": [
             {
                 "timestamp": m.created_at,
-                "text": scrub.bounded(m.content, ITEM_CHARS, "text"),
+                "text": scrub.bounded(m.text, ITEM_CHARS, "text"),
                 "tags": [scrub(t) for t in m.tags],
                 "id": m.id,
             }
-            for m in shown
+            for m in page
         ],
     }
-    if shown:
+    if page:
         answer["note"] = DATA_NOTE
     answer.update(scrub.report())
-    body = "\n".join([head, *lines, *([DATA_NOTE] if shown else [])])
+    body = "\n".join([head, *lines, *([DATA_NOTE] if page else [])])
     return ToolResult(structured=answer, text=body)
 
 
 def read_all(engine: Any) -> str:
     """The text of ``memo://all``: a count line, then one line per memo, newest first, bounded."""
     everything = memos(engine)
-    scrub = Scrub()
     lines: list[str] = []
     size = 0
     for m in everything[:ALL_MAX_MEMOS]:
-        line = memo_line(m, scrub)
+        line = memo_line(shown(m))
         if size + len(line) + 1 > ALL_MAX_CHARS:
             break
         lines.append(line)

@@ -264,7 +264,8 @@ async def get_relationships(args: dict[str, Any], ctx: ToolContext) -> dict[str,
     edges = await api.relationships(
         args["hash"], direction=args.get("direction", "both"), relation_type=args.get("relation_type")
     )
-    return render.ok([e.as_dict() for e in edges])
+    scrub = Scrub()
+    return render.ok([render.relationship(e, scrub) for e in edges], scrub)
 
 
 @_tool("E_DELETE_RELATIONSHIP")
@@ -279,8 +280,16 @@ async def delete_relationship(args: dict[str, Any], ctx: ToolContext) -> dict[st
 async def memory_stats(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     engine = await ctx.engine()
     stats = engine.memories.stats(args.get("project"))
+    scrub = Scrub()  # project names and times are stored text too (a hand-written file may hold anything)
+    by_project: dict[str, int] = {}
+    for name, n in stats["byProject"].items():
+        shown = scrub(name)
+        by_project[shown] = by_project.get(shown, 0) + n
+    stats["byProject"] = by_project
+    for key in ("oldestMemory", "newestMemory"):
+        stats[key] = scrub(stats[key]) if stats[key] else stats[key]
     stats["searchMode"] = "hybrid" if engine.embedder is not None else "keyword"
-    return render.ok(stats)
+    return render.ok(stats, scrub)
 
 
 # --- registration ----------------------------------------------------------------------------------------------

@@ -33,13 +33,19 @@ def memory(m: Memory, scrub: Scrub, limit: int = FULL_CONTENT_CHARS) -> dict[str
         "tags": [scrub(t) for t in m.tags],
         "importance": m.importance,
         "memory_type": m.memory_type,
-        "created_at": m.created_at,
-        "accessed_at": m.accessed_at,
-        "project": m.project,
+        # a hand-written file may hold any text in these
+        "created_at": scrub(m.created_at),
+        "accessed_at": scrub(m.accessed_at),
+        "project": scrub(m.project),
     }
     if m.origin is not None:
-        out["origin"] = m.origin
+        out["origin"] = scrub(m.origin)
     return out
+
+
+def relationship(edge: Any, scrub: Scrub) -> dict[str, Any]:
+    """memdb's ``Relationship`` shape; the type is any label without whitespace, so it is redacted too."""
+    return {**edge.as_dict(), "relation_type": scrub(edge.type)}
 
 
 def ok(result: Any, scrub: Scrub | None = None, *, data: bool = False, **extra: Any) -> dict[str, Any]:
@@ -70,7 +76,7 @@ def found(result: Found, scrub: Scrub, *, recall: bool) -> dict[str, Any]:
         return ok(items, scrub, data=True, mode=result.mode)
     body = {
         "memories": items,
-        "relationships": [e.as_dict() for e in result.relationships],
+        "relationships": [relationship(e, scrub) for e in result.relationships],
         "depth": result.depth,
     }
     return ok(body, scrub, data=True, mode=result.mode)

@@ -34,6 +34,9 @@ async def export_tool(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         f"Kinds included: {', '.join(answer['include'])}. "
         "Read it back with import_database or `memoryd import --from jsonl FILE`."
     )
+    if answer["redacted"]:
+        kinds = ", ".join(f"{k} {v}" for k, v in answer["redacted"].items())
+        text += f" Secrets redacted from the export: {kinds}."
     return ToolResult(structured=answer, text=text)
 
 

@@ -25,7 +25,7 @@ def memory_item(item: Interaction, scrub: Scrub, limit: int, score: float | None
         "prompt": scrub.bounded(item.prompt, limit, "prompt"),
         "thought": scrub.bounded(item.thought, limit, "thought"),
         "response": scrub.bounded(item.response, limit, "response"),
-        "type": item.type,
+        "type": scrub(item.type),  # any non-empty string in a hand-written file
     }
     if score is not None:
         out["relevanceScore"] = round(score, 4)
@@ -38,6 +38,7 @@ def summary_item(s: Summary, scrub: Scrub, score: float | None = None) -> dict[s
     data["title"] = scrub.bounded(s.title, LIST_FIELD_CHARS, "title")
     data["summary"] = scrub.bounded(s.summary, FIELD_CHARS, "summary")
     data["technologies"] = [scrub.bounded(t, 200, "technologies") for t in s.technologies]
+    data["method"] = scrub(s.method)  # any string in a hand-written file
     if score is not None:
         data["relevanceScore"] = round(score, 4)
     return data
