@@ -185,6 +185,34 @@ def test_every_request_gets_one_answer_with_its_exact_id(conn):
     next_is_ping_answer(conn)
 
 
+def test_a_second_request_with_an_id_in_flight_is_refused_and_the_first_is_answered(conn):
+    """JSON-RPC: an id names one request; MCP: "The request ID MUST NOT have been previously used by the
+    requestor within the same session". Types count: 7 and "7" are different ids."""
+    sleep = {"name": "diag_sleep", "arguments": {"seconds": 0.5}}
+    conn.send({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": sleep})
+    conn.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "method": "tools/call",
+            "params": {"name": "diag_echo", "arguments": {"value": 2}},
+        }
+    )
+    conn.send({"jsonrpc": "2.0", "id": 7, "method": "ping"})
+    conn.send({"jsonrpc": "2.0", "id": "7", "method": "ping"})
+    refused = [conn.recv(), conn.recv()]
+    for answer in refused:
+        assert_error(answer, -32600, 7)
+        assert "already in use" in answer["error"]["message"]
+    assert conn.recv() == {"jsonrpc": "2.0", "id": "7", "result": {}}
+    first = conn.recv()
+    assert first["id"] == 7 and first["result"]["structuredContent"] == {"slept_s": 0.5}, first
+    # answered, so the id is free again
+    again = conn.call("diag_echo", {"value": "again"}, id=7)
+    assert again["result"]["structuredContent"]["value"] == "again"
+    next_is_ping_answer(conn)
+
+
 def test_ids_round_trip_through_tool_calls_and_errors(conn):
     conn.send(
         {
@@ -252,21 +280,52 @@ def rendezvous_name_ok(name: str) -> bool:
 # --- tools: arguments, results, failures ----------------------------------------------------------------
 
 
-def test_invalid_arguments_are_invalid_params(conn):
-    for i, (name, args) in enumerate(
-        [
-            ("diag_echo", {}),
-            ("diag_echo", {"value": 1, "extra": 2}),
-            ("diag_sleep", {"seconds": "x"}),
-            ("diag_sleep", {"seconds": -1}),
-            ("diag_fail", {"kind": "other"}),
-        ]
-    ):
+BAD_ARGUMENTS = [
+    ("diag_echo", {}),
+    ("diag_echo", {"value": 1, "extra": 2}),
+    ("diag_sleep", {"seconds": "x"}),
+    ("diag_sleep", {"seconds": -1}),
+    ("diag_fail", {"kind": "other"}),
+    ("diag_echo", {"value": "\ud800"}),  # a lone surrogate: valid JSON, not Unicode text
+]
+
+
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26", "2025-06-18"])
+def test_invalid_arguments_are_invalid_params_before_2025_11_25(daemon, version):
+    with RawConnection(daemon.socket) as c:
+        assert c.initialize(version)["result"]["protocolVersion"] == version
+        for i, (name, args) in enumerate(BAD_ARGUMENTS):
+            answer = c.call(name, args, id=i)
+            assert_error(answer, -32602, i)
+            assert name in answer["error"]["message"]
+        assert_error(c.call("diag_fail", {"kind": "invalid_params"}, id="ip"), -32602, "ip")
+
+
+def test_invalid_arguments_are_tool_execution_errors_from_2025_11_25(conn):
+    """MCP 2025-11-25 "Tools" -> "Error Handling": input validation errors are tool execution errors, so
+    the model reads which argument was wrong and can fix its call."""
+    for i, (name, args) in enumerate(BAD_ARGUMENTS):
         answer = conn.call(name, args, id=i)
-        assert_error(answer, -32602, i)
-        assert name in answer["error"]["message"]
+        assert answer["id"] == i and "error" not in answer, answer
+        result = answer["result"]
+        assert result["isError"] is True and "structuredContent" not in result, result
+        assert f"Invalid arguments for tool {name}" in result["content"][0]["text"]
+    handler_side = conn.call("diag_fail", {"kind": "invalid_params"}, id="ip")["result"]
+    assert (
+        handler_side["isError"] is True
+        and "handler-side argument check" in handler_side["content"][0]["text"]
+    )
     conn.send({"jsonrpc": "2.0", "id": "p", "method": "tools/call", "params": {"arguments": {}}})
-    assert_error(conn.recv(), -32602, "p")  # no tool name at all
+    assert_error(conn.recv(), -32602, "p")  # no tool name at all: a malformed request, a protocol error
+
+
+def test_stateless_era_argument_errors_are_tool_execution_errors(daemon):
+    with RawConnection(daemon.socket) as c:
+        params = {"name": "diag_echo", "arguments": {}, "_meta": ENVELOPE}
+        result = c.request("tools/call", params, id="a")["result"]
+        assert result["isError"] is True and "'value' is a required property" in result["content"][0]["text"]
+        unknown = c.request("tools/call", {**params, "name": "nope"}, id="u")
+        assert_error(unknown, -32602, "u")  # an unknown tool stays a protocol error in every era
 
 
 def test_structured_content_and_text_say_the_same(conn):
@@ -279,14 +338,19 @@ def test_structured_content_and_text_say_the_same(conn):
 
 def test_tool_failures_are_is_error_results(conn):
     result = conn.call("diag_fail", {"kind": "not_found"})["result"]
-    assert result["isError"] is True and "nothing by that id" in result["content"][0]["text"]
-    assert result["structuredContent"]["error"]["message"] == result["content"][0]["text"]
+    # the message is the only text, and no structuredContent: an object of ours would break the tool's
+    # outputSchema for the TypeScript SDK, and Codex would show it instead of the text
+    assert result == {
+        "content": [{"type": "text", "text": "diag_fail: nothing by that id (a tool-level failure)"}],
+        "isError": True,
+    }
     crash = conn.call("diag_fail", {"kind": "crash"})["result"]
     assert crash["isError"] is True and "internal error" in crash["content"][0]["text"]
     assert "/secret/path" not in json.dumps(crash)  # exception text stays in the daemon log
     own_timeout = conn.call("diag_fail", {"kind": "timeout_error"})["result"]
     assert own_timeout["isError"] is True and "did not finish" not in own_timeout["content"][0]["text"]
-    assert_error(conn.call("diag_fail", {"kind": "invalid_params"}, id="ip"), -32602, "ip")
+    for failed in (crash, own_timeout):
+        assert "structuredContent" not in failed and len(failed["content"]) == 1
 
 
 def test_tool_call_timeout_ends_the_call_with_a_clear_error(conn):
@@ -348,6 +412,30 @@ def test_initialize_negotiates_each_handshake_version(daemon, version):
     # text must carry the same data in every era.
     assert call.get("structuredContent", text) == text
     assert tools["diag_echo"]["inputSchema"]["type"] == "object"
+
+
+def test_requests_before_initialize_get_an_error_that_says_so(daemon):
+    with RawConnection(daemon.socket) as c:
+        for i, method in enumerate(["tools/call", "tools/list", "resources/list"]):
+            params = {"name": "diag_echo", "arguments": {"value": 1}} if method == "tools/call" else {}
+            answer = c.request(method, params, id=i)
+            assert_error(answer, -32600, i)
+            assert answer["error"]["message"].startswith(
+                "Session not initialized: send an initialize request"
+            )
+            assert method in answer["error"]["message"]
+        assert c.request("ping", id="p") == {"jsonrpc": "2.0", "id": "p", "result": {}}
+        assert_error(c.request("no/such/method", id="m"), -32601, "m")
+        assert c.initialize()["result"]["protocolVersion"] == "2025-11-25"  # the same connection goes on
+        assert c.call("diag_echo", {"value": 1}, id="c")["result"]["structuredContent"]["value"] == 1
+
+
+def test_a_failed_initialize_leaves_the_session_uninitialized(daemon):
+    with RawConnection(daemon.socket) as c:
+        assert_error(c.request("initialize", {"capabilities": {}}, id="bad"), -32602, "bad")
+        answer = c.call("diag_echo", {"value": 1}, id="c")
+        assert_error(answer, -32600, "c")
+        assert "Session not initialized" in answer["error"]["message"]
 
 
 @pytest.mark.parametrize("asked", ["2099-01-01", "1.0", MODERN])

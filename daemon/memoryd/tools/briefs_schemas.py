@@ -65,11 +65,10 @@ SEARCH_INPUT = _object(
     {
         "query": {
             "type": "string",
-            "minLength": 1,
             "maxLength": QUERY_CHARS,
-            "pattern": _NOT_BLANK,
             "description": "What to look for, in the developer's words or yours, any language: a feature, an "
-            "error message, a file or function name, something they said.",
+            "error message, a file or function name, something they said. An empty or blank query finds "
+            "nothing (an empty result list).",
         },
         "project": PROJECT,
         "limit": {

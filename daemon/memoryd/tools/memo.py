@@ -76,7 +76,7 @@ async def memo_search(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     query = args["query"]
     needle = query.strip().casefold()
     everything = memos(engine)
-    hits = [m for m in everything if _matches(m, needle)]
+    hits = [m for m in everything if needle and _matches(m, needle)]  # blank finds nothing, not everything
     limit = args.get("limit", LIMIT_DEFAULT)
     shown = hits[:limit]
     scrub = Scrub()
@@ -208,10 +208,9 @@ def tools() -> list[ToolSpec]:
                 "properties": {
                     "query": {
                         "type": "string",
-                        "minLength": 1,
                         "maxLength": 1000,
-                        "pattern": r"\S",
-                        "description": "Text to find in memo texts or tags.",
+                        "description": "Text to find in memo texts or tags. An empty or blank query finds "
+                        "nothing (an empty list).",
                     },
                     "limit": {
                         "type": "integer",
