@@ -159,6 +159,17 @@ def translate(exc: BaseException) -> BaseException:
     return exc
 
 
+def peer_gone(exc: BaseException) -> bool:
+    """Whether ``exc`` only says the peer went away mid-exchange (a reset or closed socket or pipe, or a
+    stream the SDK closed behind it), for every exception of a group: an event to log at info level,
+    never an error with a traceback."""
+    import anyio
+
+    if isinstance(exc, BaseExceptionGroup):
+        return all(peer_gone(e) for e in exc.exceptions)
+    return isinstance(exc, ConnectionError | anyio.BrokenResourceError | anyio.ClosedResourceError)
+
+
 def to_mcp_error(exc: ProtocolError) -> MCPError:
     """The SDK exception that makes the dispatcher answer with ``{"code", "message", "data"}``."""
     from mcp.shared.exceptions import MCPError

@@ -42,9 +42,11 @@ from memoryd.errors import (
     INTERNAL_ERROR,
     InvalidParams,
     ProtocolError,
+    ToolFailed,
     ToolTimeout,
     UnknownTool,
     argument_errors_are_results,
+    peer_gone,
     to_mcp_error,
     tool_failure_result,
     translate,
@@ -212,6 +214,9 @@ class McpApp:
             if isinstance(failure, ProtocolError) and not _is_argument_result(failure, ctx.protocol_version):
                 METRICS.record(tool.spec.name, False, (time.monotonic() - started) * 1000)
                 raise to_mcp_error(failure) from None
+            if peer_gone(failure):  # e.g. a progress notification to a client that has left
+                tctx.log.info("tool_abandoned", reason=f"client went away ({type(failure).__name__})")
+                failure = ToolFailed(f"{tool.spec.name} stopped: the client disconnected")
             result = tool_failure_result(failure, tool.spec.name, tctx.log, envelope=tool.spec.error_envelope)
         else:
             if tctx.engine_waited_s is not None:

@@ -117,7 +117,7 @@ class McpConnection:
                     await write_send.aclose()
         except* LineTooLong:
             pass
-        except* ConnectionError:
+        except* (ConnectionError, anyio.BrokenResourceError, anyio.ClosedResourceError):
             self.ended = "peer reset the connection"
         return self.ended
 

@@ -8,9 +8,14 @@ The tools used are the test-only ``_diagnostics`` group (``MEMORYD_TEST_TOOLS=1`
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import socket
 import stat
+import struct
+import subprocess
+import sys
 import time
 
 import pytest
@@ -651,3 +656,70 @@ def test_daemon_never_writes_stdout(daemon):
     assert daemon.proc.poll() is None
     ready, _, _ = select.select([daemon.proc.stdout], [], [], 0)
     assert not ready
+
+
+# --- clients that leave mid-exchange ------------------------------------------------------------------------
+
+
+def _reset(sock: socket.socket) -> None:
+    """Close with an RST (SO_LINGER 0), the way a killed process's socket goes."""
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
+
+
+def test_clients_that_leave_mid_answer_are_logged_as_info_without_a_traceback(make_daemon):
+    daemon = make_daemon().start()
+    hello = json.dumps({"memoryd": "hello", "v": 1, "tools": ["briefs"], "cwd": "/", "pid": os.getpid()})
+    for i in range(10):  # gone before the ready line (an agent's health check killing its server at once)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(str(daemon.socket))
+        sock.sendall(
+            hello.encode() + b"\n" + (b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n' if i % 2 else b"")
+        )
+        _reset(sock)
+    big = {"name": "diag_echo", "arguments": {"value": "x" * 4_000_000}}
+    for _ in range(3):  # gone while several MiB of answers are being written
+        c = RawConnection(daemon.socket)
+        c.initialize()
+        for k in range(4):
+            c.send({"jsonrpc": "2.0", "id": k, "method": "tools/call", "params": big})
+        c.sock.recv(65536)
+        _reset(c.sock)
+    shim = subprocess.Popen(  # a real shim killed while it relays a large answer
+        [sys.executable, "-m", "memoryd_shim", "--socket", str(daemon.socket), "--no-start"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=daemon.env,
+    )  # fmt: skip
+    try:
+        init = {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"},
+        }
+        for message in (
+            {"jsonrpc": "2.0", "id": "i", "method": "initialize", "params": init},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            *({"jsonrpc": "2.0", "id": k, "method": "tools/call", "params": big} for k in range(4)),
+        ):
+            shim.stdin.write(json.dumps(message).encode() + b"\n")
+        shim.stdin.flush()
+        assert shim.stdout.readline().startswith(b'{"jsonrpc":"2.0","id":"i","result"')
+        shim.stdout.read1(65536)
+    finally:
+        shim.kill()
+        shim.wait(10)
+        for stream in (shim.stdin, shim.stdout):
+            with contextlib.suppress(OSError):
+                stream.close()
+    with RawConnection(daemon.socket) as c:  # still serving; and every session above has been closed
+        c.initialize()
+        next_is_ping_answer(c)
+    deadline = time.monotonic() + 20
+    while daemon.log().count('"session_closed"') < 14 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    lines = [json.loads(line) for line in daemon.log().splitlines() if line.startswith("{")]
+    loud = [
+        line for line in lines if line.get("level") in ("warning", "error", "critical") or "exception" in line
+    ]
+    assert not loud, loud
+    assert "Traceback" not in daemon.log()
+    assert sum(1 for line in lines if line.get("event") == "session_closed") >= 14
