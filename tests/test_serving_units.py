@@ -238,8 +238,8 @@ def test_the_first_call_after_a_cold_start_waits_for_the_engine_up_to_its_budget
         assert result.is_error is False, result
         assert result.structured_content == {"engine": "engine"}
         assert len(result.content) == 2, result
-        waited = re.fullmatch(r"\(memoryd waited (\d+\.\d) s for its index to finish loading before answering\.\)",
-                              result.content[1].text)  # fmt: skip
+        note = r"\(memoryd waited (\d+\.\d) s for its index to finish loading before answering\.\)"
+        waited = re.fullmatch(note, result.content[1].text)
         assert waited and float(waited[1]) >= 8.0, result.content[1].text
         ready = await call()  # warm: no note
         assert ready.is_error is False and len(ready.content) == 1

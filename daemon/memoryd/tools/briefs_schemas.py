@@ -1,7 +1,7 @@
 """JSON Schemas of the ``briefs`` tools: what an agent may send (bounds included) and what it gets back.
 
-Input schemas are enforced before a handler runs (a violation is JSON-RPC ``-32602``), so ids are
-pattern-checked before any file is touched. Output schemas are checked on every answer by the registry
+Input schemas are enforced before a handler runs (a violation is an argument error, :mod:`memoryd.mcp_app`),
+so ids are pattern-checked before any file is touched. Output schemas are checked on every answer by the registry
 and by SDK clients. Patterns use ``[0-9]`` rather than ``\\d`` (which matches every Unicode digit in
 Python's ``re``), and ids also carry their exact length (``$`` would accept a trailing newline).
 """

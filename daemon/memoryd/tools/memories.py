@@ -97,7 +97,8 @@ def _tool(*, check_text: bool = True) -> Callable[[Handler], Callable[..., Await
             except BoardUnreadable as exc:
                 raise ToolFailed(
                     f"memoryd cannot read its board ({exc}). This is not an empty memory: the board folder "
-                    "is missing or unreadable. Tell the developer; `memoryd status` shows which folder it uses.",
+                    "is missing or unreadable. Tell the developer; `memoryd status` shows which folder it "
+                    "uses.",
                     code="E_BOARD_UNREADABLE",
                 ) from None
 

@@ -70,7 +70,8 @@ CODES = {
 
 def failure(exc: BaseException, kind: str, message: str, tool: str) -> dict[str, Any]:
     """The envelope of a failed call (:data:`memoryd.errors.Envelope`): the failure's own ``code`` when it
-    has one, else :data:`CODES`, else ``E_<TOOL>`` (an internal error, its message names the log reference)."""
+    has one, else :data:`CODES`, else ``E_<TOOL>`` (an internal error; its message names the log
+    reference)."""
     own = getattr(exc, "code", None) if kind != "InternalError" else None
     code = own if isinstance(own, str) else None  # a ProtocolError's code is its JSON-RPC number
     return error(code or CODES.get(kind) or f"E_{tool.upper()}", message)
