@@ -53,31 +53,41 @@ QUIET_CLIS = {
 }
 
 
-@pytest.fixture(scope="session")
-def node_modules() -> Path:
-    lock = HERE / "package-lock.json"
-    stamp = HERE / "node_modules" / ".package-lock.json"
-    if stamp.exists() and stamp.stat().st_mtime >= lock.stat().st_mtime:
-        return stamp.parent
+def npm_ci(folder: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """``npm ci`` in ``folder`` (output captured); fails the test when npm is missing or hangs."""
     npm = shutil.which("npm")
     if npm is None:
         pytest.fail(
             "npm is needed to install the pinned MCP clients in tests/clients (any Node >= 18 with npm)"
         )
     try:
-        done = subprocess.run(
+        return subprocess.run(
             [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-            cwd=HERE, capture_output=True, text=True, timeout=NPM_CI_TIMEOUT_S, stdin=subprocess.DEVNULL,
+            cwd=folder, env=env, capture_output=True, text=True, timeout=NPM_CI_TIMEOUT_S, stdin=subprocess.DEVNULL,
         )  # fmt: skip
     except subprocess.TimeoutExpired:
-        pytest.fail(f"npm ci in {HERE} did not finish within {NPM_CI_TIMEOUT_S} s")
+        pytest.fail(f"npm ci in {folder} did not finish within {NPM_CI_TIMEOUT_S} s")
+
+
+def registry_unreachable(npm_output: str) -> bool:
+    """Whether a failed npm run says it could not reach the registry (and nothing else went wrong)."""
+    return UNREACHABLE.search(npm_output) is not None
+
+
+@pytest.fixture(scope="session")
+def node_modules() -> Path:
+    lock = HERE / "package-lock.json"
+    stamp = HERE / "node_modules" / ".package-lock.json"
+    if stamp.exists() and stamp.stat().st_mtime >= lock.stat().st_mtime:
+        return stamp.parent
+    done = npm_ci(HERE)
     if done.returncode != 0:
-        said = (done.stdout + done.stderr)[-3000:]
-        if UNREACHABLE.search(said) and os.environ.get("CI") != "true":
+        said = done.stdout + done.stderr
+        if registry_unreachable(said) and os.environ.get("CI") != "true":
             pytest.skip(
-                f"the npm registry is unreachable, so the pinned MCP clients cannot be installed:\n{said}"
+                f"the npm registry is unreachable, so the pinned MCP clients cannot be installed:\n{said[-3000:]}"
             )
-        pytest.fail(f"npm ci in {HERE} failed (exit {done.returncode}):\n{said}")
+        pytest.fail(f"npm ci in {HERE} failed (exit {done.returncode}):\n{said[-3000:]}")
     return stamp.parent
 
 

@@ -107,3 +107,22 @@ def test_codex_reads_the_entry(world, node, node_modules):
     transport = got["transport"]
     assert transport["type"] == "stdio" and transport["command"] == entry["command"], got
     assert transport["args"] == entry["args"] and transport["env"] == entry["env"], got
+
+
+def test_only_an_unreachable_registry_counts_as_unreachable(tmp_path):
+    """The install skips (off CI) only for a registry it cannot reach; any other npm failure fails."""
+    from conftest import npm_ci, registry_unreachable
+
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "npm_config_cache": str(tmp_path / "cache"),
+           "npm_config_registry": "http://127.0.0.1:9/", "npm_config_fetch_retries": "0"}  # fmt: skip
+    offline = tmp_path / "offline"  # the pinned packages from a registry nobody listens for
+    offline.mkdir()
+    for name in ("package.json", "package-lock.json"):
+        (offline / name).write_bytes((HERE / name).read_bytes())
+    done = npm_ci(offline, env)
+    assert done.returncode != 0 and registry_unreachable(done.stdout + done.stderr), done.stderr[-2000:]
+    broken = tmp_path / "broken"  # no lock file: npm's usage error, not the network
+    broken.mkdir()
+    (broken / "package.json").write_text(json.dumps({"name": "x", "version": "0.0.0"}))
+    done = npm_ci(broken, env)
+    assert done.returncode != 0 and not registry_unreachable(done.stdout + done.stderr), done.stderr[-2000:]
