@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from board_helpers import BRIEF, TASK
+from npm_helpers import npm_ci, registry_unreachable
 
 HERE = Path(__file__).resolve().parent
 pytestmark = pytest.mark.timeout(1200)  # the first test may run npm ci
@@ -111,8 +112,6 @@ def test_codex_reads_the_entry(world, node, node_modules):
 
 def test_only_an_unreachable_registry_counts_as_unreachable(tmp_path):
     """The install skips (off CI) only for a registry it cannot reach; any other npm failure fails."""
-    from conftest import npm_ci, registry_unreachable
-
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "npm_config_cache": str(tmp_path / "cache"),
            "npm_config_registry": "http://127.0.0.1:9/", "npm_config_fetch_retries": "0"}  # fmt: skip
     offline = tmp_path / "offline"  # the pinned packages from a registry nobody listens for
