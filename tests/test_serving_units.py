@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 
 import mcp_types as types
 import pytest
@@ -198,3 +199,67 @@ def test_foreign_exceptions_named_in_the_error_table_exist_and_map():
         translated = errors.translate(raised)
         assert isinstance(translated, mapped) and str(translated) == str(raised)
     assert isinstance(errors.translate(KeyError("x")), KeyError)
+
+
+def _engine_tool(handle: EngineHandle, budget_s: float):
+    """``call()`` -> the tool boundary (:meth:`McpApp._call_tool`) on one tool that needs the engine; its
+    ``ctx`` stands in for the SDK's request context (only the fields the boundary reads)."""
+    from types import SimpleNamespace
+
+    from memoryd.mcp_app import McpApp, SessionState
+    from memoryd.tools.registry import RegisteredTool
+
+    async def handler(args, ctx):
+        return {"engine": await ctx.engine()}
+
+    spec = ToolSpec(
+        name="needs_engine", description="reads the engine", input_schema={"type": "object"}, handler=handler
+    )
+    app = McpApp(version="0", engine=handle, tool_timeout_s=budget_s)
+    state = SessionState(id=1, groups=("g",), tools={"needs_engine": RegisteredTool(spec, "g")})
+    ctx = SimpleNamespace(lifespan_context=state, protocol_version="2025-11-25", request_id=1, session=None)
+    return lambda: app._call_tool(ctx, types.CallToolRequestParams(name="needs_engine", arguments={}))
+
+
+def test_the_first_call_after_a_cold_start_waits_for_the_engine_up_to_its_budget_and_says_so():
+    async def main():
+        release = asyncio.Event()
+
+        async def factory():
+            await release.wait()
+            return "engine"
+
+        handle = EngineHandle()
+        handle.start(factory)
+        call = _engine_tool(handle, budget_s=10.0)
+        # ready after 85% of a 10 s budget: past what a call used to wait (80%), well before its last second
+        asyncio.get_running_loop().call_later(8.5, release.set)
+        result = await call()
+        assert result.is_error is False, result
+        assert result.structured_content == {"engine": "engine"}
+        assert len(result.content) == 2, result
+        note = r"\(memoryd waited (\d+\.\d) s for its index to finish loading before answering\.\)"
+        waited = re.fullmatch(note, result.content[1].text)
+        assert waited and float(waited[1]) >= 8.0, result.content[1].text
+        ready = await call()  # warm: no note
+        assert ready.is_error is False and len(ready.content) == 1
+        await handle.close(timeout=1)
+
+    asyncio.run(main())
+
+
+def test_a_call_that_outwaits_its_budget_says_how_long_it_waited():
+    async def main():
+        handle = EngineHandle()
+        handle.start(asyncio.Event().wait)  # never ready
+        result = await _engine_tool(handle, budget_s=1.0)()
+        assert result.is_error is True and "structuredContent" not in result.model_dump(
+            by_alias=True, exclude_unset=True
+        )
+        assert (
+            "still loading its index" in result.content[0].text
+            and "this call waited 0.9 s" in result.content[0].text
+        )
+        await handle.close(timeout=1)
+
+    asyncio.run(main())

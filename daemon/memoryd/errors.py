@@ -5,13 +5,23 @@ Tool logic raises these (or any plain exception); only :func:`tool_failure_resul
 
 Two kinds of failure exist on the wire (MCP spec, "Tools" -> "Error Handling"):
 
-* **protocol errors**, a JSON-RPC ``error`` answer: unknown tool, arguments that do not match the input
-  schema (``-32602`` invalid params);
+* **protocol errors**, a JSON-RPC ``error`` answer: an unknown tool, a malformed ``tools/call``; and, for
+  sessions negotiated below 2025-11-25, arguments that break the input schema (``-32602`` invalid params);
 * **tool execution errors**, a normal ``CallToolResult`` with ``isError: true`` whose text the model can
-  read and act on: a timeout, the index still warming up, a board that cannot be read, a missing id.
+  read and act on: a timeout, the index still warming up, a board that cannot be read, a missing id, and
+  from 2025-11-25 on (spec: "Input validation errors" are tool execution errors) arguments that break the
+  input schema.
+
+A tool execution error is ``{"content": [{"type": "text", "text": <message>}], "isError": true}`` with no
+``structuredContent``: the TypeScript SDK client validates any ``structuredContent`` against the tool's
+``outputSchema`` even on an error (and throws ``-32602`` when it does not match), the Python SDK skips
+that check for errors, and Codex shows the model ``structuredContent`` instead of the text whenever it is
+present, so an error object of our own would either be refused or hide the message. A tool whose
+``outputSchema`` itself describes its failures (the memories group's memdb envelope) names an
+:data:`Envelope`; its error is then that object, as ``structuredContent`` and as the text.
 
 Unexpected exceptions become a tool execution error with a generic message and a reference; the
-traceback goes to the daemon log only (exception text can carry paths or stored data, see issue 4).
+traceback goes to the daemon log only (exception text can carry paths or stored data).
 
 Startup failures (:class:`StartupError`) carry the process exit code ``memoryd serve`` should use.
 """
@@ -20,6 +30,7 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the SDK costs seconds to import; start-up checks (locks, socket) must not wait for it
@@ -73,7 +84,13 @@ class UnknownTool(InvalidParams):
 
 
 class ToolFailed(MemorydError):
-    """A tool ran and could not do its job; the message is written for the model (what happened, what to do)."""
+    """A tool ran and could not do its job; the message is written for the model (what happened, what to do).
+
+    ``code``: an optional machine-readable code for tools whose answers carry one (memdb's ``E_...``)."""
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class NotFound(ToolFailed):
@@ -142,6 +159,17 @@ def translate(exc: BaseException) -> BaseException:
     return exc
 
 
+def peer_gone(exc: BaseException) -> bool:
+    """Whether ``exc`` only says the peer went away mid-exchange (a reset or closed socket or pipe, or a
+    stream the SDK closed behind it), for every exception of a group: an event to log at info level,
+    never an error with a traceback."""
+    import anyio
+
+    if isinstance(exc, BaseExceptionGroup):
+        return all(peer_gone(e) for e in exc.exceptions)
+    return isinstance(exc, ConnectionError | anyio.BrokenResourceError | anyio.ClosedResourceError)
+
+
 def to_mcp_error(exc: ProtocolError) -> MCPError:
     """The SDK exception that makes the dispatcher answer with ``{"code", "message", "data"}``."""
     from mcp.shared.exceptions import MCPError
@@ -156,27 +184,43 @@ def error_text(message: str, **details: object) -> str:
     return f"{message}\n{json.dumps(details, ensure_ascii=False, default=str)}"
 
 
-def tool_failure_result(exc: BaseException, tool: str, log: Any) -> types.CallToolResult:
+#: ``envelope(exc, kind, message, tool) -> dict``: the structured answer of a failed call for a tool whose
+#: ``outputSchema`` admits it. ``kind`` is the failure's class name (``"InternalError"`` for a crash).
+Envelope = Callable[[BaseException, str, str, str], dict[str, Any]]
+
+
+def argument_errors_are_results(protocol_version: str | None) -> bool:
+    """Whether input-validation errors are tool execution errors at this negotiated version (MCP
+    2025-11-25 and later, the stateless 2026-07-28 era included); before it they are ``-32602``."""
+    return (protocol_version or "") >= "2025-11-25"
+
+
+def tool_failure_result(
+    exc: BaseException, tool: str, log: Any, *, envelope: Envelope | None = None
+) -> types.CallToolResult:
     """Map an exception raised by a tool handler to ``CallToolResult(isError=True)``.
 
-    :class:`ToolFailed` messages pass through verbatim. Anything else is a bug or an environment
-    failure: it is logged with its traceback under a short reference, and the model sees only the
-    reference (exception text may hold paths or stored data).
+    :class:`ToolFailed` (and :class:`InvalidParams`, for sessions where argument errors are results)
+    messages pass through verbatim. Anything else is a bug or an environment failure: it is logged with
+    its traceback under a short reference, and the model sees only the reference (exception text may
+    hold paths or stored data). Without ``envelope`` the result is the text alone (module docstring).
     """
-    if isinstance(exc, ToolFailed):
+    if isinstance(exc, ToolFailed | InvalidParams):
         kind = type(exc).__name__
-        log.info("tool_failed", tool=tool, kind=kind, reason=str(exc))
         text = str(exc)
-        structured = {"error": {"kind": kind, "message": text}}
+        log.info("tool_failed", tool=tool, kind=kind, reason=text)
     else:
+        kind = "InternalError"
         ref = secrets.token_hex(4)
         log.error("tool_crashed", tool=tool, ref=ref, exc_info=exc)
         text = f"{tool} failed with an internal error (daemon log reference {ref}); try again or report it."
-        structured = {"error": {"kind": "InternalError", "message": text, "ref": ref}}
-    # structuredContent mirrors the text so clients that only show one of them (Codex shows
-    # structuredContent) see the same failure.
     import mcp_types as types
 
+    if envelope is None:
+        return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
+    structured = envelope(exc, kind, text, tool)
     return types.CallToolResult(
-        content=[types.TextContent(text=text)], structured_content=structured, is_error=True
+        content=[types.TextContent(text=json.dumps(structured, ensure_ascii=False))],
+        structured_content=structured,
+        is_error=True,
     )

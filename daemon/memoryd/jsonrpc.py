@@ -28,13 +28,22 @@ blank line                                                     drop (NDJSON keep
 Ids are echoed with their JSON type and value preserved (``0``, ``"0"``, ``1``, ``"1"`` differ; big
 integers and long strings round-trip exactly). The SDK dispatcher treats ``"7"`` and ``7`` as one id for
 in-flight bookkeeping and lets a duplicate id overwrite an in-flight one, so :class:`IdMap` gives every
-inbound request a private id before the SDK sees it and restores the client's id on the way out.
+inbound request a private id before the SDK sees it and restores the client's id on the way out. A request
+whose id is already in flight on the connection (JSON-RPC 2.0 §4: an id identifies one request; MCP "Base
+Protocol": "The request ID MUST NOT have been previously used by the requestor within the same session")
+is answered ``-32600`` with that id and never reaches the SDK; the first request is answered normally, and
+the id may be used again once that answer is out.
+
+In the handshake era a request other than ``initialize`` or ``ping`` before ``initialize`` is answered
+here, ``-32600`` with :data:`NOT_INITIALIZED_MESSAGE` (:func:`before_initialize_refusal`), instead of
+the SDK's bare "Invalid request parameters".
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +57,11 @@ from memoryd.errors import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
 BATCH_MESSAGE = (
     "JSON-RPC batches are not supported (removed from MCP in 2025-06-18); send one message per line"
 )
+NOT_INITIALIZED_MESSAGE = (
+    "Session not initialized: send an initialize request (and then notifications/initialized) before "
+    "{method}; only ping is answered before initialize"
+)
+DUPLICATE_ID_MESSAGE = "Invalid Request: id {id} is already in use by a request in flight on this session"
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,9 +171,17 @@ class IdMap:
     def __len__(self) -> int:
         return len(self._original)
 
-    def inbound(self, message: types.JSONRPCMessage) -> types.JSONRPCMessage | None:
-        """The message to hand the SDK (a request gets a private id); ``None`` to drop it."""
+    def in_flight(self, request_id: Any) -> bool:
+        """Whether a request with this client id (same JSON type) is mapped and not yet answered."""
+        return self._key(request_id) in self._private
+
+    def inbound(self, message: types.JSONRPCMessage) -> types.JSONRPCMessage | Reply | None:
+        """The message to hand the SDK (a request gets a private id); a :class:`Reply` refusing a request
+        whose id is already in flight; ``None`` to drop it."""
         if isinstance(message, types.JSONRPCRequest):
+            if self.in_flight(message.id):
+                text = DUPLICATE_ID_MESSAGE.format(id=json.dumps(message.id)[:80])
+                return Reply(error_line(message.id, INVALID_REQUEST, text), "duplicate request id")
             self._next += 1
             self._original[self._next] = message.id
             self._private[self._key(message.id)] = self._next
@@ -214,6 +236,32 @@ def era_probe_rejection(message: types.JSONRPCMessage) -> Reply | None:
     data = {"supported": [*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS], "requested": requested}
     line = error_line(message.id, UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version", data)
     return Reply(line, f"unsupported protocol version {requested[:40]!r}")
+
+
+def opens_stateless_era(message: types.JSONRPCMessage) -> bool:
+    """A request carrying the 2026-07-28 ``_meta`` envelope (other than ``initialize``): the SDK's rule for
+    opening a stateless connection (``mcp.server.runner._has_modern_envelope``)."""
+    if not isinstance(message, types.JSONRPCRequest) or message.method == "initialize":
+        return False
+    meta = (message.params or {}).get("_meta")
+    return isinstance(meta, dict) and _PROTOCOL_VERSION_META_KEY in meta
+
+
+def before_initialize_refusal(message: types.JSONRPCMessage, served: Callable[[str], bool]) -> Reply | None:
+    """For a handshake-era connection that has not sent ``initialize`` yet: the ``-32600`` answer to a
+    request of a method the server serves (``served(method)``) other than ``initialize`` and ``ping``
+    (MCP "Lifecycle": the client SHOULD NOT send requests other than pings before the server has
+    responded to ``initialize``). ``None`` lets the message through: notifications, ``initialize``,
+    ``ping``, a stateless-era request, and unknown methods (the SDK answers those ``-32601``)."""
+    if not isinstance(message, types.JSONRPCRequest) or message.method in ("initialize", "ping"):
+        return None
+    if opens_stateless_era(message) or not served(message.method):
+        return None
+    text = NOT_INITIALIZED_MESSAGE.format(method=message.method[:80])
+    data = {"method": message.method[:80], "expected": "initialize"}
+    return Reply(
+        error_line(message.id, INVALID_REQUEST, text, data), f"{message.method[:80]} before initialize"
+    )
 
 
 def _reply(request_id: Any, code: int, message: str) -> Reply:

@@ -34,6 +34,7 @@ from typing import Any
 import anyio
 
 from memoryd import control
+from memoryd.errors import peer_gone
 from memoryd.logs import get_logger
 from memoryd.mcp_app import McpApp, SessionState
 from memoryd.mcp_session import LineTooLong, LineWriter, McpConnection, read_line
@@ -97,7 +98,10 @@ class Listener:
                     return
                 await self._serve(conn_id, reader, writer, clog)
             except Exception as exc:
-                clog.error("connection_failed", exc_info=exc)
+                if peer_gone(exc):  # the client left mid-answer: routine, not a failure of ours
+                    clog.info("session_closed", reason=f"peer went away ({type(exc).__name__})")
+                else:
+                    clog.error("connection_failed", exc_info=exc)
             finally:
                 self._scopes.discard(scope)
                 self.sessions.pop(conn_id, None)

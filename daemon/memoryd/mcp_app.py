@@ -10,11 +10,15 @@ envelope (``server/discover`` from clients in ``auto`` mode) opens a stateless c
 (``initialize``) a handshake one, negotiated to 2024-11-05 ... 2025-11-25; an unknown requested version is
 answered with the latest handshake version, never echoed.
 
-Tool boundary (MCP spec "Tools"): unknown name or arguments breaking the input schema -> JSON-RPC
-``-32602``; everything the tool itself hits -> ``CallToolResult(isError=True)``; a call past its deadline
-(``MEMORYD_TOOL_TIMEOUT_MS``) is stopped and reported the same way; ``notifications/cancelled`` cancels
-the handler (the SDK dispatcher's ``interrupt`` mode) and the request is never answered. Every finished
-call is counted in :data:`memoryd.metrics.METRICS` (tool, success, duration, sizes; never its content).
+Tool boundary (MCP spec "Tools"): an unknown name is JSON-RPC ``-32602``; arguments breaking the input
+schema are ``-32602`` for sessions negotiated below 2025-11-25 and a tool execution error from 2025-11-25
+on; everything the tool itself hits -> ``CallToolResult(isError=True)`` with the message as its only text
+and no ``structuredContent`` (shape and sources: :mod:`memoryd.errors`), unless the tool's
+``error_envelope`` shapes it; a call past its deadline (``MEMORYD_TOOL_TIMEOUT_MS``) is stopped and
+reported the same way; ``notifications/cancelled`` cancels the handler (the SDK dispatcher's ``interrupt``
+mode) and the request is never answered. A call that waited for the engine to finish loading says so in a
+second text block. Every finished call is counted in :data:`memoryd.metrics.METRICS` (tool, success,
+duration, sizes; never its content).
 
 Resources (MCP spec "Resources"): the fixed-URI text resources of the session's groups
 (:class:`memoryd.tools.registry.ResourceSpec`, a group module's optional ``resources()``) are listed by
@@ -36,9 +40,13 @@ from mcp.server.models import InitializationOptions
 
 from memoryd.errors import (
     INTERNAL_ERROR,
+    InvalidParams,
     ProtocolError,
+    ToolFailed,
     ToolTimeout,
     UnknownTool,
+    argument_errors_are_results,
+    peer_gone,
     to_mcp_error,
     tool_failure_result,
     translate,
@@ -167,11 +175,6 @@ class McpApp:
         if tool is None:
             raise to_mcp_error(UnknownTool(params.name))
         arguments = params.arguments or {}
-        try:
-            tool.check_arguments(arguments)
-        except ProtocolError as exc:
-            METRICS.record(tool.spec.name, False, None)
-            raise to_mcp_error(exc) from None
         started = time.monotonic()
         budget = max(self.tool_timeout_s, tool.spec.timeout_s or 0.0)  # batch tools declare a longer one
         tctx = ToolContext(
@@ -188,6 +191,7 @@ class McpApp:
             request_id=ctx.request_id,
         )
         try:
+            tool.check_arguments(arguments)
             # move_on_after, not fail_after: a TimeoutError raised inside the tool is the tool's own
             # failure, only our deadline is reported as the call timing out. A peer's
             # notifications/cancelled cancels an outer scope and propagates straight through.
@@ -207,10 +211,16 @@ class McpApp:
             result = tool.to_result(output)
         except Exception as exc:
             failure = translate(exc)
-            if isinstance(failure, ProtocolError):
+            if isinstance(failure, ProtocolError) and not _is_argument_result(failure, ctx.protocol_version):
                 METRICS.record(tool.spec.name, False, (time.monotonic() - started) * 1000)
                 raise to_mcp_error(failure) from None
-            result = tool_failure_result(failure, tool.spec.name, tctx.log)
+            if peer_gone(failure):  # e.g. a progress notification to a client that has left
+                tctx.log.info("tool_abandoned", reason=f"client went away ({type(failure).__name__})")
+                failure = ToolFailed(f"{tool.spec.name} stopped: the client disconnected")
+            result = tool_failure_result(failure, tool.spec.name, tctx.log, envelope=tool.spec.error_envelope)
+        else:
+            if tctx.engine_waited_s is not None:
+                result.content.append(types.TextContent(text=_waited_note(tctx.engine_waited_s)))
         ms = (time.monotonic() - started) * 1000
         tctx.log.debug("tool_call", ms=round(ms, 2), is_error=result.is_error)
         # redacted telemetry (memoryd.metrics): sizes only, never the arguments or the answer
@@ -224,3 +234,16 @@ class McpApp:
             result_bytes=sum(len(getattr(c, "text", "") or "") for c in result.content),
         )
         return result
+
+
+def _is_argument_result(failure: ProtocolError, protocol_version: str | None) -> bool:
+    """An argument error answered as a tool execution error (2025-11-25 and later), not ``-32602``."""
+    return (
+        isinstance(failure, InvalidParams)
+        and not isinstance(failure, UnknownTool)
+        and argument_errors_are_results(protocol_version)
+    )
+
+
+def _waited_note(seconds: float) -> str:
+    return f"(memoryd waited {seconds:.1f} s for its index to finish loading before answering.)"

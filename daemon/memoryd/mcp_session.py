@@ -4,6 +4,8 @@ This is ``mcp.server.stdio.stdio_server`` for a socket, with two differences:
 
 * every inbound line passes :func:`memoryd.jsonrpc.classify` first, so malformed input is answered here
   instead of being dropped silently by the SDK;
+* a request before ``initialize`` in the handshake era, and a request reusing an id still in flight, are
+  answered here too (:func:`memoryd.jsonrpc.before_initialize_refusal`, :class:`memoryd.jsonrpc.IdMap`);
 * reads are bounded: the ``asyncio.StreamReader`` limit is ``rendezvous.MAX_LINE_BYTES``, and a longer line
   ends this connection only (logged, with a last ``-32600`` line to the peer). Memory per connection stays
   under about twice the cap.
@@ -74,6 +76,10 @@ class McpConnection:
         self.ids = jsonrpc.IdMap()
         self.ended = "peer closed the connection"
         self._era_open = True  # until the first request reaches the SDK, which then fixes the era
+        # Handshake era until initialize is sent (a stateless-era opening request clears it too); an
+        # initialize answered with an error sets it again.
+        self._needs_initialize = True
+        self._initialize_id: int | None = None
         # Input and the SDK loop live in this scope; the output pump does not, so that on stop() the
         # answers the SDK writes for cancelled in-flight calls ("connection closed") still go out.
         self._inbound_scope = anyio.CancelScope()
@@ -111,7 +117,7 @@ class McpConnection:
                     await write_send.aclose()
         except* LineTooLong:
             pass
-        except* ConnectionError:
+        except* (ConnectionError, anyio.BrokenResourceError, anyio.ClosedResourceError):
             self.ended = "peer reset the connection"
         return self.ended
 
@@ -137,9 +143,26 @@ class McpConnection:
                             log.info("rejected_line", reason=refusal.reason)
                             await self.out.send(refusal.line)
                             continue
+                        if self._needs_initialize and (
+                            refusal := jsonrpc.before_initialize_refusal(message, self._serves)
+                        ):
+                            log.info("rejected_line", reason=refusal.reason)
+                            await self.out.send(refusal.line)
+                            continue
+                        mapped = self.ids.inbound(message)
+                        if isinstance(mapped, jsonrpc.Reply):
+                            log.info("rejected_line", reason=mapped.reason)
+                            await self.out.send(mapped.line)
+                            continue
                         if isinstance(message, types.JSONRPCRequest):
+                            if message.method == "initialize" or (
+                                self._era_open and jsonrpc.opens_stateless_era(message)
+                            ):
+                                self._needs_initialize = False
+                            if message.method == "initialize" and isinstance(mapped, types.JSONRPCRequest):
+                                self._initialize_id = mapped.id
                             self._era_open = False
-                        if (mapped := self.ids.inbound(message)) is not None:
+                        if mapped is not None:
                             await read_send.send(SessionMessage(mapped))
                     case jsonrpc.Reply(answer, reason):
                         log.info("rejected_line", reason=reason, bytes=len(line))
@@ -147,9 +170,14 @@ class McpConnection:
                     case jsonrpc.Drop(reason):
                         log.debug("dropped_line", reason=reason, bytes=len(line))
 
+    def _serves(self, method: str) -> bool:
+        return self.app.server.get_request_handler(method) is not None
+
     async def _pump_out(self, write_recv) -> None:
         async with write_recv:
             async for item in write_recv:
+                if isinstance(item.message, types.JSONRPCError) and item.message.id == self._initialize_id:
+                    self._needs_initialize = True  # the handshake failed: still not initialized
                 if (message := self.ids.outbound(item.message)) is not None:
                     await self.out.send(jsonrpc.encode_message(message))
                 else:

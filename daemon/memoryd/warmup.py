@@ -1,8 +1,8 @@
 """The process-level engine slot: the daemon answers MCP handshakes at once and loads the engine behind them.
 
 States: ``disabled`` (no engine configured) -> or ``loading`` -> ``ready`` | ``failed``. Tools ask for the
-engine through :meth:`EngineHandle.get` (via ``ToolContext.engine()``), which waits a bounded time and
-then raises :class:`~memoryd.errors.WarmingUp` with a message the model can act on ("retry in a few
+engine through :meth:`EngineHandle.get` (via ``ToolContext.engine()``, which waits up to the call's
+remaining time budget), which waits a bounded time and then raises :class:`~memoryd.errors.WarmingUp` with a message the model can act on ("retry in a few
 seconds"), so ``initialize`` and ``tools/list`` never wait for the index or the model (Codex allows a
 server 10 s from spawn to ``tools/list``).
 
@@ -81,8 +81,8 @@ class EngineHandle:
         if self.state == "loading":
             loading_s = time.monotonic() - self._since
             raise WarmingUp(
-                f"memoryd is still loading its index ({loading_s:.0f} s so far); this call could not wait "
-                "longer. Try again in a few seconds."
+                f"memoryd is still loading its index ({loading_s:.0f} s so far); this call waited "
+                f"{max(wait_s, 0.0):.1f} s, all its time budget allows. Try again in a few seconds."
             )
         if self.state == "failed":
             raise EngineUnavailable(f"memoryd could not load its index: {self.error}. Check the daemon log.")

@@ -46,6 +46,7 @@ class Shim:
     it prints is kept in :attr:`output`."""
 
     def __init__(self, socket_path: Path, env: dict[str, str]) -> None:
+        self.version = "2025-11-25"  # what initialize() negotiates unless told otherwise
         self.proc = subprocess.Popen(
             [str(SHIM), "--socket", str(socket_path), "--no-start"],
             stdin=subprocess.PIPE,
@@ -82,9 +83,10 @@ class Shim:
             if answer.get("id") == self._id:
                 return answer
 
-    def initialize(self) -> Shim:
+    def initialize(self, version: str = "2025-11-25") -> Shim:
+        self.version = version
         params = {
-            "protocolVersion": "2025-11-25",
+            "protocolVersion": version,
             "capabilities": {},
             "clientInfo": {"name": "t", "version": "0"},
         }
@@ -110,12 +112,17 @@ class Shim:
         answer = self.call(name, **arguments)
         result = answer["result"]
         assert result["isError"] is True, result
-        assert result["structuredContent"]["error"]["message"] == result["content"][0]["text"]
+        assert "structuredContent" not in result and len(result["content"]) == 1, result
         return result["content"][0]["text"]
 
     def invalid(self, name: str, **arguments: Any) -> str:
-        """A JSON-RPC -32602 error's message."""
+        """An argument error's message: a tool execution error from MCP 2025-11-25 on, JSON-RPC -32602
+        before it."""
         answer = self.call(name, **arguments)
+        if self.version >= "2025-11-25":
+            result = answer["result"]
+            assert result["isError"] is True and "structuredContent" not in result, result
+            return result["content"][0]["text"]
         assert "result" not in answer and answer["error"]["code"] == -32602, answer
         return answer["error"]["message"]
 

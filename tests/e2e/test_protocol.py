@@ -8,9 +8,14 @@ The tools used are the test-only ``_diagnostics`` group (``MEMORYD_TEST_TOOLS=1`
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import socket
 import stat
+import struct
+import subprocess
+import sys
 import time
 
 import pytest
@@ -187,6 +192,34 @@ def test_every_request_gets_one_answer_with_its_exact_id(conn):
     next_is_ping_answer(conn)
 
 
+def test_a_second_request_with_an_id_in_flight_is_refused_and_the_first_is_answered(conn):
+    """JSON-RPC: an id names one request; MCP: "The request ID MUST NOT have been previously used by the
+    requestor within the same session". Types count: 7 and "7" are different ids."""
+    sleep = {"name": "diag_sleep", "arguments": {"seconds": 0.5}}
+    conn.send({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": sleep})
+    conn.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "method": "tools/call",
+            "params": {"name": "diag_echo", "arguments": {"value": 2}},
+        }
+    )
+    conn.send({"jsonrpc": "2.0", "id": 7, "method": "ping"})
+    conn.send({"jsonrpc": "2.0", "id": "7", "method": "ping"})
+    refused = [conn.recv(), conn.recv()]
+    for answer in refused:
+        assert_error(answer, -32600, 7)
+        assert "already in use" in answer["error"]["message"]
+    assert conn.recv() == {"jsonrpc": "2.0", "id": "7", "result": {}}
+    first = conn.recv()
+    assert first["id"] == 7 and first["result"]["structuredContent"] == {"slept_s": 0.5}, first
+    # answered, so the id is free again
+    again = conn.call("diag_echo", {"value": "again"}, id=7)
+    assert again["result"]["structuredContent"]["value"] == "again"
+    next_is_ping_answer(conn)
+
+
 def test_ids_round_trip_through_tool_calls_and_errors(conn):
     conn.send(
         {
@@ -254,21 +287,52 @@ def rendezvous_name_ok(name: str) -> bool:
 # --- tools: arguments, results, failures ----------------------------------------------------------------
 
 
-def test_invalid_arguments_are_invalid_params(conn):
-    for i, (name, args) in enumerate(
-        [
-            ("diag_echo", {}),
-            ("diag_echo", {"value": 1, "extra": 2}),
-            ("diag_sleep", {"seconds": "x"}),
-            ("diag_sleep", {"seconds": -1}),
-            ("diag_fail", {"kind": "other"}),
-        ]
-    ):
+BAD_ARGUMENTS = [
+    ("diag_echo", {}),
+    ("diag_echo", {"value": 1, "extra": 2}),
+    ("diag_sleep", {"seconds": "x"}),
+    ("diag_sleep", {"seconds": -1}),
+    ("diag_fail", {"kind": "other"}),
+    ("diag_echo", {"value": "\ud800"}),  # a lone surrogate: valid JSON, not Unicode text
+]
+
+
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26", "2025-06-18"])
+def test_invalid_arguments_are_invalid_params_before_2025_11_25(daemon, version):
+    with RawConnection(daemon.socket) as c:
+        assert c.initialize(version)["result"]["protocolVersion"] == version
+        for i, (name, args) in enumerate(BAD_ARGUMENTS):
+            answer = c.call(name, args, id=i)
+            assert_error(answer, -32602, i)
+            assert name in answer["error"]["message"]
+        assert_error(c.call("diag_fail", {"kind": "invalid_params"}, id="ip"), -32602, "ip")
+
+
+def test_invalid_arguments_are_tool_execution_errors_from_2025_11_25(conn):
+    """MCP 2025-11-25 "Tools" -> "Error Handling": input validation errors are tool execution errors, so
+    the model reads which argument was wrong and can fix its call."""
+    for i, (name, args) in enumerate(BAD_ARGUMENTS):
         answer = conn.call(name, args, id=i)
-        assert_error(answer, -32602, i)
-        assert name in answer["error"]["message"]
+        assert answer["id"] == i and "error" not in answer, answer
+        result = answer["result"]
+        assert result["isError"] is True and "structuredContent" not in result, result
+        assert f"Invalid arguments for tool {name}" in result["content"][0]["text"]
+    handler_side = conn.call("diag_fail", {"kind": "invalid_params"}, id="ip")["result"]
+    assert (
+        handler_side["isError"] is True
+        and "handler-side argument check" in handler_side["content"][0]["text"]
+    )
     conn.send({"jsonrpc": "2.0", "id": "p", "method": "tools/call", "params": {"arguments": {}}})
-    assert_error(conn.recv(), -32602, "p")  # no tool name at all
+    assert_error(conn.recv(), -32602, "p")  # no tool name at all: a malformed request, a protocol error
+
+
+def test_stateless_era_argument_errors_are_tool_execution_errors(daemon):
+    with RawConnection(daemon.socket) as c:
+        params = {"name": "diag_echo", "arguments": {}, "_meta": ENVELOPE}
+        result = c.request("tools/call", params, id="a")["result"]
+        assert result["isError"] is True and "'value' is a required property" in result["content"][0]["text"]
+        unknown = c.request("tools/call", {**params, "name": "nope"}, id="u")
+        assert_error(unknown, -32602, "u")  # an unknown tool stays a protocol error in every era
 
 
 def test_structured_content_and_text_say_the_same(conn):
@@ -281,14 +345,19 @@ def test_structured_content_and_text_say_the_same(conn):
 
 def test_tool_failures_are_is_error_results(conn):
     result = conn.call("diag_fail", {"kind": "not_found"})["result"]
-    assert result["isError"] is True and "nothing by that id" in result["content"][0]["text"]
-    assert result["structuredContent"]["error"]["message"] == result["content"][0]["text"]
+    # the message is the only text, and no structuredContent: an object of ours would break the tool's
+    # outputSchema for the TypeScript SDK, and Codex would show it instead of the text
+    assert result == {
+        "content": [{"type": "text", "text": "diag_fail: nothing by that id (a tool-level failure)"}],
+        "isError": True,
+    }
     crash = conn.call("diag_fail", {"kind": "crash"})["result"]
     assert crash["isError"] is True and "internal error" in crash["content"][0]["text"]
     assert "/secret/path" not in json.dumps(crash)  # exception text stays in the daemon log
     own_timeout = conn.call("diag_fail", {"kind": "timeout_error"})["result"]
     assert own_timeout["isError"] is True and "did not finish" not in own_timeout["content"][0]["text"]
-    assert_error(conn.call("diag_fail", {"kind": "invalid_params"}, id="ip"), -32602, "ip")
+    for failed in (crash, own_timeout):
+        assert "structuredContent" not in failed and len(failed["content"]) == 1
 
 
 def test_tool_call_timeout_ends_the_call_with_a_clear_error(conn):
@@ -350,6 +419,30 @@ def test_initialize_negotiates_each_handshake_version(daemon, version):
     # text must carry the same data in every era.
     assert call.get("structuredContent", text) == text
     assert tools["diag_echo"]["inputSchema"]["type"] == "object"
+
+
+def test_requests_before_initialize_get_an_error_that_says_so(daemon):
+    with RawConnection(daemon.socket) as c:
+        for i, method in enumerate(["tools/call", "tools/list", "resources/list"]):
+            params = {"name": "diag_echo", "arguments": {"value": 1}} if method == "tools/call" else {}
+            answer = c.request(method, params, id=i)
+            assert_error(answer, -32600, i)
+            assert answer["error"]["message"].startswith(
+                "Session not initialized: send an initialize request"
+            )
+            assert method in answer["error"]["message"]
+        assert c.request("ping", id="p") == {"jsonrpc": "2.0", "id": "p", "result": {}}
+        assert_error(c.request("no/such/method", id="m"), -32601, "m")
+        assert c.initialize()["result"]["protocolVersion"] == "2025-11-25"  # the same connection goes on
+        assert c.call("diag_echo", {"value": 1}, id="c")["result"]["structuredContent"]["value"] == 1
+
+
+def test_a_failed_initialize_leaves_the_session_uninitialized(daemon):
+    with RawConnection(daemon.socket) as c:
+        assert_error(c.request("initialize", {"capabilities": {}}, id="bad"), -32602, "bad")
+        answer = c.call("diag_echo", {"value": 1}, id="c")
+        assert_error(answer, -32600, "c")
+        assert "Session not initialized" in answer["error"]["message"]
 
 
 @pytest.mark.parametrize("asked", ["2099-01-01", "1.0", MODERN])
@@ -565,3 +658,70 @@ def test_daemon_never_writes_stdout(daemon):
     assert daemon.proc.poll() is None
     ready, _, _ = select.select([daemon.proc.stdout], [], [], 0)
     assert not ready
+
+
+# --- clients that leave mid-exchange ------------------------------------------------------------------------
+
+
+def _reset(sock: socket.socket) -> None:
+    """Close with an RST (SO_LINGER 0), the way a killed process's socket goes."""
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
+
+
+def test_clients_that_leave_mid_answer_are_logged_as_info_without_a_traceback(make_daemon):
+    daemon = make_daemon().start()
+    hello = json.dumps({"memoryd": "hello", "v": 1, "tools": ["briefs"], "cwd": "/", "pid": os.getpid()})
+    for i in range(10):  # gone before the ready line (an agent's health check killing its server at once)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(str(daemon.socket))
+        sock.sendall(
+            hello.encode() + b"\n" + (b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n' if i % 2 else b"")
+        )
+        _reset(sock)
+    big = {"name": "diag_echo", "arguments": {"value": "x" * 4_000_000}}
+    for _ in range(3):  # gone while several MiB of answers are being written
+        c = RawConnection(daemon.socket)
+        c.initialize()
+        for k in range(4):
+            c.send({"jsonrpc": "2.0", "id": k, "method": "tools/call", "params": big})
+        c.sock.recv(65536)
+        _reset(c.sock)
+    shim = subprocess.Popen(  # a real shim killed while it relays a large answer
+        [sys.executable, "-m", "memoryd_shim", "--socket", str(daemon.socket), "--no-start"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=daemon.env,
+    )  # fmt: skip
+    try:
+        init = {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"},
+        }
+        for message in (
+            {"jsonrpc": "2.0", "id": "i", "method": "initialize", "params": init},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            *({"jsonrpc": "2.0", "id": k, "method": "tools/call", "params": big} for k in range(4)),
+        ):
+            shim.stdin.write(json.dumps(message).encode() + b"\n")
+        shim.stdin.flush()
+        assert shim.stdout.readline().startswith(b'{"jsonrpc":"2.0","id":"i","result"')
+        shim.stdout.read1(65536)
+    finally:
+        shim.kill()
+        shim.wait(10)
+        for stream in (shim.stdin, shim.stdout):
+            with contextlib.suppress(OSError):
+                stream.close()
+    with RawConnection(daemon.socket) as c:  # still serving; and every session above has been closed
+        c.initialize()
+        next_is_ping_answer(c)
+    deadline = time.monotonic() + 20
+    while daemon.log().count('"session_closed"') < 14 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    lines = [json.loads(line) for line in daemon.log().splitlines() if line.startswith("{")]
+    loud = [
+        line for line in lines if line.get("level") in ("warning", "error", "critical") or "exception" in line
+    ]
+    assert not loud, loud
+    assert "Traceback" not in daemon.log()
+    assert sum(1 for line in lines if line.get("event") == "session_closed") >= 14

@@ -85,6 +85,15 @@ class MemShim(Shim):
         assert body["ok"] is False and set(body["error"]) == {"code", "message"}, body
         return body["error"]
 
+    def invalid(self, name: str, **arguments: Any) -> str:
+        """An argument error's message: memdb's ``E_INVALID_ARG`` envelope from MCP 2025-11-25 on, JSON-RPC
+        -32602 before it."""
+        if self.version < "2025-11-25":
+            return super().invalid(name, **arguments)
+        error = self.err(name, **arguments)
+        assert error["code"] == "E_INVALID_ARG", error
+        return error["message"]
+
     def raw(self, line: str, timeout: float = 20.0) -> dict:
         """Send one raw JSON-RPC line (e.g. with ``\\ud800`` escapes) and return the answer to its id."""
         message_id = json.loads(line.replace("\\ud800", "").replace("\\udfff", ""))["id"]

@@ -175,7 +175,6 @@ H = "a" * 64
         ("get_memory", {"hash": "a" * 64 + "\n"}),
         ("delete_memories", {"hashes": []}),
         ("delete_memories", {"hashes": [H] * 51}),
-        ("search_memories", {"query": ""}),
         ("search_memories", {"query": "q" * 1001}),
         ("search_memories", {"query": " ".join(["w"] * 51)}),
         ("search_memories", {"query": "q", "limit": 101}),
@@ -189,9 +188,26 @@ H = "a" * 64
         ("memory_stats", {"project": ""}),
     ],
 )
-def test_arguments_outside_memdb_limits_are_invalid_params(shim, tool, arguments):
+def test_arguments_outside_memdb_limits_are_invalid_arguments(shim, tool, arguments):
     message = shim.invalid(tool, **arguments)
     assert message
+
+
+def test_arguments_outside_the_limits_are_invalid_params_before_2025_11_25(served):
+    with MemShim(served.socket, served.env).initialize("2025-06-18") as s:
+        for tool, arguments in [
+            ("store_memory", {"content": "x", "tags": []}),
+            ("recall", {"query": "q", "depth": 4}),
+        ]:
+            assert tool in s.invalid(tool, **arguments)
+
+
+@pytest.mark.parametrize("tool", ["search_memories", "recall"])
+def test_an_empty_or_blank_query_finds_nothing(shim, tool):
+    store(shim, f"something to find {unique()}")
+    for blank in ("", "   ", "\n\t"):
+        answer = shim.ok(tool, query=blank)
+        assert (answer if tool == "search_memories" else answer["memories"]) == [], answer
 
 
 def test_limits_at_their_edges_are_accepted(shim):
@@ -219,9 +235,9 @@ def test_lone_surrogates_are_invalid_params_never_a_crash(shim):
         f'"arguments":{{"hash":"{H}","content":"x\\ud800"}}}}}}',
     ]
     for line in lines:
-        answer = shim.raw(line)
-        assert answer["error"]["code"] == -32602, answer
-        assert "surrogate" in answer["error"]["message"]
+        result = shim.raw(line)["result"]  # MCP 2025-11-25: an argument error is a tool execution error
+        assert result["isError"] is True and result["structuredContent"]["error"]["code"] == "E_INVALID_ARG"
+        assert "surrogate" in result["structuredContent"]["error"]["message"], result
     # the daemon and this session still serve
     word = unique()
     assert store(shim, f"still alive {word}")["isNew"] is True
@@ -525,8 +541,8 @@ def test_lone_surrogates_are_invalid_params_in_every_group(served):
                 f'{{"jsonrpc":"2.0","id":"u{n}","method":"tools/call",'
                 f'"params":{{"name":"{tool}","arguments":{arguments}}}}}'
             )
-            assert answer.get("error", {}).get("code") == -32602, (tool, answer)
-            assert "surrogate" in answer["error"]["message"], answer
+            result = answer["result"]  # MCP 2025-11-25: an argument error is a tool execution error
+            assert result["isError"] is True and "surrogate" in result["content"][0]["text"], (tool, answer)
         assert s.ok("memory_stats") is not None  # the session still serves
     finally:
         s.close()

@@ -11,7 +11,7 @@ import time
 import pytest
 from mcp.shared.exceptions import MCPError
 from memoryd_e2e import REPO
-from sessions_e2e import call, client
+from sessions_e2e import call, client, fails
 
 MEMORYD = REPO / ".venv" / "bin" / "memoryd"
 STAMP = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z"
@@ -51,10 +51,13 @@ def test_memo_add_and_search_answer_rules(served):
             assert none.is_error is False
             assert none.content[0].text.startswith('no memo contains "zebra crossing"')
             assert none.structured_content["matched"] == 0
-            with pytest.raises(MCPError):
-                await c.call_tool("memo_search", {"query": "x", "limit": 51})
-            with pytest.raises(MCPError):
-                await c.call_tool("memo_add", {"text": "x", "tags": ["two words"]})
+            # MCP 2025-11-25: argument errors are tool execution errors naming the argument
+            assert "limit" in await fails(c, "memo_search", query="x", limit=51)
+            assert "tags/0" in await fails(c, "memo_add", text="x", tags=["two words"])
+            for blank in ("", "   "):  # nothing to look for finds nothing, never every memo
+                empty, txt = await call(c, "memo_search", query=blank)
+                assert empty["matched"] == empty["shown"] == 0 and empty["memos"] == [], empty
+                assert txt.startswith("no memo contains")
 
     run(main())
 

@@ -34,7 +34,8 @@ _ITEM_RE = re.compile(ITEM_ID_PATTERN, re.ASCII)
 
 
 class InvalidSessionId(InvalidId):
-    """A session id that does not match :data:`SESSION_ID_PATTERN` (JSON-RPC ``-32602`` at the tool boundary)."""
+    """A session id that does not match :data:`SESSION_ID_PATTERN` (an argument error at the tool
+    boundary)."""
 
 
 def check_session_id(value: object) -> str:

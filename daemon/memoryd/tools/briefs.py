@@ -10,8 +10,8 @@ Tools (issue 3, "The five tools"); arguments are schema-checked before a handler
 * ``save_outcome(brief_id, did, open, decided?, files?, retired?)`` -> ``{"saved","brief_id","path","items"}``
 
 Every answer holding stored text carries ``"note"`` (:data:`~memoryd.tools.answers.DATA_NOTE`) and is
-redacted again at answer time. Failures: a malformed id -> JSON-RPC ``-32602``; an id that names nothing
--> :class:`~memoryd.errors.NotFound`; a board that cannot be read -> :class:`~memoryd.errors.BoardUnreadable`
+redacted again at answer time. Failures: a malformed id -> an argument error (:mod:`memoryd.mcp_app`); an
+id that names nothing -> :class:`~memoryd.errors.NotFound`; a board that cannot be read -> :class:`~memoryd.errors.BoardUnreadable`
 (never an empty list); the engine still loading -> ``WarmingUp``.
 """
 

@@ -1,7 +1,7 @@
 """JSON Schemas of the ``briefs`` tools: what an agent may send (bounds included) and what it gets back.
 
-Input schemas are enforced before a handler runs (a violation is JSON-RPC ``-32602``), so ids are
-pattern-checked before any file is touched. Output schemas are checked on every answer by the registry
+Input schemas are enforced before a handler runs (a violation is an argument error, :mod:`memoryd.mcp_app`),
+so ids are pattern-checked before any file is touched. Output schemas are checked on every answer by the registry
 and by SDK clients. Patterns use ``[0-9]`` rather than ``\\d`` (which matches every Unicode digit in
 Python's ``re``), and ids also carry their exact length (``$`` would accept a trailing newline).
 """
@@ -65,11 +65,10 @@ SEARCH_INPUT = _object(
     {
         "query": {
             "type": "string",
-            "minLength": 1,
             "maxLength": QUERY_CHARS,
-            "pattern": _NOT_BLANK,
             "description": "What to look for, in the developer's words or yours, any language: a feature, an "
-            "error message, a file or function name, something they said.",
+            "error message, a file or function name, something they said. An empty or blank query finds "
+            "nothing (an empty result list).",
         },
         "project": PROJECT,
         "limit": {

@@ -100,7 +100,8 @@ async def memo_search(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     needle = query.strip().casefold()
     everything = memos(engine)
     # The stored text finds the candidates cheaply; the redacted text, what an answer shows, decides.
-    candidates = [shown(m) for m in everything if _matches(m.content, m.tags, needle)]
+    # A blank query finds nothing, not everything.
+    candidates = [shown(m) for m in everything if needle and _matches(m.content, m.tags, needle)]
     hits = [m for m in candidates if _matches(m.text, m.tags, needle)]
     limit = args.get("limit", LIMIT_DEFAULT)
     page = hits[:limit]
@@ -232,10 +233,9 @@ def tools() -> list[ToolSpec]:
                 "properties": {
                     "query": {
                         "type": "string",
-                        "minLength": 1,
                         "maxLength": 1000,
-                        "pattern": r"\S",
-                        "description": "Text to find in memo texts or tags.",
+                        "description": "Text to find in memo texts or tags. An empty or blank query finds "
+                        "nothing (an empty list).",
                     },
                     "limit": {
                         "type": "integer",

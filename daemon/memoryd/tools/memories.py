@@ -6,10 +6,13 @@
 Arguments and limits: :mod:`memoryd.tools.memories_schemas`; answers: :mod:`memoryd.tools.memories_render`;
 the work: :class:`memoryd.memories.api.Memories` (``engine.memories``).
 
-Failures: arguments breaking the schema, or text holding a lone surrogate, are JSON-RPC ``-32602``
-(nothing is touched); everything else is memdb's ``{"ok": false, "error": {"code", "message"}}`` with
-``isError`` — ``E_NOT_FOUND``, ``E_CONFLICT``, ``E_INVALID_ARG``, ``E_BROKEN_FILE``, ``E_UNSAFE_PATH``, ``E_WARMING_UP``,
-``E_UNAVAILABLE``, ``E_BOARD_UNREADABLE``, or ``E_<TOOL>`` with a daemon log reference for a bug.
+Failures: arguments breaking the schema, or text holding a lone surrogate, are JSON-RPC ``-32602`` for
+sessions below MCP 2025-11-25 and ``E_INVALID_ARG`` answers from 2025-11-25 on (nothing is touched);
+everything else is memdb's ``{"ok": false, "error": {"code", "message"}}`` with ``isError``, rendered by
+the tool boundary from the failure raised here (:func:`memoryd.tools.memories_render.failure`):
+``E_NOT_FOUND``, ``E_CONFLICT``, ``E_INVALID_ARG``, ``E_BROKEN_FILE``, ``E_UNSAFE_PATH``, ``E_WARMING_UP``,
+``E_UNAVAILABLE``, ``E_BOARD_UNREADABLE``, ``E_TIMEOUT``, or ``E_<TOOL>`` with a daemon log reference for
+a bug.
 
 Projects: a memory is stored under the session's project (the folder name of the git root around the
 agent's working directory, :func:`memoryd.memories.project.project_of`) unless ``project`` is given;
@@ -18,7 +21,6 @@ searches span every project unless ``project`` is given, and each result names i
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Awaitable, Callable
 from functools import wraps
 from typing import Any
@@ -26,7 +28,7 @@ from typing import Any
 from memoryd.board.gate import UnsafePath
 from memoryd.board.ids import InvalidId
 from memoryd.board.reader import BoardUnreadable
-from memoryd.errors import EngineUnavailable, InvalidParams, ProtocolError, WarmingUp
+from memoryd.errors import InvalidParams, ToolFailed
 from memoryd.memories.api import (
     BrokenMemory,
     InvalidMemory,
@@ -68,8 +70,9 @@ def _surrogate_free(value: Any, where: str = "arguments") -> None:
             _surrogate_free(v, f"{where}/{i}")
 
 
-def _tool(code: str, *, check_text: bool = True) -> Callable[[Handler], Callable[..., Awaitable[ToolResult]]]:
-    """Wrap a handler returning a success answer: map failures to memdb's error envelope (module doc)."""
+def _tool(*, check_text: bool = True) -> Callable[[Handler], Callable[..., Awaitable[ToolResult]]]:
+    """Wrap a handler returning a success answer: name memdb's error code of each failure it raises (the
+    boundary renders the envelope, :func:`memoryd.tools.memories_render.failure`)."""
 
     def wrap(fn: Handler) -> Callable[..., Awaitable[ToolResult]]:
         @wraps(fn)
@@ -78,38 +81,26 @@ def _tool(code: str, *, check_text: bool = True) -> Callable[[Handler], Callable
                 _surrogate_free(args)
             try:
                 return ToolResult(structured=await fn(args, ctx))
-            except ProtocolError:
-                raise
             except InvalidId as exc:
                 raise InvalidParams(str(exc)) from None
             except MemoryNotFound as exc:
-                failure = ("E_NOT_FOUND", f"Memory not found: {exc.args[0] if exc.args else ''}".rstrip(": "))
+                detail = exc.args[0] if exc.args else ""
+                raise ToolFailed(f"Memory not found: {detail}".rstrip(": "), code="E_NOT_FOUND") from None
             except MemoryConflict as exc:
-                failure = ("E_CONFLICT", str(exc))
+                raise ToolFailed(str(exc), code="E_CONFLICT") from None
             except InvalidMemory as exc:
-                failure = ("E_INVALID_ARG", str(exc))
+                raise ToolFailed(str(exc), code="E_INVALID_ARG") from None
             except BrokenMemory as exc:
-                failure = ("E_BROKEN_FILE", str(exc))
+                raise ToolFailed(str(exc), code="E_BROKEN_FILE") from None
             except UnsafePath as exc:
-                failure = ("E_UNSAFE_PATH", f"the board refuses this path: {exc}")
-            except WarmingUp as exc:
-                failure = ("E_WARMING_UP", str(exc))
-            except EngineUnavailable as exc:
-                failure = ("E_UNAVAILABLE", str(exc))
+                raise ToolFailed(f"the board refuses this path: {exc}", code="E_UNSAFE_PATH") from None
             except BoardUnreadable as exc:
-                failure = (
-                    "E_BOARD_UNREADABLE",
+                raise ToolFailed(
                     f"memoryd cannot read its board ({exc}). This is not an empty memory: the board folder "
-                    "is missing or unreadable. Tell the developer; `memoryd status` shows which folder it uses.",
-                )
-            except Exception as exc:
-                ref = secrets.token_hex(4)
-                if ctx.log is not None:
-                    ctx.log.error("tool_crashed", tool=ctx.tool, ref=ref, exc_info=exc)
-                failure = (code, f"{ctx.tool} failed with an internal error (daemon log reference {ref}).")
-            if ctx.log is not None:
-                ctx.log.info("tool_failed", tool=ctx.tool, code=failure[0])
-            return ToolResult(structured=render.error(*failure), is_error=True)
+                    "is missing or unreadable. Tell the developer; `memoryd status` shows which folder it "
+                    "uses.",
+                    code="E_BOARD_UNREADABLE",
+                ) from None
 
         return handler
 
@@ -127,7 +118,7 @@ def _stored(s: Stored) -> dict[str, Any]:
 # --- handlers ------------------------------------------------------------------------------------------------
 
 
-@_tool("E_STORE_MEMORY")
+@_tool()
 async def store_memory(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     api = await _api(ctx)
     stored = await api.store(
@@ -140,7 +131,7 @@ async def store_memory(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]
     return render.ok(_stored(stored))
 
 
-@_tool("E_STORE_MEMORIES", check_text=False)
+@_tool(check_text=False)
 async def store_memories(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     _surrogate_free(args.get("project"), "arguments/project")
     api = await _api(ctx)
@@ -178,7 +169,7 @@ def _batch_tags(tags: list[str]) -> list[str]:
     return tags
 
 
-@_tool("E_GET_MEMORY")
+@_tool()
 async def get_memory(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     api = await _api(ctx)
     m = await api.get(args["hash"])
@@ -186,7 +177,7 @@ async def get_memory(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     return render.ok(render.memory(m, scrub), scrub, data=True)
 
 
-@_tool("E_UPDATE_MEMORY")
+@_tool()
 async def update_memory(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     fields = {k: args[k] for k in ("content", "tags", "importance", "memory_type") if k in args}
     if not fields:
@@ -196,14 +187,14 @@ async def update_memory(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any
     return render.ok({"updated": True, "oldHash": u.old_hash, "newHash": u.new_hash})
 
 
-@_tool("E_DELETE_MEMORY")
+@_tool()
 async def delete_memory(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     api = await _api(ctx)
     await api.delete(args["hash"])
     return render.ok({"deleted": True})
 
 
-@_tool("E_DELETE_MEMORIES")
+@_tool()
 async def delete_memories(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     api = await _api(ctx)
     hashes = list(args["hashes"])
@@ -224,7 +215,7 @@ def _check_terms(query: str) -> None:
         raise InvalidParams(f"query has too many terms (max {schemas.QUERY_TERMS_MAX} words)")
 
 
-@_tool("E_SEARCH_MEMORIES")
+@_tool()
 async def search_memories(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     _check_terms(args["query"])
     api = await _api(ctx)
@@ -238,7 +229,7 @@ async def search_memories(args: dict[str, Any], ctx: ToolContext) -> dict[str, A
     return render.found(found, Scrub(), recall=False)
 
 
-@_tool("E_RECALL")
+@_tool()
 async def recall(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     _check_terms(args["query"])
     api = await _api(ctx)
@@ -251,14 +242,14 @@ async def recall(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     return render.found(found, Scrub(), recall=True)
 
 
-@_tool("E_CREATE_RELATIONSHIP")
+@_tool()
 async def create_relationship(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     api = await _api(ctx)
     edge, is_new = await api.relate(args["from_hash"], args["to_hash"], args["relation_type"])
     return render.ok({"id": edge.id, "isNew": is_new})
 
 
-@_tool("E_GET_RELATIONSHIPS")
+@_tool()
 async def get_relationships(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     api = await _api(ctx)
     edges = await api.relationships(
@@ -268,7 +259,7 @@ async def get_relationships(args: dict[str, Any], ctx: ToolContext) -> dict[str,
     return render.ok([render.relationship(e, scrub) for e in edges], scrub)
 
 
-@_tool("E_DELETE_RELATIONSHIP")
+@_tool()
 async def delete_relationship(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     api = await _api(ctx)
     if not await api.unrelate(args["from_hash"], args["to_hash"], args["relation_type"]):
@@ -276,7 +267,7 @@ async def delete_relationship(args: dict[str, Any], ctx: ToolContext) -> dict[st
     return render.ok({"deleted": True})
 
 
-@_tool("E_MEMORY_STATS")
+@_tool()
 async def memory_stats(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     engine = await ctx.engine()
     stats = engine.memories.stats(args.get("project"))
@@ -427,6 +418,7 @@ def tools() -> list[ToolSpec]:
             annotations={**annotations, "title": title},
             handler=handler,
             checks_text=name == "store_memories",  # one bad item fails alone (memdb's partial success)
+            error_envelope=render.failure,
             timeout_s=BATCH_TIMEOUT_S if name in ("store_memories", "delete_memories") else None,
         )
         for name, title, description, input_schema, annotations, handler in _SPECS

@@ -63,6 +63,26 @@ def error(code: str, message: str) -> dict[str, Any]:
     return {"ok": False, "error": {"code": code, "message": message}}
 
 
+#: memdb's code for each failure the boundary reports that carries none of its own (by class name).
+CODES = {
+    "InvalidParams": "E_INVALID_ARG",
+    "NotFound": "E_NOT_FOUND",
+    "WarmingUp": "E_WARMING_UP",
+    "EngineUnavailable": "E_UNAVAILABLE",
+    "BoardUnreadable": "E_BOARD_UNREADABLE",
+    "ToolTimeout": "E_TIMEOUT",
+}
+
+
+def failure(exc: BaseException, kind: str, message: str, tool: str) -> dict[str, Any]:
+    """The envelope of a failed call (:data:`memoryd.errors.Envelope`): the failure's own ``code`` when it
+    has one, else :data:`CODES`, else ``E_<TOOL>`` (an internal error; its message names the log
+    reference)."""
+    own = getattr(exc, "code", None) if kind != "InternalError" else None
+    code = own if isinstance(own, str) else None  # a ProtocolError's code is its JSON-RPC number
+    return error(code or CODES.get(kind) or f"E_{tool.upper()}", message)
+
+
 def found(result: Found, scrub: Scrub, *, recall: bool) -> dict[str, Any]:
     """A search (an array, memdb's shape) or a recall (``{memories, relationships, depth}``)."""
     items = []
@@ -141,6 +161,8 @@ every project unless `project` is given; each result names its project. Returnin
 Success: `{"ok": true, "result": ...}`. Failure (`isError: true`): `{"ok": false, "error": {"code",
 "message"}}` with codes `E_NOT_FOUND`, `E_CONFLICT` (update to content that is another memory),
 `E_INVALID_ARG`, `E_BROKEN_FILE` (a hand-edited file that cannot be read), `E_UNSAFE_PATH` (the board's
-`memories/` folder is a symlink or not a folder), `E_WARMING_UP` (retry in a moment), `E_BOARD_UNREADABLE`. Arguments that break the limits above are a JSON-RPC invalid-params error
-(-32602), as is text containing a lone surrogate.
+`memories/` folder is a symlink or not a folder), `E_WARMING_UP` (retry in a moment), `E_TIMEOUT`,
+`E_BOARD_UNREADABLE`. Arguments that break the limits above, or text containing a lone surrogate, are an
+`E_INVALID_ARG` failure naming the argument (clients speaking MCP 2025-11-25 or later), or a JSON-RPC
+invalid-params error (-32602) for older clients.
 """

@@ -1,6 +1,7 @@
 """JSON Schemas of the ``memories`` tools: memdb's arguments and limits (issue 5), checked before a handler.
 
-A violation is JSON-RPC ``-32602`` before anything is touched, so hashes are pattern-checked (64 lowercase
+A violation is refused before anything is touched (an ``E_INVALID_ARG`` answer from MCP 2025-11-25 on,
+JSON-RPC ``-32602`` before it: :mod:`memoryd.tools.memories`), so hashes are pattern-checked (64 lowercase
 hex, exact length) before any file access. One deliberate difference: the items of ``store_memories`` are
 checked for shape here but for limits per item in the handler, so one bad item fails alone (memdb's
 "partial success": ``results`` per item, ``succeeded``, ``failed``) instead of failing the batch.
@@ -85,11 +86,10 @@ PROJECT = {
 }
 QUERY = {
     "type": "string",
-    "minLength": 1,
     "maxLength": QUERY_CHARS,
-    "pattern": _NOT_BLANK,
-    "description": f"What to look for, in any language (1-{QUERY_CHARS} characters, at most "
-    f"{QUERY_TERMS_MAX} words): matched by meaning and by keywords over content and tags.",
+    "description": f"What to look for, in any language (at most {QUERY_CHARS} characters and "
+    f"{QUERY_TERMS_MAX} words): matched by meaning and by keywords over content and tags. An empty or "
+    "blank query finds nothing (an empty result list).",
 }
 
 

@@ -23,7 +23,8 @@ Example (a group module)::
         )]
 
 Handlers raise :mod:`memoryd.errors` exceptions (``InvalidParams``, ``NotFound``, ``BoardUnreadable``...)
-or anything else; the boundary in :mod:`memoryd.mcp_app` maps them. Arguments reach the handler already
+or anything else; the boundary in :mod:`memoryd.mcp_app` maps them (a tool never builds an error answer
+itself: ``error_envelope`` only shapes the boundary's). Arguments reach the handler already
 validated against ``input_schema`` (JSON Schema 2020-12, by ``jsonschema``).
 """
 
@@ -39,13 +40,15 @@ from typing import Any
 import mcp_types as types
 from jsonschema import SchemaError, exceptions, validators
 
-from memoryd.errors import InvalidParams
+from memoryd.errors import Envelope, InvalidParams
 from memoryd.index.redact import redact
 from memoryd.warmup import EngineHandle
 
 #: Tool names: the MCP spec's recommendation narrowed to what every client accepts (issue 3).
 TOOL_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _MAX_ERROR_TEXT = 400
+#: What a call keeps of its budget for its own work after waiting for a loading engine (seconds).
+ANSWER_MARGIN_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -56,9 +59,6 @@ class ToolResult:
 
     structured: dict[str, Any]
     text: str | None = None
-    #: A tool execution error shaped by the tool itself (``isError: true`` on the wire), e.g. the memories
-    #: group's memdb-style ``{"ok": false, "error": {...}}`` answers.
-    is_error: bool = False
 
 
 @dataclass(frozen=True)
@@ -82,19 +82,36 @@ class ToolContext:
     client_session: Any = field(repr=False, default=None)
     #: The JSON-RPC id of this ``tools/call`` as the SDK sees it (for request-scoped messages).
     request_id: Any = None
+    #: Seconds spent in :meth:`engine` waiting for a loading engine (the answer says so).
+    _engine_waits: list[float] = field(default_factory=list, repr=False)
 
     @property
     def remaining_s(self) -> float:
         return max(0.0, self.deadline - time.monotonic())
 
+    @property
+    def engine_waited_s(self) -> float | None:
+        """How long this call waited for the engine to load, or ``None`` when it was ready at once."""
+        return sum(self._engine_waits) if self._engine_waits else None
+
     async def engine(self, wait_s: float | None = None) -> Any:
-        """The engine, waiting up to ``wait_s`` (default: most of the remaining budget) while it loads.
+        """The engine, waiting up to ``wait_s`` (default: the remaining budget less a margin to answer,
+        :data:`ANSWER_MARGIN_S` at most) while it loads.
 
         Raises :class:`~memoryd.errors.WarmingUp` (still loading: the message tells the model to retry)
         or :class:`~memoryd.errors.EngineUnavailable` (failed or not configured).
         """
-        budget = self.remaining_s * 0.8 if wait_s is None else min(wait_s, self.remaining_s)
-        return await self.engine_handle.get(wait_s=budget)
+        remaining = self.remaining_s
+        budget = (
+            remaining - min(ANSWER_MARGIN_S, remaining * 0.1) if wait_s is None else min(wait_s, remaining)
+        )
+        if self.engine_handle.state != "loading":
+            return await self.engine_handle.get(wait_s=budget)
+        started = time.monotonic()
+        try:
+            return await self.engine_handle.get(wait_s=budget)
+        finally:
+            self._engine_waits.append(time.monotonic() - started)
 
 
 Handler = Callable[[dict[str, Any], ToolContext], Awaitable[ToolResult | dict[str, Any]]]
@@ -115,6 +132,9 @@ class ToolSpec:
     title: str | None = None
     checks_text: bool = False
     timeout_s: float | None = None  # a longer budget than MEMORYD_TOOL_TIMEOUT_MS (batches, import/export)
+    #: Shapes this tool's error answers as ``structuredContent`` (:data:`memoryd.errors.Envelope`); only
+    #: for an ``output_schema`` that admits them. None: an error is its message as text alone.
+    error_envelope: Envelope | None = None
 
 
 def _check_object_schema(tool: str, which: str, schema: Mapping[str, Any]) -> Any:
@@ -202,9 +222,7 @@ class RegisteredTool:
             raise ValueError(f"tool {self.spec.name} output breaks its output_schema: {problem}")
         text = result.text if result.text is not None else json.dumps(result.structured, ensure_ascii=False)
         return types.CallToolResult(
-            content=[types.TextContent(text=text)],
-            structured_content=result.structured,
-            is_error=result.is_error,
+            content=[types.TextContent(text=text)], structured_content=result.structured, is_error=False
         )
 
 

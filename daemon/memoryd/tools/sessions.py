@@ -13,8 +13,9 @@
   (:mod:`memoryd.metrics`).
 
 Storage: :mod:`memoryd.board.sessions`; records: :mod:`memoryd.index.records_sessions`; the view of
-sessions and summaries: :mod:`memoryd.sources_sessions`. Failures: a malformed session id -> JSON-RPC
-``-32602``; an unknown session -> ``NotFound``; everything else a tool error the model can act on.
+sessions and summaries: :mod:`memoryd.sources_sessions`. Failures: a malformed session id -> an argument
+error (:mod:`memoryd.mcp_app`); an unknown session -> ``NotFound``; everything else a tool error the model
+can act on.
 """
 
 from __future__ import annotations

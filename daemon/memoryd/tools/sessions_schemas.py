@@ -51,10 +51,9 @@ def _int(lo: int, hi: int | None, default: int, what: str) -> dict[str, Any]:
 
 QUERY = {
     "type": "string",
-    "minLength": 1,
     "maxLength": QUERY_CHARS,
-    "pattern": r"\S",
-    "description": "What to look for, in natural language (any language), or keywords.",
+    "description": "What to look for, in natural language (any language), or keywords. An empty or blank "
+    "query finds nothing (an empty result list).",
 }
 
 ADD_MEMORY_INPUT = _object(
