@@ -133,14 +133,16 @@ class Embedder:
         """Embed search queries (with the model's query prefix): float32 (len(texts), dim), unit rows."""
         return self._embed(texts, self._config.query_prefix)
 
-    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+    def embed_passages(self, texts: Sequence[str], *, count: bool = True) -> np.ndarray:
         """Embed stored text (with the passage prefix): float32 (len(texts), dim), unit rows.
 
         A text longer than ``max_tokens`` is truncated; use :meth:`chunks` first to cover all of it.
+        ``count=False``: not stored text (the model's reference passages), left out of ``passages_embedded``.
         """
         vectors = self._embed(texts, self._config.passage_prefix)
-        with self._count_lock:
-            self.passages_embedded += len(texts)
+        if count:
+            with self._count_lock:
+                self.passages_embedded += len(texts)
         return vectors
 
     def count_tokens(self, text: str) -> int:
@@ -254,6 +256,9 @@ def load_embedder(name: str | None, models_dir: Path) -> tuple[Embedder | None, 
         model_dir = _resolve(label, models_dir)
         embedder = Embedder(model_dir, ModelConfig.read(model_dir / CONFIG_FILE))
         embedder.embed_queries([""])  # fails now, not on the first search, if the graph and config disagree
+        from memoryd.index import reference
+
+        reference.vectors(embedder)  # the calibration passages of small indexes, embedded once per model
     except Exception as exc:  # the contract: any failure degrades to keyword-only search, never a crash
         detail = f"{type(exc).__name__}: {exc}"
         if label == DEFAULT_MODEL and model_dir is not None:

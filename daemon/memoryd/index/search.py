@@ -7,12 +7,18 @@ count as much as a strong meaning match (lessons measured in ``shared/eval/READM
 
 * meaning: e5 cosines sit in a narrow band, so each is scaled against the query's own candidate
   distribution (``(cos − mean) / (best − mean)``) and the list's weight shrinks when the best hit does
-  not stand out from the crowd (a z-score);
+  not stand out from the crowd (a z-score); a script group with fewer than 25 records fills that
+  distribution with the closest reference passages (:mod:`memoryd.index.reference`), so one record is
+  not its own crowd;
 * keyword: BM25 scores are divided by a saturating reference, so one weak accidental match stays
   weak, and a record matching many rare query terms scores near 1;
 * briefs vote for their task: a task whose several briefs match is a better answer than a stray brief;
 * small priors: open tasks for "what is still open" queries, a named month for "that thing in August";
-* nothing is returned when neither list is confident (a random string, a redacted secret's fragment).
+* nothing is returned when neither list is confident (a random string, a redacted secret's fragment);
+  with the model, a record is returned only with evidence of its own — a cosine clearly above the query's
+  cosines to the reference passages, or a keyword match worth a good share of the query — and a final
+  score of at least :attr:`~memoryd.index.ranking.Ranking.min_score`. Neither bar depends on how many
+  records the index holds, so a store of one record answers an unrelated query with nothing.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from memoryd.index import intent
+from memoryd.index import intent, reference
 from memoryd.index.ranking import DEFAULT_RANKING, RANKINGS, Ranking
 from memoryd.index.redact import redact
 from memoryd.index.store import TEXT_BOOSTS, IndexStore, quote
@@ -91,7 +97,9 @@ class Candidates:
 
     ``bm25``: id -> raw BM25; ``ref``: BM25 of a record holding every query term once (sum of IDFs x
     main boost); ``cos``: id -> cosine; ``pool``: the cosines of the nearest-neighbour list;
-    ``known``: some query term occurs in the index; ``rows``: stored columns of every candidate.
+    ``known``: some query term occurs in the index; ``rows``: stored columns of every candidate;
+    ``lift``: id -> cosine minus the query's mean cosine to the reference passages of the record's script
+    (empty without the model).
     """
 
     text: str = ""
@@ -105,6 +113,7 @@ class Candidates:
     wants_open: bool = False
     months: set[str] = field(default_factory=set)
     projects: dict[str, float] = field(default_factory=dict)
+    lift: dict[str, float] = field(default_factory=dict)
 
 
 def gather(
@@ -127,15 +136,22 @@ def gather(
         by_group = store.nearest_by(qvec, CANDIDATES, [(col, v, True) for col, v in filters], per="lang")
         c.bm25 = dict(pending.result())
         # Cosines are compared within each script group (a query scores higher against any text in
-        # its own script): each group's list is z-scored against its own nearest neighbours.
+        # its own script): each group's list is z-scored against its own nearest neighbours, filled up
+        # with the closest reference passages when the group has too few records to be a crowd.
+        ref = reference.cosines(embedder, qvec)
+        ref_mean = {g: float(v.mean()) for g, v in ref.items() if len(v)}
         stats: dict[str, tuple[float, float]] = {}
         raw: dict[str, float] = {}
+        stand_ins: list[tuple[str, float]] = []
         for group in ("latin", "cjk"):
             near = by_group.get(group)
             if not near:
                 continue
-            values = np.array([cos for _, cos in near[:GROUP_CANDIDATES]], dtype=np.float64)
+            own = [cos for _, cos in near[:GROUP_CANDIDATES]]
+            fill = ref.get(group, np.empty(0))[: max(0, GROUP_CANDIDATES - len(own))]
+            values = np.concatenate([np.array(own, dtype=np.float64), fill])
             stats[group] = (float(values.mean()), float(values.std()) or 1e-3)
+            stand_ins.extend((group, float(v)) for v in fill)
             raw.update(near)
         nearest_ids = set(raw)
         c.has_vectors = bool(raw)
@@ -149,7 +165,11 @@ def gather(
             group = c.rows.get(i, {}).get("lang", "latin")
             mean, std = stats.get(group) or next(iter(stats.values()), (cos, 1e-3))
             c.cos[i] = (cos - mean) / std
-        c.pool = sorted((v for i, v in c.cos.items() if i in nearest_ids), reverse=True)[:CANDIDATES]
+            if group in ref_mean:
+                c.lift[i] = cos - ref_mean[group]
+        pool = [v for i, v in c.cos.items() if i in nearest_ids]
+        pool += [(v - stats[g][0]) / stats[g][1] for g, v in stand_ins]
+        c.pool = sorted(pool, reverse=True)[:CANDIDATES]
     else:
         c.bm25 = dict(pending.result())
         c.rows = store.rows(list(c.bm25))
@@ -184,8 +204,11 @@ def score(
     if explain is not None:
         explain.update(k_top=max(kw.values(), default=0.0), n_kw=len(kw))
     w = ranking.meaning_weight if c.has_vectors else 0.0
+    calibrated = bool(c.lift)  # the model's reference passages were there: absolute bars apply
     scored: list[tuple[str, dict, float]] = []
     for i, row in c.rows.items():
+        if calibrated and not _evidence(c, i, ranking):
+            continue
         k = kw.get(i, 0.0)
         s = w * m_scores.get(i, 0.0) * m_conf + (1 - w) * k
         if c.wants_open and row["status"] == "open":
@@ -201,6 +224,8 @@ def score(
         scored = [
             (i, row, s + bonus.get(row["task"], 0.0)) if row["task"] else (i, row, s) for i, row, s in scored
         ]
+    if calibrated:
+        scored = [e for e in scored if e[2] >= ranking.min_score]
     scored.sort(key=lambda e: (-e[2], e[0]))
     return [
         Hit(
@@ -255,6 +280,13 @@ def search(
     top = hits[0].score if hits else 0.0
     result.hits = [_scaled(h, top) for h in hits[:limit]]
     return result
+
+
+def _evidence(c: Candidates, i: str, ranking: Ranking) -> bool:
+    """Record ``i`` matches by meaning (lift) or by keywords on its own, whatever else the index holds."""
+    if c.lift.get(i, -1.0) >= ranking.min_lift:
+        return True
+    return c.ref > 0 and c.bm25.get(i, 0.0) / c.ref >= ranking.min_keyword
 
 
 def _task_bonus(scores: Iterable[tuple[str, float]], share: float) -> dict[str, float]:
