@@ -62,7 +62,14 @@ def _parser() -> argparse.ArgumentParser:
     src = e.add_mutually_exclusive_group(required=True)
     src.add_argument("--board", type=Path)
     src.add_argument("--corpus", type=Path)
-    e.add_argument("--queries", type=Path, required=True)
+    src.add_argument(
+        "--small",
+        type=Path,
+        metavar="DIR",
+        help="stores of 1, 3, 10 and 50 records cut from DIR (shared/eval)",
+    )
+    e.add_argument("--queries", type=Path, help="the labelled queries (--board, --corpus)")
+    e.add_argument("--seeds", type=int, default=8, help="--small: slices per set and size (default 8)")
     e.add_argument("--scope", choices=("prefix", "global"), default="global")
     e.add_argument("--model")
     e.add_argument("--json", action="store_true")
@@ -95,6 +102,11 @@ def cmd_eval(args) -> int:
     from memoryd.settings import Settings
 
     settings = Settings.load(model=args.model)
+    if args.small:
+        return _eval_small(args, settings)
+    if args.queries is None:
+        print("memoryd eval: --queries is required with --board and --corpus", file=sys.stderr)
+        return 2
     for path in (args.board or args.corpus, args.queries):
         if not path.exists():
             print(f"memoryd eval: {path} does not exist", file=sys.stderr)
@@ -105,6 +117,21 @@ def cmd_eval(args) -> int:
     else:
         report = ev.corpus_eval(args.corpus, args.queries, args.scope, embedder, settings.locations.cache)
     print(json.dumps(report, ensure_ascii=False) if args.json else ev.format_table(report))
+    return 0
+
+
+def _eval_small(args, settings) -> int:
+    from memoryd import eval_small
+
+    for part in ("board-v1", "locomo"):
+        if not (args.small / part).exists():
+            print(f"memoryd eval: {args.small / part} does not exist", file=sys.stderr)
+            return 2
+    if args.seeds < 1:
+        print("memoryd eval: --seeds must be at least 1", file=sys.stderr)
+        return 2
+    report = eval_small.small_store_eval(args.small, _load_embedder(settings), seeds=args.seeds)
+    print(json.dumps(report) if args.json else eval_small.format_small(report))
     return 0
 
 
