@@ -1,0 +1,110 @@
+"""Small stores rank honestly, on the real model and real LanceDB: with 1, 3 or 50 records an unrelated record
+is not returned and a related one is, as on thousands (``memoryd.index.reference``, ``memoryd.eval_small``).
+
+The memories are the reported case: a new user's three notes, one of which shares an accidental word
+("manager") with a question about another ("which package manager ...").
+"""
+
+from __future__ import annotations
+
+import pytest
+from tests.conftest import need_shared
+
+from memoryd.board.memories import Memory
+from memoryd.index.records_memories import memory_record
+from memoryd.index.search import search
+from memoryd.index.store import IndexStore
+from memoryd.index.sync import sync_records
+from memoryd.memories.ranking import MEMORY_RANKING
+
+PNPM = ("Use pnpm not npm in the web repo", ["web", "tooling"])
+STAGING = (
+    "The staging DB password is in the team password manager under 'staging-db'",
+    ["staging", "secrets"],
+)
+DEPLOYS = ("Deploys to production happen on Tuesdays after the standup", ["deploy"])
+TLS = ("Remember to renew the TLS certificate for api.example.com in March", ["tls"])
+
+#: Queries no note here answers: nonsense, another topic, a topic none of the notes is about.
+UNRELATED = [
+    "xqzv blorft wibble",
+    "purple elephants dancing",
+    "what's the weather in Paris",
+    "how many turtles does Nate have?",
+    "Ysolde Corvin",
+]
+#: query -> the note that answers it.
+RELATED = {
+    "which package manager does the web repo use": PNPM,
+    "how do we install dependencies in the web repo": PNPM,
+    "npm or yarn?": PNPM,
+    "where is the staging database password": STAGING,
+    "when do we deploy to production": DEPLOYS,
+}
+
+
+def memory_store(tmp_path, embedder, notes) -> IndexStore:
+    store = IndexStore(tmp_path / "index")
+    records = [memory_record(Memory.new(text, tags=tags)) for text, tags in notes]
+    sync_records(store, records, embedder, kinds=("memory",))
+    store.optimize()
+    return store
+
+
+def found(store, embedder, query: str) -> list[str]:
+    hits = search(store, embedder, query, kind="memory", ranking=MEMORY_RANKING).hits
+    return [h.line for h in hits]
+
+
+def test_one_memory_is_not_the_answer_to_every_query(tmp_path, embedder):
+    store = memory_store(tmp_path, embedder, [PNPM])
+    for query in [*UNRELATED, "where is the staging database password", "when do we deploy to production"]:
+        assert found(store, embedder, query) == [], query
+    for query, note in RELATED.items():
+        if note is PNPM:
+            assert found(store, embedder, query) == [PNPM[0]], query
+
+
+@pytest.mark.parametrize("notes", [[PNPM, STAGING, DEPLOYS], [PNPM, STAGING, DEPLOYS, TLS]], ids=["3", "4"])
+def test_an_accidental_word_does_not_put_an_unrelated_memory_first(tmp_path, embedder, notes):
+    store = memory_store(tmp_path, embedder, notes)
+    # "manager" is the only word the staging note shares with this question (a password manager)
+    assert STAGING[0] not in found(store, embedder, "which package manager for the frontend")
+    for query, (text, _) in RELATED.items():
+        assert found(store, embedder, query) == [text], query
+    for query in UNRELATED:
+        assert found(store, embedder, query) == [], query
+
+
+def test_scores_mean_the_same_at_one_and_four_records(tmp_path, embedder):
+    """The related note scores clearly in both stores; the unrelated ones are not there to be scored."""
+    one = memory_store(tmp_path / "one", embedder, [PNPM])
+    four = memory_store(tmp_path / "four", embedder, [PNPM, STAGING, DEPLOYS, TLS])
+    query = "which package manager does the web repo use"
+    scores = []
+    for store in (one, four):
+        hits = search(store, embedder, query, kind="memory", ranking=MEMORY_RANKING).hits
+        assert [h.line for h in hits] == [PNPM[0]]
+        scores.append(hits[0].score)
+    assert min(scores) >= 0.3, scores
+
+
+@pytest.mark.timeout(1200)  # ~50 slices of real LanceDB indexes and ~8,000 searches: minutes on 2 cores
+def test_small_slices_of_the_labelled_data(embedder):
+    """The bars README "Search quality" documents, on 4 seeds per set and size (the README's figures: 8).
+    A slice of one record has one or two related queries, so related hits are pooled over 1-10 records."""
+    from memoryd.eval_small import small_store_eval
+
+    root = need_shared("eval")
+    need_shared("eval", "locomo", "corpus.jsonl")
+    report = small_store_eval(root, embedder, seeds=4, foreign=40)
+    for name, per_size in report["sets"].items():
+        bar = 0.85 if name == "locomo" else 0.9
+        small = [per_size[n] for n in (1, 3, 10)]
+        assert sum(c["hit"] for c in small) >= bar * sum(c["related"] for c in small), (name, small)
+        assert per_size[50]["hit"] >= bar * per_size[50]["related"], (name, per_size[50])
+        for size, c in per_size.items():
+            # foreign: questions of the other data set and the negatives; nothing in the slice answers them
+            assert c["foreign_returned"] <= (0.3 if size == 50 else 0.05) * c["foreign"], (name, size, c)
+        if name != "locomo":  # one LoCoMo turn shares its speakers with every question of its conversation
+            assert per_size[1]["unrelated_returned"] <= 0.1 * per_size[1]["unrelated"], (name, per_size[1])
