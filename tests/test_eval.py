@@ -80,3 +80,24 @@ def test_eval_refuses_missing_files(tmp_path):
     )
     assert out.returncode == 2
     assert "does not exist" in out.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--small", "{tmp}/nope"], "does not exist"),
+        (["--board", "{tmp}"], "--queries is required"),
+    ],
+)
+def test_eval_refuses_what_it_cannot_run(tmp_path, args, says):
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    out = subprocess.run(
+        [sys.executable, "-m", "memoryd", "eval", *argv, "--model", "none"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert out.returncode == 2, out.stderr
+    assert says in out.stderr
