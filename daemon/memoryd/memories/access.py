@@ -29,6 +29,8 @@ class AccessTimes:
         self._latest: dict[str, str] = {}
         self._dirty: set[str] = set()
         self._written: dict[str, float] = {}  # id -> time.monotonic() of its last file write
+        self._since: dict[str, float] = {}  # dirty id -> time.monotonic() of its first unwritten access
+        self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
 
     def shown(self, memory: Memory) -> Memory:
@@ -38,13 +40,18 @@ class AccessTimes:
 
     def touch(self, ids: Iterable[str]) -> None:
         """Mark memories as accessed now; schedules the file writes."""
-        now = utc_now()
+        now, mono = utc_now(), time.monotonic()
         for mid in ids:
             self._latest[mid] = now
             self._dirty.add(mid)
-        if self._dirty and (self._task is None or self._task.done()):
+            self._since.setdefault(mid, mono)
+        if not self._dirty:
+            return
+        if self._task is None or self._task.done():
             with contextlib.suppress(RuntimeError):  # no running loop: written at close()
                 self._task = asyncio.get_running_loop().create_task(self._run(), name="memoryd-accessed-at")
+        else:
+            self._wake.set()  # a sleeping writer may be waiting a minute on other memories
 
     def forget(self, ids: Iterable[str]) -> None:
         """Drop deleted or moved memories."""
@@ -52,23 +59,28 @@ class AccessTimes:
             self._latest.pop(mid, None)
             self._dirty.discard(mid)
             self._written.pop(mid, None)
+            self._since.pop(mid, None)
+
+    def _due(self, mid: str) -> float:
+        """When ``mid``'s file may be written: DELAY_S after its access, PERSIST_S after its last write."""
+        return max(self._since.get(mid, 0.0) + DELAY_S, self._written.get(mid, -PERSIST_S) + PERSIST_S)
 
     async def _run(self) -> None:
-        delay = DELAY_S
         while self._dirty:
-            await asyncio.sleep(delay)
+            wait = min(self._due(m) for m in self._dirty) - time.monotonic()
+            if wait > 0:
+                self._wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), timeout=wait)
+                continue
             now = time.monotonic()
-            due = [m for m in self._dirty if now - self._written.get(m, -PERSIST_S) >= PERSIST_S]
-            await self._flush(due)
-            if self._dirty:
-                delay = max(
-                    DELAY_S, min(PERSIST_S - (now - self._written.get(m, -PERSIST_S)) for m in self._dirty)
-                )
+            await self._flush([m for m in self._dirty if self._due(m) <= now])
 
     async def _flush(self, ids: Iterable[str]) -> None:
         batch = {m: self._latest[m] for m in ids if m in self._latest}
         for m in batch:
             self._dirty.discard(m)
+            self._since.pop(m, None)
             self._written[m] = time.monotonic()
         if batch:
             await self._write(batch)
