@@ -5,7 +5,7 @@
         ... d.socket, d.pid, d.rss_mb() ...
     # SIGTERM (then SIGKILL after 10 s); its temporary folder removed
 
-The readiness checks read the same object ``memoryd status --json`` prints (``memoryd.status.summarize``
+The readiness checks read the same object ``memoryd status --json`` prints (``memoryd.cli.status.summarize``
 of the control-line answer), asked directly over the socket so polling costs no interpreter start-up.
 """
 
@@ -72,8 +72,8 @@ class Daemon:
     def status(self) -> dict | None:
         """What ``memoryd status --json`` shows (plus ``"raw"``: the control-line answer, with epoch
         times), or None while nothing answers."""
-        from memoryd.control import ask_status
-        from memoryd.status import summarize
+        from memoryd.cli.status import summarize
+        from memoryd.serve.control import ask_status
 
         try:
             raw = ask_status(self.socket, timeout=5.0)

@@ -10,7 +10,7 @@ on their stdin/stdout, as a coding agent would. Queries: board-v1/dev.jsonl.
 
 * spawn -> ``initialize`` answered, per shim (p50/p95), beside ``python -c pass``, the floor;
 * ``tools/call search_briefs`` through a shim vs the same call on a direct socket session
-  (``memoryd.client``) vs in-process ``search()`` on the same index (run back to back per query, in
+  (``memoryd.cli.client``) vs in-process ``search()`` on the same index (run back to back per query, in
   rotating order): the relay's added latency and the whole serving path's;
 * one agent doing ``--searches`` searches, then ``--agents`` agents at once, each doing ``--searches``
   (p50/p95/p99, errors), with the daemon's RSS sampled every 50 ms in both phases, and each shim's RSS;
@@ -213,10 +213,10 @@ def bench_paths(
 ) -> None:
     """search_briefs through a shim, on a direct socket session, and search() in-process, per query; then
     MCP ``ping`` through the shim and direct (the relay alone, without a search's own noise)."""
-    from memoryd.client import DaemonClient
+    from memoryd.cli.client import DaemonClient
     from memoryd.index.search import search
     from memoryd.index.store import IndexStore
-    from memoryd.tools.briefs_render import SEARCH_POOL
+    from memoryd.kinds.briefs.render import SEARCH_POOL
 
     store = IndexStore(index)  # the daemon's own index, read concurrently (LanceDB readers don't lock)
     times: dict[str, list[float]] = {"in-process": [], "direct": [], "shim": []}
@@ -434,7 +434,7 @@ def bench_agents(
 
 
 def bench_saves(report: Report, d: Daemon, board: Path, saves: int) -> None:
-    from memoryd.client import DaemonClient
+    from memoryd.cli.client import DaemonClient
 
     tasks = [json.loads(p.read_text()) for p in sorted((board / "tasks").glob("*.json"))]
     rng = random.Random(3)

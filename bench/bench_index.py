@@ -42,13 +42,13 @@ RSS_TARGET_MB = 800.0
 def restart_child(board: Path, index: Path, model: str, split: bool = True) -> dict:
     """Runs in a fresh interpreter: model load, then open + reconcile timed; RSS; a second, split pass."""
     quiet_env()
-    from memoryd.board.reader import BoardReader
+    from memoryd.core.indexer import Indexer
     from memoryd.index.embed import load_embedder
     from memoryd.index.records import brief_record
+    from memoryd.index.rwlock import RWLock
     from memoryd.index.search import search
     from memoryd.index.store import IndexStore
-    from memoryd.indexer import Indexer
-    from memoryd.rwlock import RWLock
+    from memoryd.kinds.briefs.reader import BoardReader
 
     out: dict = {"rss_start_mb": rss_mb()}
     start = time.perf_counter()
@@ -120,10 +120,10 @@ def bench_throughput(report: Report, base, embedder, cache: Path | None) -> None
 
 
 def rebuild(board: Path, index: Path, embedder) -> dict:
-    from memoryd.board.reader import BoardReader
     from memoryd.index.records import brief_record
     from memoryd.index.store import IndexStore
     from memoryd.index.sync import sync_records
+    from memoryd.kinds.briefs.reader import BoardReader
 
     before = embedder.passages_embedded if embedder is not None else 0
     t0 = time.perf_counter()
@@ -186,8 +186,8 @@ def bench_rebuild(report: Report, work: Path, size: int, embedder) -> None:
 def check_replica(board: Path, base, size: int) -> None:
     """The records the daemon derives from the replica folders must equal the replica records written into
     the index, or the restart would re-embed everything: compare a sample of content hashes first."""
-    from memoryd.board.reader import BoardReader
     from memoryd.index.records import brief_record
+    from memoryd.kinds.briefs.reader import BoardReader
 
     reader = BoardReader(board)
     sample = {}
@@ -244,7 +244,7 @@ def daemon_restart(board: Path, index: Path) -> dict:
         out["records"] = status.get("records")
         out["rss_mb"] = d.rss_mb()
         out["peak_rss_mb"] = peak_rss_mb(d.pid)
-        from memoryd.client import DaemonClient
+        from memoryd.cli.client import DaemonClient
 
         with DaemonClient(d.socket) as client:
             for q in dev_queries()[:20]:

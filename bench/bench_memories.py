@@ -4,7 +4,7 @@
                                              [--searches 200] [--recalls 100] [--quick] [--out FILE]
 
 For each board size (``--size``, plus 100,000 with ``--big``) a board of synthetic memories is written
-straight to disk (``memories/<hash>.md`` through ``memoryd.board.memories.render_memory``; one in five also
+straight to disk (``memories/<hash>.md`` through ``memoryd.kinds.memories.files.render_memory``; one in five also
 links to the next two of its cluster of five, so recall has edges to follow), then a daemon is started on
 it with the default model and an empty index, and the time until every memory is indexed *with its vector*
 is measured (the daemon reconciles keyword-only, then the model embeds in chunks). Then, through
@@ -196,8 +196,8 @@ def queries(count: int, seed: int = 7) -> list[str]:
 
 def write_board(board: Path, size: int, seed: int = 1) -> float:
     """``size`` memory files (plus ``tasks/`` and ``briefs/``) written directly; returns the seconds taken."""
-    from memoryd.board.memories import Memory, Relation, render_memory
-    from memoryd.board.writer import ensure_board
+    from memoryd.kinds.briefs.writer import ensure_board
+    from memoryd.kinds.memories.files import Memory, Relation, render_memory
 
     t0 = time.perf_counter()
     ensure_board(board)
@@ -283,7 +283,7 @@ def prebuild_index(board: Path, index: Path, sample: int = 500) -> float:
     from _util import MODELS
     from memoryd.index.embed import load_embedder
     from memoryd.index.store import IndexStore
-    from memoryd.memories.source import source
+    from memoryd.kinds.memories.source import source
 
     start = time.perf_counter()
     embedder, status = load_embedder(None, MODELS)

@@ -3,6 +3,9 @@
 * ``memoryd_shim`` imports only the standard library and itself: never ``memoryd``, never a third-party
   package (agents spawn it per session; it must start in milliseconds and work from any interpreter).
 * ``lancedb``, ``onnxruntime``, ``onnx`` and ``tokenizers`` are imported only under ``daemon/memoryd/index/``.
+* The layout's layers: record kinds (``kinds/``), the board's shared files (``board/``), the index (``index/``),
+  the tool machinery (``tools/``) and the importers never import the engine, the serving layer or the CLI;
+  ``board/`` and ``index/`` know no record kind; nothing but the CLI imports the CLI.
 """
 
 from __future__ import annotations
@@ -137,4 +140,69 @@ def test_the_tool_registry_loads_no_index_library():
     loaded = {top(name) for name in subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.split()}  # fmt: skip
-    assert not loaded & (INDEX_ONLY | {"pyarrow", "lance", "numpy"}), sorted(loaded & (INDEX_ONLY | {"pyarrow"}))
+    assert not loaded & (INDEX_ONLY | {"pyarrow", "lance", "numpy"}), sorted(
+        loaded & (INDEX_ONLY | {"pyarrow"})
+    )
+
+
+#: package (under daemon/memoryd/) -> the memoryd modules it must never import (prefix match).
+LAYERS = {
+    "kinds": ("memoryd.core.engine", "memoryd.serve", "memoryd.cli"),
+    "board": (
+        "memoryd.core",
+        "memoryd.serve",
+        "memoryd.cli",
+        "memoryd.kinds",
+        "memoryd.index",
+        "memoryd.tools",
+    ),
+    "index": ("memoryd.core", "memoryd.serve", "memoryd.cli", "memoryd.kinds", "memoryd.tools"),
+    "tools": ("memoryd.core.engine", "memoryd.serve", "memoryd.cli", "memoryd.kinds"),
+    "importers": ("memoryd.core.engine", "memoryd.serve", "memoryd.cli"),
+    "core": ("memoryd.serve", "memoryd.cli"),
+    "serve": ("memoryd.cli",),
+}
+
+
+def _imports_of(package: str):
+    for path in sorted((DAEMON / package).rglob("*.py")):
+        for line, name in imported_modules(path):
+            yield path, line, name
+
+
+@pytest.mark.parametrize("package", sorted(LAYERS))
+def test_each_layer_imports_only_what_is_below_it(package):
+    assert (DAEMON / package / "__init__.py").is_file(), f"daemon/memoryd/{package}/ is missing"
+    forbidden = LAYERS[package]
+    offenders = [
+        f"{path.relative_to(REPO)}:{line} imports {name}"
+        for path, line, name in _imports_of(package)
+        if any(name == f or name.startswith(f + ".") for f in forbidden)
+    ]
+    assert not offenders, f"daemon/memoryd/{package}/ must not import {', '.join(forbidden)}:\n" + "\n".join(
+        offenders
+    )
+
+
+def test_the_shared_top_level_modules_import_no_layer():
+    offenders = []
+    for path in sorted(DAEMON.glob("*.py")):
+        if path.name == "__main__.py":
+            continue  # the entry point runs the CLI
+        for line, name in imported_modules(path):
+            if top(name) == "memoryd" and name.split(".")[1:2] and name.split(".")[1] in LAYERS | {"cli": ()}:
+                offenders.append(f"{path.relative_to(REPO)}:{line} imports {name}")
+    assert not offenders, (
+        "settings, paths, logs, errors, locks, project are used by all layers:\n" + "\n".join(offenders)
+    )
+
+
+def test_the_layer_checker_catches_a_kind_importing_the_engine(tmp_path, monkeypatch):
+    kinds = tmp_path / "daemon" / "memoryd" / "kinds"
+    kinds.mkdir(parents=True)
+    (kinds / "__init__.py").write_text("")
+    (kinds / "bad.py").write_text("from memoryd.core.engine import Engine\nimport memoryd.serve.app\n")
+    monkeypatch.setattr(sys.modules[__name__], "DAEMON", tmp_path / "daemon" / "memoryd")
+    monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
+    with pytest.raises(AssertionError, match=r"kinds/bad.py:1 imports memoryd.core.engine"):
+        test_each_layer_imports_only_what_is_below_it("kinds")

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 
-from memoryd.board.memories import content_hash
-from memoryd.eval import corpus_eval, corpus_memories
+from memoryd.cli.eval.labelled import corpus_eval, corpus_memories
 from memoryd.index.text import term_string
+from memoryd.kinds.memories.files import content_hash
 
 ROWS = [
     {

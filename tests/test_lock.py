@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from memoryd import lock, socketfile
 from memoryd.errors import AlreadyRunning, SocketPathError, StartupError
+from memoryd.serve import lock, socketfile
 
 HOLD = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from memoryd.lock import FileLock
+    from memoryd.serve.lock import FileLock
     lock = FileLock(Path(sys.argv[1]), directory=sys.argv[2] == "dir")
     assert lock.try_acquire(note="pid holder")
     print("held", flush=True)

@@ -10,10 +10,10 @@ import re
 import mcp_types as types
 import pytest
 
-from memoryd import jsonrpc
+from memoryd.core.warmup import EngineHandle
 from memoryd.errors import EngineUnavailable, InvalidParams, WarmingUp
+from memoryd.serve import jsonrpc
 from memoryd.tools import ToolRegistry, ToolResult, ToolSpec, build_registry
-from memoryd.warmup import EngineHandle
 
 
 def reply_of(line: bytes):
@@ -180,25 +180,27 @@ def test_engine_slot_reports_a_failed_load():
     asyncio.run(main())
 
 
-def test_foreign_exceptions_named_in_the_error_table_exist_and_map():
-    import importlib
-
+def test_board_and_index_errors_are_kinds_of_the_error_tree_with_their_wire_names():
     from memoryd import errors
+    from memoryd.board.gate import UnsafePath
+    from memoryd.board.ids import InvalidId
+    from memoryd.kinds.briefs.files import FormatError
+    from memoryd.kinds.briefs.reader import BoardUnreadable
+    from memoryd.kinds.briefs.writer import BriefNotFound
 
-    for qualified, mapped in errors.FOREIGN.items():
-        module_name, _, class_name = qualified.rpartition(".")
-        try:
-            cls = getattr(importlib.import_module(module_name), class_name)
-        except ImportError:
-            pytest.skip(f"{module_name} is not written yet")
-        assert issubclass(cls, BaseException)
-        try:
-            raised = cls("boom")
-        except TypeError:
-            continue  # needs more arguments; the name check above is what matters
-        translated = errors.translate(raised)
-        assert isinstance(translated, mapped) and str(translated) == str(raised)
-    assert isinstance(errors.translate(KeyError("x")), KeyError)
+    expected = {
+        InvalidId("boom"): errors.InvalidParams,
+        BoardUnreadable("boom"): errors.BoardUnreadable,
+        BriefNotFound("boom"): errors.NotFound,
+        UnsafePath("/x", "symlink"): errors.ToolFailed,
+        FormatError("boom"): errors.ToolFailed,
+    }
+    for exc, kind in expected.items():
+        assert isinstance(exc, kind), type(exc)
+        assert errors.failure_kind(exc) == kind.__name__
+    # the standard-library kinds they were before stay true for callers that catch those
+    assert isinstance(InvalidId("x"), ValueError) and isinstance(BriefNotFound("x"), LookupError)
+    assert errors.failure_kind(KeyError("x")) == "KeyError"
 
 
 def _engine_tool(handle: EngineHandle, budget_s: float):
@@ -206,7 +208,7 @@ def _engine_tool(handle: EngineHandle, budget_s: float):
     ``ctx`` stands in for the SDK's request context (only the fields the boundary reads)."""
     from types import SimpleNamespace
 
-    from memoryd.mcp_app import McpApp, SessionState
+    from memoryd.serve.app import McpApp, SessionState
     from memoryd.tools.registry import RegisteredTool
 
     async def handler(args, ctx):

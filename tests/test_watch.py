@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.watch import BoardWatcher, Change, is_ignored_name
+from memoryd.core.watch import BoardWatcher, Change, is_ignored_name
 
 B1 = "b-20260101-aaaaaa"
 B2 = "b-20260101-bbbbbb"

@@ -1,3 +1,3 @@
-from memoryd.cli import main
+from memoryd.cli.main import main
 
 raise SystemExit(main())

@@ -1,6 +1,7 @@
 """memoryd's small error tree, and the one boundary that maps it onto the wire.
 
-Tool logic raises these (or any plain exception); only :func:`tool_failure_result` and
+Tool logic raises these (or any plain exception; the board's and index's own errors subclass them:
+``InvalidId`` is an :class:`InvalidParams`, ``BriefNotFound`` a :class:`NotFound`); only :func:`tool_failure_result` and
 :func:`to_mcp_error` turn them into protocol shapes, so no tool ever builds a JSON-RPC error itself.
 
 Two kinds of failure exist on the wire (MCP spec, "Tools" -> "Error Handling"):
@@ -134,29 +135,13 @@ class SocketPathError(StartupError):
 
 # --- the boundary -------------------------------------------------------------------------------------
 
-#: Exceptions raised below the tools (board, index) that tools may let propagate, by qualified class name
-#: (so this module imports neither package), and the kind of failure each one is on the wire.
-FOREIGN: dict[str, type[MemorydError]] = {
-    "memoryd.board.ids.InvalidId": InvalidParams,
-    "memoryd.board.reader.BoardUnreadable": BoardUnreadable,
-    "memoryd.board.writer.BriefNotFound": NotFound,
-    "memoryd.board.gate.UnsafePath": ToolFailed,
-    "memoryd.board.formats.FormatError": ToolFailed,
-}
 
-
-def translate(exc: BaseException) -> BaseException:
-    """``exc`` as a :class:`MemorydError` when it is (a subclass of) one listed in :data:`FOREIGN`,
-    keeping its message; otherwise ``exc`` itself."""
-    if isinstance(exc, MemorydError):
-        return exc
+def failure_kind(exc: BaseException) -> str:
+    """The wire name of a failure: the nearest class of this module (``InvalidId`` -> ``"InvalidParams"``)."""
     for cls in type(exc).__mro__:
-        mapped = FOREIGN.get(f"{cls.__module__}.{cls.__qualname__}")
-        if mapped is not None:
-            translated = mapped(str(exc))
-            translated.__cause__ = exc
-            return translated
-    return exc
+        if cls.__module__ == __name__:
+            return cls.__name__
+    return type(exc).__name__
 
 
 def peer_gone(exc: BaseException) -> bool:
@@ -206,7 +191,7 @@ def tool_failure_result(
     hold paths or stored data). Without ``envelope`` the result is the text alone (module docstring).
     """
     if isinstance(exc, ToolFailed | InvalidParams):
-        kind = type(exc).__name__
+        kind = failure_kind(exc)
         text = str(exc)
         log.info("tool_failed", tool=tool, kind=kind, reason=text)
     else:

@@ -12,9 +12,12 @@ nothing. Which board an index belongs to is recorded in the index itself (:mod:`
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
+import shlex
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,3 +107,25 @@ def resolve(
         socket=Path(socket).expanduser().absolute() if socket else rendezvous.socket_path(env).absolute(),
         exports=data / "exports",
     )
+
+
+def interpreter() -> str:
+    """The absolute path of the running interpreter, symlinks kept: a virtualenv's ``bin/python`` is a
+    symlink whose location is what makes the venv's packages importable."""
+    return os.path.abspath(sys.executable)
+
+
+def memoryd_command() -> str:
+    """How a person at a shell runs this install's ``memoryd``, for the commands we print: ``memoryd`` when
+    that name on ``PATH`` is this install's script, else the script's absolute path (shell-quoted), else
+    ``<python> -m memoryd``. A printed fix must work when pasted as it is."""
+    import shutil
+
+    script = Path(interpreter()).parent / "memoryd"
+    found = shutil.which("memoryd")
+    with contextlib.suppress(OSError):
+        if found and script.exists() and os.path.samefile(found, script):
+            return "memoryd"
+    if script.exists():
+        return shlex.quote(str(script))
+    return f"{shlex.quote(interpreter())} -m memoryd"

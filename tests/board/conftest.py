@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from board_helpers import BRIEF, OUTSIDE_WORDS, TASK, write_brief, write_task
 
-from memoryd.board.writer import ensure_board
+from memoryd.kinds.briefs.writer import ensure_board
 
 
 @pytest.fixture

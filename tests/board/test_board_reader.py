@@ -10,8 +10,8 @@ import pytest
 from board_helpers import BRIEF, OUTSIDE_WORDS, TASK, write_brief, write_task
 
 from memoryd.board.ids import InvalidId
-from memoryd.board.reader import BoardReader, BoardUnreadable
-from memoryd.board.writer import ensure_board
+from memoryd.kinds.briefs.reader import BoardReader, BoardUnreadable
+from memoryd.kinds.briefs.writer import ensure_board
 
 REMOVED_SCREEN_BRIEF = "b-20260904-27e980"  # its screen 2 has .txt and .json but no .png
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from board_helpers import BRIEF, OUTSIDE_WORDS, write_brief
 
-from memoryd.board.formats import Outcome, parse_outcome, render_outcome
 from memoryd.board.gate import UnsafePath
 from memoryd.board.ids import InvalidId
-from memoryd.board.reader import BoardReader, BoardUnreadable
-from memoryd.board.writer import BriefNotFound, ensure_board, save_outcome
+from memoryd.kinds.briefs.files import Outcome, parse_outcome, render_outcome
+from memoryd.kinds.briefs.reader import BoardReader, BoardUnreadable
+from memoryd.kinds.briefs.writer import BriefNotFound, ensure_board, save_outcome
 
 OUTCOME = Outcome(
     did=("Found the redirect", "Wrote it up"), open=("Fix it",), files=("apps/web/src/middleware.ts",)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from memoryd.board.formats import (
+from memoryd.kinds.briefs.files import (
     FormatError,
     Outcome,
     parse_brief_json,

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from board_helpers import TASK, write_task
 
-from memoryd.board.reader import BoardReader
-from memoryd.board.writer import ensure_board
 from memoryd.index.redact import redact
+from memoryd.kinds.briefs.reader import BoardReader
+from memoryd.kinds.briefs.writer import ensure_board
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
 from layouts_e2e import KINDS, LAYOUTS, lay_out  # noqa: E402

@@ -11,7 +11,7 @@ import sys
 import tomlkit
 
 from conftest import build_home
-from memoryd.connect import safewrite
+from memoryd.cli.connect import safewrite
 
 
 def memoryd(home, *args: str, check_rc: int | None = 0) -> subprocess.CompletedProcess:

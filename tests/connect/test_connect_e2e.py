@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 from memoryd_e2e import DaemonProcess, short_tmpdir
 
-from memoryd.connect import manage
-from memoryd.connect.agents import claude_settings, known_agents, server_entry
+from memoryd.cli.connect import manage
+from memoryd.cli.connect.agents import claude_settings, known_agents, server_entry
 
 TASK = "t-20261129-c0ffee"
 BRIEF = "b-20261129-5eed42"

@@ -18,8 +18,8 @@ import pytest
 import tomlkit
 
 from conftest import FakeHome
-from memoryd.connect import edits, manage, safewrite
-from memoryd.connect.agents import claude_settings, hook_command, known_agents, server_entry
+from memoryd.cli.connect import edits, manage, safewrite
+from memoryd.cli.connect.agents import claude_settings, hook_command, known_agents, server_entry
 
 
 def agents_of(fh: FakeHome):

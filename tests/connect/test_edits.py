@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from memoryd.connect import edits, jsonedit, tomledit
+from memoryd.cli.connect import edits, jsonedit, tomledit
 
 ENTRY = {"command": "/opt/venv/bin/python", "args": ["-m", "memoryd_shim", "--tools", "briefs"]}
 LAYOUTS = {

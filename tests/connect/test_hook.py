@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from memoryd.board.ids import BRIEF_ID_PATTERN
-from memoryd.connect import hook
+from memoryd.cli.connect import hook
 
 BRIEF = "b-20261129-a1b2c3"
 OTHER = "b-20261020-0f0f0f"

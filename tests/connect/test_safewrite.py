@@ -8,8 +8,8 @@ import os
 
 import pytest
 
-from memoryd.connect import manage, safewrite
-from memoryd.connect.agents import claude_settings, known_agents, server_entry
+from memoryd.cli.connect import manage, safewrite
+from memoryd.cli.connect.agents import claude_settings, known_agents, server_entry
 
 
 def test_mode_is_kept_and_the_backup_is_made_once(tmp_path):

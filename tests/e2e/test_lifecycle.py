@@ -18,8 +18,8 @@ import time
 import pytest
 from memoryd_e2e import RawConnection
 
-from memoryd import lock
 from memoryd.errors import EXIT_ALREADY_RUNNING, EXIT_STARTUP_FAILED
+from memoryd.serve import lock
 
 
 def test_second_daemon_on_the_same_socket_or_board_is_refused(make_daemon):

@@ -401,10 +401,10 @@ def test_tools_can_read_the_snapshot_while_the_writer_applies_changes(shared_boa
     """In process, with the real writer: tools iterate the indexer's snapshot on the event loop while the
     writer thread applies board changes. It used to change those dicts in place, so a concurrent
     list_tasks/get_task could fail with "dictionary changed size during iteration"."""
-    from memoryd.board.reader import BoardReader
+    from memoryd.core.indexer import Indexer, Pending
+    from memoryd.index.rwlock import RWLock
     from memoryd.index.store import IndexStore
-    from memoryd.indexer import Indexer, Pending
-    from memoryd.rwlock import RWLock
+    from memoryd.kinds.briefs.reader import BoardReader
 
     board = copy_board(shared_board, tmp_path / "board")
     indexer = Indexer(BoardReader(board), IndexStore(tmp_path / "index"), lambda: None, RWLock())

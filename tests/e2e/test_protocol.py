@@ -89,7 +89,7 @@ def test_status_control_line(daemon):
 
 
 def test_control_ask_status_for_the_cli(daemon, tmp_path):
-    from memoryd import control
+    from memoryd.serve import control
 
     status = control.ask_status(daemon.socket)
     assert status["pid"] == daemon.proc.pid and status["socket"]["mode"] == "0600"

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from import_helpers import MEMDB_RELATIONS, MEMDB_ROWS, board_snapshot, make_memdb, run_cli
 
-from memoryd.board.memories import content_hash, list_memories, read_memory
 from memoryd.importers import SourceUnreadable
 from memoryd.importers.apply import run_import
+from memoryd.kinds.memories.files import content_hash, list_memories, read_memory
 
 BAD_ROWS = """
 INSERT INTO memories (id, content, importance, memory_type, hash) VALUES (6, '', 1, 'fact', 'h6');

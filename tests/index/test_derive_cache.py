@@ -12,12 +12,12 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "board"))
 from board_helpers import write_brief, write_task  # noqa: E402
 
-from memoryd.board.reader import BoardReader  # noqa: E402
+from memoryd.core.indexer import Indexer  # noqa: E402
 from memoryd.index.derive_cache import FILE_NAME  # noqa: E402
+from memoryd.index.rwlock import RWLock  # noqa: E402
 from memoryd.index.search import search  # noqa: E402
 from memoryd.index.store import IndexStore  # noqa: E402
-from memoryd.indexer import Indexer  # noqa: E402
-from memoryd.rwlock import RWLock  # noqa: E402
+from memoryd.kinds.briefs.reader import BoardReader  # noqa: E402
 
 IDS = ["b-20260101-aaaaa1", "b-20260101-aaaaa2", "b-20260101-aaaaa3"]
 

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from tests.conftest import need_shared
 
-from memoryd.board.reader import BoardReader
-from memoryd.eval import read_jsonl
+from memoryd.cli.eval.labelled import read_jsonl
 from memoryd.index.records import brief_record
 from memoryd.index.search import search
 from memoryd.index.store import IndexStore
 from memoryd.index.sync import sync_records
 from memoryd.index.text import term_string
+from memoryd.kinds.briefs.reader import BoardReader
 
 SYNTAX = [
     '"',

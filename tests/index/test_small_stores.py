@@ -1,5 +1,5 @@
 """Small stores rank honestly, on the real model and real LanceDB: with 1, 3 or 50 records an unrelated record
-is not returned and a related one is, as on thousands (``memoryd.index.reference``, ``memoryd.eval_small``).
+is not returned and a related one is, as on thousands (``memoryd.index.reference``, ``memoryd.cli.eval.small``).
 
 The memories are the reported case: a new user's three notes, one of which shares an accidental word
 ("manager") with a question about another ("which package manager ...").
@@ -10,12 +10,12 @@ from __future__ import annotations
 import pytest
 from tests.conftest import need_shared
 
-from memoryd.board.memories import Memory
-from memoryd.index.records_memories import memory_record
 from memoryd.index.search import search
 from memoryd.index.store import IndexStore
 from memoryd.index.sync import sync_records
-from memoryd.memories.ranking import MEMORY_RANKING
+from memoryd.kinds.memories.files import Memory
+from memoryd.kinds.memories.ranking import MEMORY_RANKING
+from memoryd.kinds.memories.records import memory_record
 
 PNPM = ("Use pnpm not npm in the web repo", ["web", "tooling"])
 STAGING = (
@@ -93,7 +93,7 @@ def test_scores_mean_the_same_at_one_and_four_records(tmp_path, embedder):
 def test_small_slices_of_the_labelled_data(embedder):
     """The bars README "Search quality" documents, on 4 seeds per set and size (the README's figures: 8).
     A slice of one record has one or two related queries, so related hits are pooled over 1-10 records."""
-    from memoryd.eval_small import small_store_eval
+    from memoryd.cli.eval.small import small_store_eval
 
     root = need_shared("eval")
     need_shared("eval", "locomo", "corpus.jsonl")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import time
 
-from memoryd.memories import access
-from memoryd.memories.access import AccessTimes
+from memoryd.kinds.memories import access
+from memoryd.kinds.memories.access import AccessTimes
 
 
 def test_a_new_access_is_not_held_behind_another_memorys_minute(monkeypatch):

@@ -1,4 +1,4 @@
-"""The memory file format and its I/O (``memoryd.board.memories``), on real temporary boards."""
+"""The memory file format and its I/O (``memoryd.kinds.memories.files``), on real temporary boards."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import unicodedata
 import pytest
 
 from memoryd.board.ids import InvalidId
-from memoryd.board.memories import (
+from memoryd.kinds.briefs.reader import BoardUnreadable
+from memoryd.kinds.memories.files import (
     Memory,
     MemoryFileError,
     Relation,
@@ -23,7 +24,6 @@ from memoryd.board.memories import (
     render_memory,
     write_memory,
 )
-from memoryd.board.reader import BoardUnreadable
 
 
 def sha(text: str) -> str:

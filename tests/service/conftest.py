@@ -41,7 +41,7 @@ class Stubs:
 @pytest.fixture
 def stubs(tmp_path, monkeypatch, isolated_home):
     """A HOME under tmp_path, the stubs first on PATH, and the manager forced by the test (env var
-    ``MEMORYD_SERVICE_MANAGER``, documented as for tests in :mod:`memoryd.service.manager`)."""
+    ``MEMORYD_SERVICE_MANAGER``, documented as for tests in :mod:`memoryd.cli.service.manager`)."""
     home = tmp_path / "userhome"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))

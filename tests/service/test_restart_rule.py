@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from memoryd_e2e import DaemonProcess, short_tmpdir
 
-from memoryd import server
+from memoryd.cli.service import templates
 from memoryd.errors import EXIT_ALREADY_RUNNING
-from memoryd.service import templates
+from memoryd.serve import daemon as server
 
 SUPERVISOR_ENV = "MEMORYD_SUPERVISOR"
 

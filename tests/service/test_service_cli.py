@@ -2,7 +2,7 @@
 
 Neither launchd nor a systemd user manager runs in CI, so the commands run against the recording stubs
 in ``stubbin/`` (TEST STUBS, not the tools; see ``stubbin/_stub.py``), forced through
-``MEMORYD_SERVICE_MANAGER`` (documented in :mod:`memoryd.service.manager` as the switch for tests).
+``MEMORYD_SERVICE_MANAGER`` (documented in :mod:`memoryd.cli.service.manager` as the switch for tests).
 Files are really written, and the plist/units are the real rendered ones.
 """
 
@@ -17,9 +17,9 @@ import sys
 import pytest
 from memoryd_e2e import DaemonProcess, short_tmpdir
 
-from memoryd.cli import main
-from memoryd.service.common import MARKER, ServiceError
-from memoryd.service.manager import choose, service_state
+from memoryd.cli.main import main
+from memoryd.cli.service.common import MARKER, ServiceError
+from memoryd.cli.service.manager import choose, service_state
 
 UID = os.getuid()
 GUI = f"gui/{UID}"

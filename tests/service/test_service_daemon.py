@@ -22,7 +22,7 @@ from memoryd_e2e import PYTHON, DaemonProcess, RawConnection, short_tmpdir
 
 import memoryd_shim
 from memoryd import __version__, logs
-from memoryd.cli import main
+from memoryd.cli.main import main
 
 INIT = {
     "jsonrpc": "2.0",

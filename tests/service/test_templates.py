@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.service import templates
-from memoryd.service.common import LABEL, MARKER, ServiceError
+from memoryd.cli.service import templates
+from memoryd.cli.service.common import LABEL, MARKER, ServiceError
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from memoryd.board.gate import UnsafePath
-from memoryd.board.sessions import (
+from memoryd.kinds.sessions.files import (
     Interaction,
     InvalidSessionId,
     append_interaction,
@@ -21,7 +21,7 @@ from memoryd.board.sessions import (
     read_summary,
     write_summary,
 )
-from memoryd.tools.sessions_summarize import extractive
+from memoryd.kinds.sessions.summarize import extractive
 
 
 @pytest.fixture

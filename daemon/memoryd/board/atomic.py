@@ -5,7 +5,7 @@ leaves either the old file or the new one, never half of one, and a symlink plan
 replaced, never followed (rename(2) and link(2) act on the directory entry).
 
 Temp names are ``.<name>.<pid>-<12 hex>.tmp`` (:func:`temp_name`): the writer's pid lets the next daemon
-start tell a temp left by a killed writer from one being written right now (:mod:`memoryd.board.sweep`).
+start tell a temp left by a killed writer from one being written right now (:mod:`memoryd.core.sweep`).
 """
 
 from __future__ import annotations

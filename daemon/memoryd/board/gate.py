@@ -24,6 +24,8 @@ import stat
 from pathlib import Path
 from types import TracebackType
 
+from memoryd.errors import ToolFailed
+
 DEFAULT_MAX_BYTES = 8 * 2**20
 
 # O_NONBLOCK on directories too: a FIFO planted where a folder belongs must fail (ENOTDIR), never wait.
@@ -31,7 +33,7 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0)
 
 
-class UnsafePath(Exception):
+class UnsafePath(ToolFailed):
     """A path the gate refuses; ``reason`` says why (``"symlink"``, ``"fifo"``, ``"hard link"``, ...)."""
 
     def __init__(self, path: str | os.PathLike[str], reason: str) -> None:

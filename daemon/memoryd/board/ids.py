@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from memoryd.errors import InvalidParams
+
 TASK_ID_PATTERN = r"t-\d{8}-[0-9a-f]{6}"
 BRIEF_ID_PATTERN = r"b-\d{8}-[0-9a-f]{6}"
 
@@ -19,7 +21,7 @@ _BRIEF_RE = re.compile(BRIEF_ID_PATTERN, re.ASCII)
 _ID_LENGTH = 17  # "b-" + 8 digits + "-" + 6 hex; longer strings are refused before any regex work
 
 
-class InvalidId(ValueError):
+class InvalidId(InvalidParams, ValueError):
     """An id that does not match its contract pattern; the message names the expected pattern."""
 
 

@@ -1,7 +1,7 @@
 """``memoryd import --from NAME PATH``: bring memories from another memory server onto the board.
 
 Importers read a foreign store and yield neutral items; :mod:`memoryd.importers.apply` turns them into
-board files (``memories/<hash>.md``, through :func:`memoryd.board.memories.write_memory`). They never open
+board files (``memories/<hash>.md``, through :func:`memoryd.kinds.memories.files.write_memory`). They never open
 the index: the running daemon's watcher indexes the new files (or the next ``memoryd serve`` does at start),
 so there is never a second writer on one index (issue 5, "Importers").
 

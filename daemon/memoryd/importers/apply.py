@@ -1,4 +1,4 @@
-"""Turn an importer's items into board files: ``memories/<hash>.md`` through :mod:`memoryd.board.memories`.
+"""Turn an importer's items into board files: ``memories/<hash>.md`` through :mod:`memoryd.kinds.memories.files`.
 
 :func:`run_import` reads every item first (relations may name memories that come later), then writes the
 memories (create-only: a memory already on the board is left untouched), then adds each source memory's new
@@ -17,7 +17,10 @@ import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from memoryd.board.memories import (
+from memoryd.importers import ImportItem, ImportProblem, ImportRelation, ImportSummary, load
+from memoryd.importers.values import IMPORTANCE_MAX, content_problem, relation_type_problem, tags_problem
+from memoryd.kinds.briefs.writer import ensure_board
+from memoryd.kinds.memories.files import (
     MEMORY_TYPES,
     Memory,
     MemoryFileError,
@@ -27,9 +30,6 @@ from memoryd.board.memories import (
     utc_now,
     write_memory,
 )
-from memoryd.board.writer import ensure_board
-from memoryd.importers import ImportItem, ImportProblem, ImportRelation, ImportSummary, load
-from memoryd.importers.values import IMPORTANCE_MAX, content_problem, relation_type_problem, tags_problem
 from memoryd.logs import get_logger
 
 log = get_logger("memoryd.import")

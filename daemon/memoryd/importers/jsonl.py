@@ -3,7 +3,7 @@
 Unlike the other importers, an export holds more than memories (briefs and tasks, session turns and
 summaries), so this module defines :func:`run_import`, which :func:`memoryd.importers.apply.run_import`
 calls instead of reading :func:`iter_items`: it validates every line first (each rejected line is
-reported with its number) and merges the rest onto the board through :mod:`memoryd.exchange`, keeping
+reported with its number) and merges the rest onto the board through :mod:`memoryd.importers.exchange`, keeping
 every memory's own ``origin``, dates and relations. ``iter_items`` (memories and their relations only)
 is there for callers of the plain importer interface.
 """
@@ -35,7 +35,7 @@ class ExportImportSummary(ImportSummary):
 
 
 def _parse(path: Path):
-    from memoryd.exchange import ExchangeError, parse_import, read_import_file
+    from memoryd.importers.exchange import ExchangeError, parse_import, read_import_file
 
     try:
         return parse_import(read_import_file(Path(path)))
@@ -52,7 +52,7 @@ def run_import(
     **_: Any,
 ) -> ExportImportSummary:
     """Merge an export file onto ``board``; rejected lines are reported and skipped."""
-    from memoryd.exchange import apply_import
+    from memoryd.importers.exchange import apply_import
 
     parsed = _parse(source)
     summary = ExportImportSummary(source=str(source), importer="jsonl", board=str(board), dry_run=dry_run)

@@ -59,8 +59,8 @@ def has_surrogate(text: str) -> bool:
 
 def content_problem(content: object) -> str | None:
     """Why ``content`` cannot be a memory, or None. Length and emptiness are those of the normalised
-    content (:func:`memoryd.board.memories.normalize_content`), as for the tools."""
-    from memoryd.board.memories import normalize_content
+    content (:func:`memoryd.kinds.memories.files.normalize_content`), as for the tools."""
+    from memoryd.kinds.memories.files import normalize_content
 
     if not isinstance(content, str):
         return "content is not text"

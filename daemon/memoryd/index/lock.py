@@ -1,6 +1,6 @@
 """One writer per index, and one board per index: the two files an index folder carries about itself.
 
-* ``<index>/writer.lock``: an exclusive ``flock`` (:class:`memoryd.lock.FileLock`) held by the one process
+* ``<index>/writer.lock``: an exclusive ``flock`` (:class:`memoryd.locks.FileLock`) held by the one process
   that writes the index, for as long as it may write; its text names the holder
   (``{"pid", "command", "board", "socket"}``; ``socket`` only for a daemon), so a refusal can say who.
 * ``<index>/owner.json``: ``{"board": "<absolute path>"}``, the board (or corpus file) the index is
@@ -17,7 +17,7 @@
   the folder.
 
 An index folder written before these files existed has no ``owner.json``: its first writer adopts it.
-Like every memoryd lock file, ``writer.lock`` is never deleted (see :mod:`memoryd.lock`).
+Like every memoryd lock file, ``writer.lock`` is never deleted (see :mod:`memoryd.serve.lock`).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memoryd import lock
+from memoryd import locks
 from memoryd.errors import AlreadyRunning, StartupError
 
 LOCK_FILE = "writer.lock"
@@ -110,7 +110,7 @@ class IndexLock:
         self.board = Path(board)
         self.command = command
         self.socket = socket
-        self._file = lock.FileLock(self.index / LOCK_FILE)
+        self._file = locks.FileLock(self.index / LOCK_FILE)
 
     @property
     def held(self) -> bool:
@@ -145,7 +145,7 @@ class IndexLock:
                     f"cannot open the index lock {self._file.path}: {exc.strerror or exc}"
                 ) from exc
             holder = read_holder(self.index)
-            serving = bool(holder.get("socket")) and lock.socket_answers(Path(holder["socket"]))
+            serving = bool(holder.get("socket")) and locks.socket_answers(Path(holder["socket"]))
             if serving or clock() >= deadline:
                 raise IndexInUse(self._in_use_message(holder, serving, wait_s), holder)
             time.sleep(_POLL_S)

@@ -198,7 +198,7 @@ class IndexStore:
     @staticmethod
     def wipe(path: Path) -> None:
         """Delete the index folder (it is a cache of the board), except its writer lock and owner record
-        when it has them (a lock file is never deleted: :mod:`memoryd.lock`)."""
+        when it has them (a lock file is never deleted: :mod:`memoryd.serve.lock`)."""
         if not path.is_dir():
             return
         for child in path.iterdir():

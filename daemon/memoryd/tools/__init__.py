@@ -1,6 +1,6 @@
 """Tool groups served over MCP, and the registry that picks them per session.
 
-A group module (``memoryd.tools.briefs``...) exposes ``tools() -> list[ToolSpec]`` and is listed in
+A group module (``memoryd.kinds.briefs.tools``...) exposes ``tools() -> list[ToolSpec]`` and is listed in
 :data:`GROUP_MODULES`; see :mod:`memoryd.tools.registry` for the spec shape. Modules not written yet are
 skipped, so groups land one at a time.
 """
@@ -33,10 +33,10 @@ __all__ = [
 
 #: Group name (as in the hello's ``tools``, contract §4) -> module defining ``tools()``.
 GROUP_MODULES = {
-    "briefs": "memoryd.tools.briefs",
-    "memories": "memoryd.tools.memories",
-    "sessions": "memoryd.tools.sessions",
-    "memo": "memoryd.tools.memo",
+    "briefs": "memoryd.kinds.briefs.tools",
+    "memories": "memoryd.kinds.memories.tools",
+    "sessions": "memoryd.kinds.sessions.tools",
+    "memo": "memoryd.kinds.memo.tools",
 }
 
 #: Test tooling only: enabled by ``MEMORYD_TEST_TOOLS=1``, visible in every session when enabled.
@@ -54,7 +54,7 @@ def build_registry(test_tools: bool = False) -> ToolRegistry:
         if hasattr(module, "resources"):  # optional: the group's MCP resources (ResourceSpec)
             registry.add_resources(group, module.resources())
     if test_tools:
-        from memoryd.tools import _diagnostics
+        from memoryd.tools import diagnostics as _diagnostics
 
         registry.add_group(DIAGNOSTICS_GROUP, _diagnostics.tools(), always=True)
     return registry

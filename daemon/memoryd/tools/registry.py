@@ -23,7 +23,7 @@ Example (a group module)::
         )]
 
 Handlers raise :mod:`memoryd.errors` exceptions (``InvalidParams``, ``NotFound``, ``BoardUnreadable``...)
-or anything else; the boundary in :mod:`memoryd.mcp_app` maps them (a tool never builds an error answer
+or anything else; the boundary in :mod:`memoryd.serve.app` maps them (a tool never builds an error answer
 itself: ``error_envelope`` only shapes the boundary's). Arguments reach the handler already
 validated against ``input_schema`` (JSON Schema 2020-12, by ``jsonschema``).
 """
@@ -40,9 +40,9 @@ from typing import Any
 import mcp_types as types
 from jsonschema import SchemaError, exceptions, validators
 
+from memoryd.core.warmup import EngineHandle
 from memoryd.errors import Envelope, InvalidParams
 from memoryd.index.redact import redact
-from memoryd.warmup import EngineHandle
 
 #: Tool names: the MCP spec's recommendation narrowed to what every client accepts (issue 3).
 TOOL_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")

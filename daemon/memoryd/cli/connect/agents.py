@@ -1,0 +1,173 @@
+"""The coding agents ``memoryd connect`` knows: where each keeps its user-level MCP config and how it
+spells the server entry, plus the entry itself.
+
+Sources (each checked against the agent's public docs when this table was written):
+
+* Claude Code: ``~/.claude.json``, top-level ``mcpServers`` (user scope; ``claude mcp add --scope user``
+  writes it, with ``"type": "stdio"``); hooks in ``~/.claude/settings.json`` (code.claude.com/docs/en/mcp,
+  /docs/en/hooks).
+* Codex CLI: ``$CODEX_HOME/config.toml`` (default ``~/.codex``), ``[mcp_servers.<name>]`` with ``command``,
+  ``args``, ``env`` (developers.openai.com/codex/mcp, openai/codex docs/config.md).
+* Cursor: ``~/.cursor/mcp.json``, ``mcpServers`` (cursor.com/docs/mcp).
+* Gemini CLI: ``~/.gemini/settings.json``, ``mcpServers`` (geminicli.com/docs/tools/mcp-server).
+* VS Code: the user profile's ``mcp.json``, top-level ``servers``, ``"type": "stdio"``
+  (code.visualstudio.com/docs/agents/reference/mcp-configuration); the profile folder is
+  ``~/Library/Application Support/Code/User`` on macOS and ``$XDG_CONFIG_HOME/Code/User`` on Linux.
+* Windsurf: ``~/.codeium/windsurf/mcp_config.json``, ``mcpServers`` (docs.windsurf.com/windsurf/cascade/mcp).
+* Claude Desktop: ``~/Library/Application Support/Claude/claude_desktop_config.json``, ``mcpServers``
+  (modelcontextprotocol.io quickstart; the docs name macOS and Windows only, so no Linux path here).
+
+Antigravity is left out: public sources disagree on its file (``~/.gemini/antigravity/mcp_config.json`` vs
+``~/.gemini/config/mcp_config.json``); ``memoryd connect --print`` gives the ``mcpServers`` snippet for it.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memoryd.paths import interpreter
+from memoryd_shim import rendezvous
+
+SERVER_NAME = "memoryd"
+SHIM_MODULE = "memoryd_shim"
+#: memoryd's own path variables, carried into the entry when set, so the agent's shim finds the same daemon.
+PATH_VARIABLES = ("MEMORYD_HOME", "MEMORYD_BOARD", "MEMORYD_INDEX", "MEMORYD_MODELS", "MEMORYD_SOCKET")
+HOOK_ARGS = ("-m", "memoryd", "hook", "claude-stop")
+
+
+@dataclass(frozen=True)
+class Agent:
+    """One agent: its CLI name, config file, the file's format and where the server entries live."""
+
+    name: str
+    title: str
+    folder: Path  # the agent's config folder: it "is installed" when this exists
+    config: Path
+    fmt: str  # "json" | "toml"
+    container: tuple[str, ...]  # path of the object holding server entries
+    stdio_type: bool = False  # entries carry "type": "stdio"
+
+    def entry(self, server: dict[str, Any]) -> dict[str, Any]:
+        """The entry as this agent spells it (``server`` from :func:`server_entry`)."""
+        return {"type": "stdio", **server} if self.stdio_type else dict(server)
+
+
+def _xdg_config(home: Path, env: Mapping[str, str]) -> Path:
+    value = env.get("XDG_CONFIG_HOME")
+    return Path(value) if value and os.path.isabs(value) else home / ".config"
+
+
+def known_agents(
+    home: Path | None = None, platform: str | None = None, env: Mapping[str, str] | None = None
+) -> list[Agent]:
+    """Every agent with a config location on ``platform`` (``sys.platform`` style), under ``home``."""
+    env = os.environ if env is None else env
+    home = Path(home) if home is not None else Path(env.get("HOME") or Path.home())
+    platform = platform or sys.platform
+    mac = platform == "darwin"
+    app_support = home / "Library" / "Application Support"
+    codex_home = Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else home / ".codex"
+    vscode_user = (app_support if mac else _xdg_config(home, env)) / "Code" / "User"
+    agents = [
+        Agent(
+            "claude-code",
+            "Claude Code",
+            home / ".claude",
+            home / ".claude.json",
+            "json",
+            ("mcpServers",),
+            True,
+        ),
+        Agent("codex", "Codex CLI", codex_home, codex_home / "config.toml", "toml", ("mcp_servers",)),
+        Agent("cursor", "Cursor", home / ".cursor", home / ".cursor" / "mcp.json", "json", ("mcpServers",)),
+        Agent(
+            "gemini",
+            "Gemini CLI",
+            home / ".gemini",
+            home / ".gemini" / "settings.json",
+            "json",
+            ("mcpServers",),
+        ),
+        Agent("vscode", "VS Code", vscode_user, vscode_user / "mcp.json", "json", ("servers",), True),
+        Agent(
+            "windsurf",
+            "Windsurf",
+            home / ".codeium" / "windsurf",
+            home / ".codeium" / "windsurf" / "mcp_config.json",
+            "json",
+            ("mcpServers",),
+        ),
+    ]
+    if mac:
+        claude = app_support / "Claude"
+        agents.append(
+            Agent(
+                "claude-desktop",
+                "Claude Desktop",
+                claude,
+                claude / "claude_desktop_config.json",
+                "json",
+                ("mcpServers",),
+            )
+        )
+    return agents
+
+
+def claude_settings(home: Path) -> Path:
+    """Claude Code's user settings file, where hooks live."""
+    return home / ".claude" / "settings.json"
+
+
+def server_entry(
+    tools: str | None = None, python: str | None = None, env: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """``{"command": <python>, "args": ["-m", "memoryd_shim", ...], "env"?: {...}}``.
+
+    ``tools`` is a ``--tools`` value (checked with :func:`memoryd_shim.rendezvous.parse_tool_groups`;
+    raises ``ValueError``). ``env`` carries memoryd's path variables that are set now, made absolute.
+    """
+    args = ["-m", SHIM_MODULE]
+    if tools:
+        rendezvous.parse_tool_groups(tools)
+        args += ["--tools", ",".join(part.strip() for part in tools.split(",") if part.strip())]
+    entry: dict[str, Any] = {"command": python or interpreter(), "args": args}
+    source = os.environ if env is None else env
+    carried = {
+        name: os.path.abspath(os.path.expanduser(source[name])) for name in PATH_VARIABLES if source.get(name)
+    }
+    if carried:
+        entry["env"] = carried
+    return entry
+
+
+def hook_command(python: str | None = None) -> str:
+    """The Stop hook's shell command line: ``'<python>' -m memoryd hook claude-stop``."""
+    return " ".join(shlex.quote(part) for part in (python or interpreter(), *HOOK_ARGS))
+
+
+def is_memoryd_hook(command: object) -> bool:
+    """Whether a hook ``command`` string is memoryd's Stop hook (any interpreter)."""
+    if not isinstance(command, str):
+        return False
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    return tuple(words[1:]) == HOOK_ARGS or tuple(words[-3:]) == ("memoryd", "hook", "claude-stop")
+
+
+def command_exists(command: object) -> bool:
+    """Whether an entry's ``command`` names an existing executable (absolute) or is found on PATH."""
+    if not isinstance(command, str) or not command:
+        return False
+    if os.path.isabs(command):
+        return os.access(command, os.X_OK)
+    from shutil import which
+
+    return which(command) is not None

@@ -1,0 +1,187 @@
+"""Sub-commands ``connect``, ``disconnect``, ``hook`` and ``doctor`` (registered through
+:data:`memoryd.cli.main.COMMAND_MODULES`; the work is imported inside each ``func``)."""
+
+from __future__ import annotations
+
+import sys
+
+AGENT_NAMES = ("claude-code", "codex", "cursor", "gemini", "vscode", "windsurf", "claude-desktop")
+
+EXIT_OK, EXIT_PROBLEM, EXIT_USAGE = 0, 1, 2
+
+
+def register(sub) -> None:
+    c = sub.add_parser(
+        "connect",
+        help="add memoryd to your coding agents' MCP configs (and Claude Code's Stop hook)",
+        description="Without AGENT: every agent whose config folder exists. Only memoryd's entry is written; "
+        "files that do not parse (or are JSONC) are left untouched and the snippet to paste is printed.",
+    )
+    c.add_argument("agents", nargs="*", metavar="AGENT", help=f"one of {', '.join(AGENT_NAMES)}")
+    c.add_argument("--all", action="store_true", help="every known agent, installed or not")
+    c.add_argument(
+        "--tools",
+        metavar="GROUPS",
+        help="tool groups for these agents (briefs, memories, sessions, memo, all)",
+    )
+    c.add_argument("--dry-run", action="store_true", help="show the diff per file; write nothing")
+    c.add_argument(
+        "--print", action="store_true", dest="print_only", help="print the JSON/TOML to paste by hand"
+    )
+    c.add_argument(
+        "--status", action="store_true", help="list each agent: connected, not connected, unreadable, stale"
+    )
+    c.set_defaults(func=cmd_connect)
+
+    d = sub.add_parser(
+        "disconnect", help="remove memoryd from agents' MCP configs (and Claude Code's Stop hook)"
+    )
+    d.add_argument(
+        "agents", nargs="*", metavar="AGENT", help="default: every agent whose config names memoryd"
+    )
+    d.add_argument("--dry-run", action="store_true", help="show the diff per file; write nothing")
+    d.set_defaults(func=cmd_disconnect)
+
+    h = sub.add_parser("hook", help="agent hooks (run by the agent, not by you)")
+    h.add_argument(
+        "event", choices=("claude-stop",), help="claude-stop: Claude Code's Stop hook (JSON on stdin)"
+    )
+    h.set_defaults(func=cmd_hook)
+
+    doc = sub.add_parser(
+        "doctor", help="check service, socket, versions, model, index, agents, disk; say how to fix"
+    )
+    doc.add_argument(
+        "agents",
+        nargs="*",
+        metavar="AGENT",
+        help="agents you want connected: for these, not connected is a problem (otherwise it is info)",
+    )
+    doc.add_argument("--json", action="store_true")
+    doc.set_defaults(func=cmd_doctor)
+
+
+def _select(names: list[str], use_all: bool, wanted=None):
+    from memoryd.cli.connect.agents import known_agents
+
+    agents = known_agents()
+    by_name = {a.name: a for a in agents}
+    unknown = [n for n in names if n not in by_name]
+    if unknown:
+        where = "" if set(unknown) - set(AGENT_NAMES) else " on this platform"
+        raise SystemExit(
+            f"memoryd: unknown agent {', '.join(unknown)}{where}; known: {', '.join(by_name)} "
+            "(`memoryd connect --print` gives a snippet for any other agent)"
+        )
+    if names:
+        return [by_name[n] for n in names]
+    if use_all:
+        return agents
+    return [a for a in agents if (wanted or (lambda a: a.folder.exists() or a.config.exists()))(a)]
+
+
+def _print_outcomes(outcomes, verb: str) -> int:
+    from memoryd.cli.connect import manage
+
+    code = EXIT_OK
+    for o in outcomes:
+        line = {
+            manage.CONNECTED: f"{verb}",
+            manage.UPDATED: "updated (the old entry differed)",
+            manage.UNCHANGED: "already " + ("connected" if verb == "connected" else "without memoryd"),
+            manage.REMOVED: "removed",
+            manage.WOULD_CHANGE: "would change:",
+            manage.SKIPPED: "NOT changed",
+            manage.FAILED: "FAILED",
+        }[o.state]
+        extra = f" ({o.detail})" if o.detail else ""
+        backup = " [backup: .memoryd-backup]" if o.backup else ""
+        print(f"{o.agent:<24} {line}{extra}  {o.path}{backup}")
+        if o.diff:
+            print(o.diff, end="" if o.diff.endswith("\n") else "\n")
+        if o.snippet:
+            print(
+                f"  paste this into {o.path} yourself:\n"
+                + "".join(f"    {ln}\n" for ln in o.snippet.splitlines())
+            )
+        if not o.ok:
+            code = EXIT_PROBLEM
+    return code
+
+
+def cmd_connect(args) -> int:
+    from memoryd.cli.connect import edits, manage
+    from memoryd.cli.connect.agents import hook_command, known_agents, server_entry
+
+    try:
+        server = server_entry(args.tools)
+    except ValueError as exc:
+        print(f"memoryd connect: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.status:
+        for agent in _select(args.agents, True):
+            st = manage.status(agent, server)
+            hook = f", Stop hook {st.hook}" if st.hook else ""
+            detail = f" - {st.detail}" if st.detail else ""
+            print(f"{agent.name:<16} {st.state}{hook}{detail}  ({agent.config})")
+        return EXIT_OK
+    if args.print_only:
+        targets = _select(args.agents, True) if args.agents else []
+        if not targets:
+            generic = {
+                "command": server["command"],
+                "args": server["args"],
+                **({"env": server["env"]} if "env" in server else {}),
+            }
+            print("# most agents (Claude Desktop, Cursor, Windsurf, Gemini CLI, Antigravity, ...): JSON")
+            print(edits.snippet("json", ("mcpServers",), generic), end="")
+            print("\n# Codex CLI: ~/.codex/config.toml")
+            print(edits.snippet("toml", ("mcp_servers",), generic), end="")
+            return EXIT_OK
+        for agent in targets:
+            print(f"# {agent.title}: {agent.config}")
+            print(edits.snippet(agent.fmt, agent.container, agent.entry(server)), end="")
+            if agent.name == "claude-code":
+                print(f"# {agent.title} Stop hook: {agent.folder / 'settings.json'}")
+                print(edits.hook_snippet(hook_command(server["command"])), end="")
+        return EXIT_OK
+    agents = _select(args.agents, args.all)
+    if not agents:
+        known = ", ".join(a.name for a in known_agents())
+        print(
+            "memoryd connect: no agent config folder found. Name one (" + known + "), use --all, "
+            "or `memoryd connect --print` for a snippet to paste.",
+            file=sys.stderr,
+        )
+        return EXIT_PROBLEM
+    outcomes = [o for agent in agents for o in manage.connect(agent, server, dry_run=args.dry_run)]
+    code = _print_outcomes(outcomes, "connected")
+    if not args.dry_run and any(o.state in (manage.CONNECTED, manage.UPDATED) for o in outcomes):
+        print(
+            "\nRestart the agents (or reload their MCP servers) to pick memoryd up; then ask one to search_briefs."
+        )
+    return code
+
+
+def cmd_disconnect(args) -> int:
+    from memoryd.cli.connect import manage
+
+    agents = _select(args.agents, False, wanted=lambda a: a.config.exists())
+    outcomes = [o for agent in agents for o in manage.disconnect(agent, dry_run=args.dry_run)]
+    if not outcomes:
+        print("memoryd disconnect: no agent config names memoryd.")
+        return EXIT_OK
+    return _print_outcomes(outcomes, "disconnected")
+
+
+def cmd_hook(args) -> int:
+    from memoryd.cli.connect.hook import main
+
+    return main()
+
+
+def cmd_doctor(args) -> int:
+    from memoryd.cli.connect.doctor import main
+
+    _select(args.agents, False)  # an unknown name is refused the way connect refuses it
+    return main(as_json=args.json, agents=tuple(args.agents))

@@ -1,0 +1,324 @@
+"""``memoryd doctor``: check the whole installation and say, for each problem, the command that fixes it.
+
+Checks, in order: the background service (installed, running; :func:`memoryd.cli.service.manager.service_state`
+when that module is present), the socket (answers, directory 0700 and socket 0600, owned by the user),
+versions (shim, installed daemon, running daemon), the embedding model, the index against the board
+(brief count and newest board file vs the last index write), each agent's connection, and disk use.
+
+Exit code 0 when nothing is wrong, 1 when at least one problem was found.
+
+What counts as a problem: something that keeps memoryd from working as set up. Not a problem (``info``):
+no service installed (an agent's shim starts the daemon on demand), hence no daemon running yet; an agent
+that is not connected (after ``memoryd disconnect`` that is what you asked for), unless you name it
+(``memoryd doctor cursor``). Every fix printed is a command that works here as printed: ``memoryd`` is
+spelled the way this shell finds this install (:func:`memoryd.paths.memoryd_command`), and a
+restart names ``memoryd service restart`` only when a service is installed (else the daemon's pid).
+``command`` in ``--json`` is that runnable command line (``None`` when the fix needs a person's hands).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+OK, PROBLEM, INFO = "ok", "problem", "info"
+#: How far the newest board file may be ahead of the last index write before the index counts as behind
+#: (the watcher debounces per brief, and a save is indexed within seconds).
+INDEX_SLACK_S = 30.0
+LOW_DISK_BYTES = 512 << 20
+
+
+@dataclass
+class Check:
+    name: str
+    state: str  # ok | problem | info
+    detail: str
+    fix: str | None = None  # for people: a command, maybe followed by "   (a note)"
+    command: str | None = None  # the fix's command line exactly as it runs, or None
+
+    def __post_init__(self) -> None:
+        if self.fix and self.command is None and not self.fix.startswith(_PROSE):
+            self.command = self.fix.split("   (", 1)[0].strip()
+
+
+# Fixes that start like this are instructions in words, not a command line.
+_PROSE = ("stop ", "fix ", "free ", "reinstall ")
+
+
+def _me(args: str) -> str:
+    """``memoryd <args>`` as this shell runs this install."""
+    from memoryd.paths import memoryd_command
+
+    return f"{memoryd_command()} {args}"
+
+
+def _own(fix: str | None) -> str | None:
+    """A fix from another component (``memoryd ...``), spelled the way this shell runs memoryd."""
+    return _me(fix.removeprefix("memoryd ")) if fix and fix.startswith("memoryd ") else fix
+
+
+def _service() -> tuple[list[Check], bool]:
+    """The service check, and whether a service is installed (then its commands work)."""
+    try:
+        from memoryd.cli.service.manager import service_state
+    except ModuleNotFoundError:
+        return [Check("service", INFO, "service check unavailable in this version of memoryd")], False
+    try:
+        state = service_state()
+    except Exception as exc:  # noqa: BLE001 - another component; report, never crash the doctor
+        return [Check("service", PROBLEM, f"could not ask the service manager: {exc}")], False
+    manager, detail = state.get("manager"), state.get("detail") or ""
+    if manager is None:  # no launchd/systemd user manager: shims start the daemon on demand
+        return [Check("service", INFO, detail or "no service manager on this machine")], False
+    if not state.get("installed"):
+        # Optional: without a service an agent's shim starts the daemon on demand. service_state() gives a
+        # fix only where the manager answers (installing fails where it cannot be reached: no user systemd).
+        return [Check("service", INFO, f"not installed: {detail} ({manager})", _own(state.get("fix")))], False
+    if state.get("running") is None:
+        return [Check("service", INFO, f"installed; {manager} cannot tell whether it runs: {detail}")], True
+    if not state.get("running"):
+        fix = _own(state.get("fix") or "memoryd service start")
+        return [Check("service", PROBLEM, f"{detail} ({manager})", fix)], True
+    return [Check("service", OK, f"{detail} ({manager})")], True
+
+
+def _restart(status: dict[str, Any] | None, service: bool, why: str = "") -> str:
+    """The command that restarts the running daemon: the service's restart, else a clean stop of the
+    daemon a shim started (the next agent call starts it again)."""
+    note = f"   ({why})" if why else ""
+    if service:
+        return _me("service restart") + note
+    pid = (status or {}).get("pid")
+    then = "; the next agent call starts it again, or run " + _me("serve")
+    return f"kill {pid}   (stops the daemon cleanly{then}{'; ' + why if why else ''})"
+
+
+def _socket_checks(
+    status: dict[str, Any] | None, socket_path: Path, error: str | None, service: bool
+) -> list[Check]:
+    from memoryd_shim import rendezvous
+
+    if error:
+        start = _me("service start") if service else _me("serve")
+        return [Check("socket", PROBLEM, error, f"stop whatever listens on {socket_path}, then run {start}")]
+    if status is None:
+        if service:
+            return [
+                Check(
+                    "daemon", PROBLEM, f"not running (nothing answers on {socket_path})", _me("service start")
+                )
+            ]
+        return [
+            Check(
+                "daemon",
+                INFO,
+                f"not running yet: an agent's memoryd-shim starts it on demand (or run {_me('serve')}; "
+                f"{_me('service install')} runs it at login)",
+            )
+        ]
+    checks = [Check("daemon", OK, f"running, pid {status.get('pid')}, socket {socket_path}")]
+    sock = status.get("socket") or {}
+    problem = rendezvous.socket_dir_problem(str(socket_path.parent))
+    if problem:
+        checks.append(Check("socket", PROBLEM, problem, f"chmod 700 {socket_path.parent}"))
+    elif sock.get("mode") not in (None, "0600") or sock.get("owner_uid") not in (None, os.getuid()):
+        checks.append(
+            Check(
+                "socket",
+                PROBLEM,
+                f"mode {sock.get('mode')}, owner uid {sock.get('owner_uid')}",
+                f"chmod 600 {socket_path}",
+            )
+        )
+    else:
+        checks.append(Check("socket", OK, f"mode {sock.get('mode')}, directory 0700, owned by you"))
+    return checks
+
+
+def _versions(status: dict[str, Any] | None, service: bool) -> Check:
+    from memoryd import __version__ as daemon_version
+    from memoryd_shim import __version__ as shim_version
+
+    running = (status or {}).get("version")
+    detail = f"shim {shim_version}, installed daemon {daemon_version}" + (
+        f", running daemon {running}" if running else ""
+    )
+    if shim_version != daemon_version:
+        return Check(
+            "versions",
+            PROBLEM,
+            detail,
+            f"reinstall memoryd into {sys.executable} (`make setup` in a checkout)",
+        )
+    if running and running != daemon_version:
+        return Check(
+            "versions", PROBLEM, detail + " (the running daemon is older)", _restart(status, service)
+        )
+    return Check("versions", OK, detail)
+
+
+def _model(status: dict[str, Any] | None, service: bool) -> Check | None:
+    if status is None:
+        return None
+    engine = status.get("engine") or {}
+    model = engine.get("model") or {}
+    state = model.get("state") or engine.get("state") or status.get("engine_state")
+    if state == "ready":
+        return Check("model", OK, f"{model.get('name')} loaded ({engine.get('search_mode')} search)")
+    if state == "loading":
+        return Check("model", INFO, "the engine is still loading; ask again in a few seconds")
+    if state == "disabled":
+        return Check("model", INFO, "disabled (--model none): keyword-only search")
+    return Check(
+        "model",
+        PROBLEM,
+        f"{model.get('name')}: {state} ({model.get('detail') or engine.get('error')})",
+        _restart(status, service, "retries loading the model; the daemon's log says why it failed"),
+    )
+
+
+def _board_facts(board: Path) -> tuple[int, float]:
+    """(brief folders on the board, newest mtime of any board file)."""
+    from memoryd.cli.connect.hook import BRIEF_ID
+
+    briefs_dir = board / "briefs"
+    count = sum(1 for p in briefs_dir.iterdir() if BRIEF_ID.fullmatch(p.name)) if briefs_dir.is_dir() else 0
+    newest = 0.0
+    for root, _dirs, files in os.walk(board):
+        for name in files:
+            with contextlib.suppress(OSError):
+                newest = max(newest, os.stat(os.path.join(root, name)).st_mtime)
+    return count, newest
+
+
+def _index(status: dict[str, Any] | None, service: bool) -> Check | None:
+    engine = (status or {}).get("engine") or {}
+    if status is None or engine.get("briefs") is None or not status.get("board"):
+        return None
+    board = Path(status["board"])
+    count, newest = _board_facts(board)
+    indexed_at = engine.get("last_indexed_at") or 0.0
+    fix = _restart(status, service, "the daemon reconciles the index with the board when it starts")
+    if engine.get("watcher") not in (None, "alive"):
+        return Check("index", PROBLEM, f"the board watcher is {engine.get('watcher')}", fix)
+    behind = newest - indexed_at if indexed_at else None
+    if count != engine.get("briefs") or (behind is not None and behind > INDEX_SLACK_S):
+        return Check(
+            "index",
+            PROBLEM,
+            f"behind the board: {engine.get('briefs')} briefs indexed, {count} on {board}",
+            fix,
+        )
+    return Check("index", OK, f"{engine.get('records')} records, in step with {count} briefs on the board")
+
+
+def _agents(asked: tuple[str, ...] = ()) -> list[Check]:
+    """One check per agent found. Not connected (or an unreadable config, where memoryd cannot tell) is
+    ``info`` unless the agent is in ``asked``; a broken connection (stale entry, Stop hook missing or
+    stale) is a problem."""
+    from memoryd.cli.connect import manage
+    from memoryd.cli.connect.agents import known_agents, server_entry
+
+    checks = []
+    server = server_entry()
+    for agent in known_agents():
+        st = manage.status(agent, server)
+        wanted = agent.name in asked
+        if st.state == "not installed" and not wanted:
+            continue
+        name, connect = f"agent {agent.name}", _me(f"connect {agent.name}")
+        hook = f"; Stop hook {st.hook}" if st.hook else ""
+        if st.state == "connected" and st.hook in (None, "installed"):
+            checks.append(Check(name, OK, f"connected ({agent.config}){hook}"))
+        elif st.state == "config unreadable":
+            fix = f"fix the file by hand, then run {connect}   (or paste: {_me('connect --print ' + agent.name)})"
+            detail = f"{agent.config} is unreadable: {st.detail}"
+            if wanted:
+                checks.append(Check(name, PROBLEM, detail, fix))
+            else:
+                checks.append(
+                    Check(name, INFO, f"{detail}; memoryd cannot tell whether it is connected", fix)
+                )
+        elif st.state in ("not connected", "not installed") and st.hook in (None, "missing"):
+            detail = f"{st.state} ({agent.config}); {connect} connects it"
+            checks.append(Check(name, PROBLEM if wanted else INFO, detail, connect))
+        else:  # connected through a stale entry, or without its Stop hook
+            checks.append(Check(name, PROBLEM, f"{st.state} {st.detail}{hook}".strip(), connect))
+    if not checks:
+        checks.append(Check("agents", INFO, "no known agent found on this machine", _me("connect --print")))
+    return checks
+
+
+def _size(path: Path) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(root, name)).st_size
+    return total
+
+
+def _human(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GB"
+
+
+def _disk(locations) -> Check:
+    parts = {
+        "board": locations.board,
+        "index": locations.index,
+        "models": locations.models,
+        "logs": locations.logs,
+    }
+    used = ", ".join(f"{name} {_human(_size(path))}" for name, path in parts.items() if path.exists())
+    try:
+        free = shutil.disk_usage(next((p for p in parts.values() if p.exists()), Path.home())).free
+    except OSError:
+        free = None
+    detail = f"{used or 'nothing yet'}; {_human(free) if free is not None else '?'} free"
+    if free is not None and free < LOW_DISK_BYTES:
+        return Check("disk", PROBLEM, detail, "free some disk space (the index needs room to compact)")
+    return Check("disk", OK, detail)
+
+
+def run_checks(agents: tuple[str, ...] = ()) -> list[Check]:
+    """Every check; ``agents``: agent names the user asked about (not connected = a problem for them)."""
+    from memoryd.paths import resolve
+    from memoryd.serve.control import ask_status
+
+    locations = resolve()
+    status, error = None, None
+    try:
+        status = ask_status(locations.socket, timeout=3.0)
+    except ValueError as exc:
+        error = str(exc)
+    checks, service = _service()
+    checks += _socket_checks(status, locations.socket, error, service) + [_versions(status, service)]
+    checks += [c for c in (_model(status, service), _index(status, service)) if c is not None]
+    return checks + _agents(agents) + [_disk(locations)]
+
+
+def main(as_json: bool = False, agents: tuple[str, ...] = ()) -> int:
+    checks = run_checks(agents)
+    problems = [c for c in checks if c.state == PROBLEM]
+    if as_json:
+        print(
+            json.dumps({"problems": len(problems), "checks": [asdict(c) for c in checks]}, ensure_ascii=False)
+        )
+    else:
+        mark = {OK: "ok  ", PROBLEM: "FAIL", INFO: "info"}
+        for c in checks:
+            print(f"{mark[c.state]}  {c.name:<20} {c.detail}")
+            if c.fix and c.state == PROBLEM:
+                print(f"      {'':<20} fix: {c.fix}")
+        print(f"\n{len(problems)} problem(s) found." if problems else "\nAll good.")
+    return 1 if problems else 0

@@ -1,0 +1,241 @@
+"""Connect, disconnect and inspect agents: read each config, compute the edit, show or write it safely.
+
+Every function returns :class:`Outcome` records (one per file touched or considered) instead of printing,
+so the CLI, ``memoryd doctor`` and the tests share them. Files that do not parse, or are JSONC, are
+never written: their outcome carries the snippet to paste instead.
+"""
+
+from __future__ import annotations
+
+import difflib
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memoryd.cli.connect import edits, safewrite
+from memoryd.cli.connect.agents import Agent, claude_settings, command_exists, hook_command
+from memoryd.cli.connect.jsonedit import NotPlainJson
+from memoryd.cli.connect.tomledit import NotToml
+from memoryd.paths import memoryd_command
+
+# Outcome states
+CONNECTED = "connected"  # written now (new entry)
+UPDATED = "updated"  # written now (an entry was there and differed, e.g. stale)
+UNCHANGED = "unchanged"  # already as wanted (connect) / nothing to remove (disconnect)
+REMOVED = "removed"
+WOULD_CHANGE = "would change"  # --dry-run
+SKIPPED = "skipped"  # unparsable or JSONC: left untouched, snippet printed
+FAILED = "failed"  # the write failed or did not verify; the file holds its old content
+
+
+@dataclass
+class Outcome:
+    agent: str
+    path: Path
+    state: str
+    detail: str = ""
+    snippet: str | None = None
+    diff: str | None = None
+    backup: bool = False  # a one-time backup was made by this write
+
+    @property
+    def ok(self) -> bool:
+        return self.state not in (SKIPPED, FAILED)
+
+
+@dataclass
+class AgentStatus:
+    agent: Agent
+    state: str  # "connected" | "not connected" | "config unreadable" | "entry stale" | "not installed"
+    detail: str = ""
+    hook: str | None = None  # Claude Code only: "installed" | "missing" | "stale" | "unreadable"
+
+
+def _decode(data: bytes | None) -> str:
+    return "" if data is None else data.decode("utf-8")
+
+
+def _diff(path: Path, old: str, new: str) -> str:
+    return "".join(
+        difflib.unified_diff(
+            old.splitlines(keepends=True), new.splitlines(keepends=True), f"{path} (now)", f"{path} (after)"
+        )
+    )
+
+
+def _had(path: Path, fmt: str) -> set[tuple[str, ...]] | None:
+    try:
+        backup = safewrite.backup_path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    return edits.containers_present(backup, fmt) or set()
+
+
+def _apply(
+    name: str, path: Path, fmt: str, change, check, dry_run: bool, fallback: str | None, action: str
+) -> Outcome:
+    """Read ``path``, compute ``change(text)``, then diff (dry run) or write with ``check`` on read-back.
+
+    A removal (``action`` REMOVED) then tidies up (:func:`safewrite.after_removal`): a file memoryd
+    created goes when nothing else is left in it, a backup when the file is back to its original bytes."""
+    try:
+        old_bytes = safewrite.read_bytes(path)
+        old = _decode(old_bytes)
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return Outcome(name, path, SKIPPED, f"cannot read it ({reason}); left untouched", fallback)
+    try:
+        new = change(old)
+    except (NotPlainJson, NotToml, edits.EditError) as exc:
+        return Outcome(name, path, SKIPPED, f"{exc}; left untouched", fallback)
+    if new == old and (old_bytes is not None or action == "remove"):
+        return Outcome(name, path, UNCHANGED)
+    removal = action == REMOVED
+    if dry_run:
+        goes = removal and edits.is_empty(new, fmt) and safewrite.created_path(path).exists()
+        detail = "memoryd created this file; it would be removed" if goes else ""
+        return Outcome(name, path, WOULD_CHANGE, detail, diff=_diff(path, old, new))
+    try:
+        backup = safewrite.write(
+            path, new.encode("utf-8"), old_bytes, lambda data: data.decode("utf-8") == new and check(new)
+        )
+    except safewrite.WriteError as exc:
+        return Outcome(name, path, FAILED, str(exc), fallback)
+    detail = (safewrite.after_removal(path, edits.is_empty(new, fmt)) or "") if removal else ""
+    return Outcome(name, path, action, detail, backup=backup)
+
+
+def connect(agent: Agent, server: dict[str, Any], dry_run: bool = False) -> list[Outcome]:
+    """Add or refresh memoryd's entry in ``agent``'s config (and Claude Code's Stop hook)."""
+    entry = agent.entry(server)
+    paste = edits.snippet(agent.fmt, agent.container, entry)
+
+    def change(text: str) -> str:
+        return edits.set_entry(text, agent.fmt, agent.container, entry)
+
+    def check(text: str) -> bool:
+        return edits.read_entry(text, agent.fmt, agent.container) == entry
+
+    try:
+        previous = edits.read_entry(_decode(safewrite.read_bytes(agent.config)), agent.fmt, agent.container)
+    except (OSError, ValueError):
+        previous = None
+    action = UPDATED if previous is not None else CONNECTED
+    outcomes = [_apply(agent.name, agent.config, agent.fmt, change, check, dry_run, paste, action)]
+    # The hook asks the agent to call save_outcome: only worth installing where the server is configured.
+    if agent.name == "claude-code" and outcomes[0].ok:
+        outcomes.append(_connect_hook(agent, server["command"], dry_run))
+    return outcomes
+
+
+def _connect_hook(agent: Agent, python: str, dry_run: bool) -> Outcome:
+    settings = claude_settings(agent.folder.parent)
+    command = hook_command(python)
+    paste = edits.hook_snippet(command)
+    try:
+        previous = edits.read_hook(_decode(safewrite.read_bytes(settings)))
+    except (OSError, ValueError):
+        previous = None
+    return _apply(
+        "claude-code (Stop hook)",
+        settings,
+        "json",
+        lambda text: edits.set_hook(text, command),
+        lambda text: edits.read_hook(text) == command,
+        dry_run,
+        paste,
+        UPDATED if previous is not None else CONNECTED,
+    )
+
+
+def disconnect(agent: Agent, dry_run: bool = False) -> list[Outcome]:
+    """Remove memoryd's entry (and Claude Code's Stop hook); everything else stays byte for byte."""
+    had = _had(agent.config, agent.fmt)
+    try:
+        present = edits.read_entry(_decode(safewrite.read_bytes(agent.config)), agent.fmt, agent.container)
+    except (OSError, ValueError):
+        present = True  # unreadable: let _apply report it
+    outcomes = (
+        []
+        if present is None
+        else [
+            _apply(
+                agent.name,
+                agent.config,
+                agent.fmt,
+                lambda text: edits.remove_entry(text, agent.fmt, agent.container, had),
+                lambda text: edits.read_entry(text, agent.fmt, agent.container) is None,
+                dry_run,
+                None,
+                REMOVED,
+            )
+        ]
+    )
+    if agent.name == "claude-code":
+        settings = claude_settings(agent.folder.parent)
+        try:
+            hooked = edits.read_hook(_decode(safewrite.read_bytes(settings))) is not None
+        except (OSError, ValueError):
+            hooked = settings.exists()
+        if hooked:
+            had_hooks = _had(settings, "json")
+            outcomes.append(
+                _apply(
+                    "claude-code (Stop hook)",
+                    settings,
+                    "json",
+                    lambda text: edits.remove_hook(text, had_hooks),
+                    lambda text: edits.read_hook(text) is None,
+                    dry_run,
+                    None,
+                    REMOVED,
+                )
+            )
+    return outcomes
+
+
+def _entry_state(entry: Any, wanted: dict[str, Any] | None) -> tuple[str, str]:
+    if entry is None:
+        return "not connected", ""
+    command = entry.get("command") if isinstance(entry, dict) else None
+    if not command_exists(command):
+        return "entry stale", f"{command!r} no longer exists; `{memoryd_command()} connect` fixes it"
+    if wanted is not None and entry != wanted:
+        return (
+            "connected",
+            f"through {command} (differs from this install; `{memoryd_command()} connect` updates it)",
+        )
+    return "connected", ""
+
+
+def status(agent: Agent, server: dict[str, Any] | None = None) -> AgentStatus:
+    """How ``agent`` is connected now (``server``: the entry this install would write, for comparison)."""
+    wanted = agent.entry(server) if server is not None else None
+    if not agent.folder.exists() and not agent.config.exists():
+        return AgentStatus(agent, "not installed", f"no {agent.folder}")
+    try:
+        text = _decode(safewrite.read_bytes(agent.config))
+        entry = edits.read_entry(text, agent.fmt, agent.container)
+    except (OSError, ValueError) as exc:
+        return AgentStatus(agent, "config unreadable", str(exc))
+    state, detail = _entry_state(entry, wanted)
+    result = AgentStatus(agent, state, detail)
+    if agent.name == "claude-code":
+        result.hook = _hook_state(claude_settings(agent.folder.parent))
+    return result
+
+
+def _hook_state(settings: Path) -> str:
+    try:
+        text = _decode(safewrite.read_bytes(settings))
+        command = edits.read_hook(text)
+    except (OSError, ValueError):
+        return "unreadable"
+    if command is None:
+        return "missing"
+    try:
+        python = shlex.split(command)[0]
+    except (ValueError, IndexError):
+        return "stale"
+    return "installed" if command_exists(python) else "stale"

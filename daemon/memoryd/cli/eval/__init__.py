@@ -1,0 +1,80 @@
+"""``memoryd eval``: score the shipped search on a labelled board, a public corpus, or small stores.
+
+``--board DIR --queries FILE`` and ``--corpus FILE --queries FILE`` (:mod:`.labelled`); ``--small DIR``
+(:mod:`.small`). Exit codes: 0 scored, 2 a missing file or a bad option.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def register(sub) -> None:
+    """Add the ``eval`` sub-command to the ``argparse`` sub-parsers ``sub``."""
+    e = sub.add_parser("eval", help="score the shipped search on a labelled board or a public corpus")
+    src = e.add_mutually_exclusive_group(required=True)
+    src.add_argument("--board", type=Path)
+    src.add_argument("--corpus", type=Path)
+    src.add_argument(
+        "--small",
+        type=Path,
+        metavar="DIR",
+        help="stores of 1, 3, 10 and 50 records cut from DIR (shared/eval)",
+    )
+    e.add_argument("--queries", type=Path, help="the labelled queries (--board, --corpus)")
+    e.add_argument("--seeds", type=int, default=8, help="--small: slices per set and size (default 8)")
+    e.add_argument("--scope", choices=("prefix", "global"), default="global")
+    e.add_argument("--model")
+    e.add_argument("--json", action="store_true")
+    e.set_defaults(func=cmd_eval)
+
+
+def _load_embedder(settings):
+    from memoryd.index.embed import load_embedder
+
+    embedder, status = load_embedder(settings.model, settings.locations.models)
+    if embedder is None and status.state != "disabled":
+        print(f"memoryd: embedding model unavailable ({status.detail}); keyword-only search", file=sys.stderr)
+    return embedder
+
+
+def cmd_eval(args) -> int:
+    from memoryd.cli.eval import labelled
+    from memoryd.settings import Settings
+
+    settings = Settings.load(model=args.model)
+    if args.small:
+        return _eval_small(args, settings)
+    if args.queries is None:
+        print("memoryd eval: --queries is required with --board and --corpus", file=sys.stderr)
+        return 2
+    for path in (args.board or args.corpus, args.queries):
+        if not path.exists():
+            print(f"memoryd eval: {path} does not exist", file=sys.stderr)
+            return 2
+    embedder = _load_embedder(settings)
+    if args.board:
+        report = labelled.board_eval(args.board, args.queries, embedder, settings.locations.cache)
+    else:
+        report = labelled.corpus_eval(
+            args.corpus, args.queries, args.scope, embedder, settings.locations.cache
+        )
+    print(json.dumps(report, ensure_ascii=False) if args.json else labelled.format_table(report))
+    return 0
+
+
+def _eval_small(args, settings) -> int:
+    from memoryd.cli.eval import small
+
+    for part in ("board-v1", "locomo"):
+        if not (args.small / part).exists():
+            print(f"memoryd eval: {args.small / part} does not exist", file=sys.stderr)
+            return 2
+    if args.seeds < 1:
+        print("memoryd eval: --seeds must be at least 1", file=sys.stderr)
+        return 2
+    report = small.small_store_eval(args.small, _load_embedder(settings), seeds=args.seeds)
+    print(json.dumps(report) if args.json else small.format_small(report))
+    return 0

@@ -1,0 +1,55 @@
+"""``memoryd`` command line (contract §5): one module per command, listed in :data:`COMMAND_MODULES`.
+
+A command module exposes ``register(sub)``: it adds its parser(s) to the ``argparse`` sub-parsers ``sub``
+and sets ``func`` (``args -> exit code``) with ``set_defaults`` (``logs_at_info=True`` for the daemon,
+which logs its life; every other command shows warnings and errors only). Modules are imported only to
+build the parser; heavy imports belong inside ``func``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+from memoryd import __version__
+
+#: Modules adding sub-commands through ``register(sub)`` (one line per module; order = help order).
+COMMAND_MODULES: tuple[str, ...] = (
+    "memoryd.cli.serve",
+    "memoryd.cli.status",
+    "memoryd.cli.search",
+    "memoryd.cli.eval",
+    "memoryd.cli.import_",
+    "memoryd.cli.connect.command",
+    "memoryd.cli.forget",
+    "memoryd.cli.export",
+    "memoryd.cli.service.command",
+)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="memoryd", description="A shared, always-warm memory for coding agents.")
+    p.add_argument("--version", action="version", version=f"memoryd {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+    for module in COMMAND_MODULES:
+        importlib.import_module(module).register(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    from memoryd.logs import configure
+
+    # The daemon logs its life at info; a command run at a terminal shows only warnings and errors.
+    configure(
+        None if getattr(args, "logs_at_info", False) else os.environ.get("MEMORYD_LOG_LEVEL") or "warning"
+    )
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # `memoryd ... | head`: the reader left; no traceback, and none at exit either
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141

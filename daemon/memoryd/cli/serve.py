@@ -1,0 +1,22 @@
+"""``memoryd serve``: run the daemon in the foreground (:mod:`memoryd.serve.daemon`); JSON logs on stderr."""
+
+from __future__ import annotations
+
+
+def register(sub) -> None:
+    """Add the ``serve`` sub-command to the ``argparse`` sub-parsers ``sub``."""
+    s = sub.add_parser("serve", help="run the daemon in the foreground (JSON logs on stderr)")
+    s.add_argument("--board", help="board folder (default: <data>/board, or MEMORYD_BOARD)")
+    s.add_argument(
+        "--index",
+        help="index folder (default: MEMORYD_INDEX, else the board's own: <data>/index for <data>/board)",
+    )
+    s.add_argument("--socket", help="Unix socket path (default: <state>/memoryd.sock, or MEMORYD_SOCKET)")
+    s.add_argument("--model", help="embedding model name, model folder, or 'none' for keyword-only search")
+    s.set_defaults(func=cmd_serve, logs_at_info=True)
+
+
+def cmd_serve(args) -> int:
+    from memoryd.serve.daemon import run
+
+    return run(board=args.board, index=args.index, socket=args.socket, model=args.model)

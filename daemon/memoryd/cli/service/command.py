@@ -1,0 +1,156 @@
+"""``memoryd service install | uninstall | start | stop | restart | status | logs``.
+
+Every command prints what it did (files written or removed, each ``launchctl``/``systemctl`` command
+run as ``$ ...``). Exit codes: 0 done; 1 failed (the message says what to run); ``status`` returns
+``memoryd status``'s code (0 up, 3 not running). After upgrading memoryd, ``memoryd service restart``
+makes the running daemon the new version (agents' shims reconnect on their own).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from memoryd.cli.service.common import Actions, ServiceError
+
+FOLLOW_POLL_S = 0.5
+
+
+def register(sub) -> None:
+    """Add ``memoryd service ...`` to the ``memoryd`` sub-parsers ``sub``."""
+    p = sub.add_parser(
+        "service",
+        help="run memoryd as a background service (launchd on macOS, systemd --user on Linux)",
+        description="Install and control memoryd as a LaunchAgent (macOS) or a systemd user service (Linux). "
+        "After an upgrade, run `memoryd service restart`.",
+    )
+    actions = p.add_subparsers(dest="service_command", required=True)
+    install = actions.add_parser("install", help="write, validate and load the plist/units (idempotent)")
+    install.add_argument(
+        "--print", action="store_true", dest="print_only", help="print the definitions; change nothing"
+    )
+    actions.add_parser("uninstall", help="stop the service and remove what install wrote")
+    actions.add_parser("start", help="start the installed service")
+    actions.add_parser("stop", help="stop the service (it comes back at the next login)")
+    actions.add_parser("restart", help="restart the daemon (do this after upgrading memoryd)")
+    status = actions.add_parser("status", help="the service manager's view plus `memoryd status`")
+    status.add_argument("--json", action="store_true")
+    logs = actions.add_parser("logs", help="print the end of the daemon's log")
+    logs.add_argument("-n", "--lines", type=int, default=50, help="lines to print (default 50)")
+    logs.add_argument("-f", "--follow", action="store_true", help="keep printing new lines (Ctrl-C stops)")
+    logs.add_argument(
+        "--stderr", action="store_true", help="the service manager's stderr file (crashes) instead"
+    )
+    p.set_defaults(func=main)
+
+
+def main(args) -> int:
+    from memoryd.cli.service.manager import get_manager
+
+    try:
+        if args.service_command == "status":
+            return _status(args.json)
+        mgr = get_manager(actions=Actions())
+        if args.service_command == "logs":
+            return _logs(mgr, args.lines, args.follow, args.stderr)
+        if args.service_command == "install" and args.print_only:
+            for path, text in mgr.rendered().items():
+                print(f"# {path}\n{text}")
+            return 0
+        getattr(mgr, args.service_command)()
+        if args.service_command == "install":
+            print(f"installed: logs go to {mgr.ctx.log_file}; {mgr.crash_log_hint()}")
+        elif args.service_command == "uninstall":
+            locs = mgr.ctx.locations
+            print(f"kept the board ({locs.board}), the index ({locs.index}) and the logs ({locs.logs})")
+        return 0
+    except ServiceError as exc:
+        print(f"memoryd service {args.service_command}: {exc}", file=sys.stderr)
+        return exc.exit_code
+
+
+def _status(as_json: bool) -> int:
+    from memoryd.cli import status as daemon_status
+    from memoryd.cli.service.manager import service_state
+
+    state = service_state()
+    if as_json:
+        from memoryd.paths import resolve
+        from memoryd.serve.control import ask_status
+
+        path = resolve().socket
+        try:
+            raw = ask_status(path)
+        except ValueError as exc:
+            raw, error = None, str(exc)
+        else:
+            error = None
+        daemon = daemon_status.summarize(raw) if raw else {"running": False, "socket": {"path": str(path)}}
+        if error:
+            daemon["error"] = error
+        print(json.dumps({"service": state, "daemon": daemon}, ensure_ascii=False))
+        return daemon_status.EXIT_UP if raw else daemon_status.EXIT_NOT_RUNNING
+    manager = state["manager"] or "no service manager"
+    print(f"service   {manager}: {state['detail']}")
+    if state["fix"]:
+        print(f"  fix     {state['fix']}")
+    return daemon_status.main()
+
+
+def _log_path(mgr, stderr: bool) -> Path:
+    if stderr and mgr.name == "systemd":
+        raise ServiceError(
+            f"systemd keeps the daemon's stderr in the journal: journalctl --user -u {mgr.name}"
+        )
+    return mgr.ctx.stderr_file if stderr else mgr.ctx.log_file
+
+
+def _tail(path: Path, lines: int) -> tuple[list[str], int]:
+    """The last ``lines`` lines of ``path`` and the file size read up to."""
+    with open(path, "rb") as handle:
+        handle.seek(0, 2)
+        size = handle.tell()
+        block, data = 1 << 16, b""
+        while size - len(data) > 0 and data.count(b"\n") <= lines:
+            start = max(0, size - len(data) - block)
+            handle.seek(start)
+            data = handle.read(size - len(data) - start) + data
+    text = data.decode("utf-8", errors="replace").splitlines()
+    return text[-lines:] if lines > 0 else [], size
+
+
+def _logs(mgr, lines: int, follow: bool, stderr: bool) -> int:
+    path = _log_path(mgr, stderr)
+    if not path.exists():
+        print(
+            f"memoryd service logs: no log at {path} yet (the daemon writes it when run as a service; "
+            f"`memoryd service status` shows whether it runs)",
+            file=sys.stderr,
+        )
+        return 1
+    shown, offset = _tail(path, max(0, lines))
+    for line in shown:
+        print(line)
+    if not follow:
+        return 0
+    sys.stdout.flush()
+    try:
+        while True:
+            time.sleep(FOLLOW_POLL_S)
+            try:
+                size = path.stat().st_size
+            except FileNotFoundError:
+                continue
+            if size < offset:
+                offset = 0  # rotated: the new file starts from its beginning
+            if size > offset:
+                with open(path, "rb") as handle:
+                    handle.seek(offset)
+                    chunk = handle.read(size - offset)
+                offset = size
+                sys.stdout.write(chunk.decode("utf-8", errors="replace"))
+                sys.stdout.flush()
+    except KeyboardInterrupt:
+        return 0

@@ -1,0 +1,119 @@
+"""Which service manager runs memoryd here, and one summary of its state for ``memoryd doctor``.
+
+The choice: launchd on macOS, systemd on Linux when ``systemctl`` is on ``PATH``, else none.
+``MEMORYD_SERVICE_MANAGER=launchd|systemd`` forces it: for tests, which run the commands against
+recording stubs on Linux CI, and for unusual setups. Nothing else reads that variable.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from memoryd.cli.service.common import Actions, ServiceError, quiet
+from memoryd.cli.service.launchd import LaunchdManager
+from memoryd.cli.service.systemd import SystemdManager
+from memoryd.cli.service.templates import Context
+
+MANAGER_ENV = "MEMORYD_SERVICE_MANAGER"
+MANAGERS = {"launchd": LaunchdManager, "systemd": SystemdManager}
+
+Manager = LaunchdManager | SystemdManager
+
+
+def choose(env: Mapping[str, str] | None = None, platform: str | None = None) -> str | None:
+    """``"launchd"``, ``"systemd"`` or ``None`` (no supported service manager here). Raises
+    :class:`ServiceError` for an unknown ``MEMORYD_SERVICE_MANAGER``."""
+    env = os.environ if env is None else env
+    forced = env.get(MANAGER_ENV)
+    if forced:
+        if forced not in MANAGERS:
+            raise ServiceError(f"{MANAGER_ENV}={forced!r}: choose launchd or systemd")
+        return forced
+    platform = sys.platform if platform is None else platform
+    if platform == "darwin":
+        return "launchd"
+    if platform.startswith("linux") and shutil.which("systemctl"):
+        return "systemd"
+    return None
+
+
+def get_manager(name: str | None = None, actions: Actions | None = None) -> Manager:
+    """The manager object for ``name`` (default: :func:`choose`). Raises :class:`ServiceError` when
+    there is none here."""
+    name = name or choose()
+    if name is None:
+        raise ServiceError(
+            "no supported service manager here (launchd on macOS, systemd on Linux); run `memoryd serve` "
+            "yourself, or let an agent's memoryd-shim start the daemon"
+        )
+    platform = "darwin" if name == "launchd" else "linux"
+    return MANAGERS[name](Context.current(platform=platform), actions or quiet())
+
+
+def service_state(manager: str | None = None) -> dict[str, Any]:
+    """The service as one dict, for ``memoryd doctor`` and ``memoryd service status``.
+
+    Keys: ``manager`` (``"launchd"``, ``"systemd"`` or ``None``), ``installed`` (bool: our plist/units are
+    in place), ``running`` (bool, or ``None`` when the manager cannot tell), ``detail`` (one line for
+    people), ``fix`` (the command that fixes the problem found, or ``None``). Never raises.
+    """
+    try:
+        name = manager or choose()
+    except ServiceError as exc:
+        return {"manager": None, "installed": False, "running": None, "detail": str(exc), "fix": None}
+    if name is None:
+        return {
+            "manager": None,
+            "installed": False,
+            "running": None,
+            "detail": "no launchd or systemd user manager here; the daemon runs when a shim starts it",
+            "fix": None,
+        }
+    try:
+        mgr = get_manager(name)
+        st = mgr.state()
+    except ServiceError as exc:
+        return {"manager": name, "installed": False, "running": None, "detail": str(exc), "fix": None}
+    out: dict[str, Any] = {
+        "manager": name,
+        "installed": st.installed,
+        "running": st.running,
+        "detail": st.detail,
+        "fix": None,
+    }
+    if st.loaded is None:
+        out["detail"] = f"{name} cannot be asked ({st.detail}); the daemon runs when a shim starts it"
+    elif not st.installed:
+        out["detail"] = f"not installed as a {name} service ({st.detail})"
+        out["fix"] = "memoryd service install"
+    elif not st.current:
+        out["detail"] = (
+            f"the installed {name} definition is out of date (another interpreter or other paths); {st.detail}"
+        )
+        out["fix"] = "memoryd service install"
+    elif st.running is False:
+        out["fix"] = "memoryd service start"
+    elif st.running:
+        stale = _stale_daemon(mgr)
+        if stale:
+            out["detail"] = f"{st.detail}; {stale}"
+            out["fix"] = "memoryd service restart"
+    return out
+
+
+def _stale_daemon(mgr: Manager) -> str | None:
+    """Why the running daemon should be restarted (an older version than installed), or ``None``."""
+    from memoryd import __version__
+    from memoryd.serve.control import ask_status
+
+    try:
+        status = ask_status(mgr.ctx.locations.socket)
+    except ValueError as exc:
+        return str(exc)
+    if status and status.get("version") and status["version"] != __version__:
+        return f"the running daemon is memoryd {status['version']} but {__version__} is installed"
+    return None

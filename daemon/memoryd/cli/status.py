@@ -1,0 +1,194 @@
+"""``memoryd status [--json]``: ask the running daemon how it is, over its socket's control line.
+
+Exit codes: 0 the daemon is up, 3 not running (nothing answers on the socket), 1 something answers that
+is not a memoryd daemon speaking this wire version.
+
+``--json`` prints one object (fields ``null`` while the engine is still loading)::
+
+    {"running": true, "pid": 123, "version": "0.1.0", "started_at": "...Z", "uptime_s": 12.3,
+     "board": "/...", "index": "/...", "records": 200, "briefs": 200, "tasks": 60, "skipped_files": 0,
+     "model": {"name": "multilingual-e5-small", "state": "ready", "detail": "..."}, "search_mode": "hybrid",
+     "index_freshness": {"last_indexed_at": "...Z", "last_indexed_age_s": 3.2,
+                         "last_optimize_at": "...Z", "last_optimize_age_s": 3.1},
+     "watcher": "alive", "sessions": 2,
+     "socket": {"path": "/...", "exists": true, "mode": "0600", "owner_uid": 501, "owner": "me"},
+     "tool_groups": ["briefs"], "tool_timeout_ms": 15000,
+     "engine": {"state": "ready", "since_s": 11.9},
+     "wire": 1, "activation": "launchd", "log_file": "/.../memoryd.log",
+     "installed": {"memoryd": "0.1.0", "memoryd_shim": "0.1.0", "wire": 1}, "restart_needed": false}
+
+``version``/``wire`` are the running daemon's; ``installed`` is what this command (and the shim beside it)
+would run now. They differ after an upgrade until the daemon restarts: ``restart_needed`` is then true
+and the text output says to run ``memoryd service restart``. ``activation`` is the service manager that
+passed the socket in (``null`` when the daemon bound it), ``log_file`` its rotating log (service only).
+
+and, when not running, ``{"running": false, "socket": {"path": "/..."}}``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any
+
+import memoryd_shim
+from memoryd import __version__
+from memoryd.paths import resolve
+from memoryd.serve.control import ask_status
+from memoryd_shim import rendezvous
+
+EXIT_UP = 0
+EXIT_ERROR = 1
+EXIT_NOT_RUNNING = 3
+
+
+def _iso(epoch: float | None) -> str | None:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch)) if epoch else None
+
+
+def _age(epoch: float | None, now: float) -> float | None:
+    return round(max(0.0, now - epoch), 1) if epoch else None
+
+
+def summarize(raw: dict[str, Any], now: float | None = None) -> dict[str, Any]:
+    """The daemon's status answer (:mod:`memoryd.serve.control`) as the flat object ``--json`` prints."""
+    now = time.time() if now is None else now
+    engine = raw.get("engine") or {}
+    indexed, optimized = engine.get("last_indexed_at"), engine.get("last_optimize_at")
+    slot = {k: engine[k] for k in ("state", "since_s", "error", "status_error") if k in engine}
+    return {
+        "running": True,
+        "pid": raw.get("pid"),
+        "version": raw.get("version"),
+        "started_at": raw.get("started_at"),
+        "uptime_s": raw.get("uptime_s"),
+        "board": raw.get("board"),
+        "index": raw.get("index"),
+        "records": engine.get("records"),
+        "briefs": engine.get("briefs"),
+        "tasks": engine.get("tasks"),
+        "skipped_files": engine.get("skipped_files"),
+        "model": engine.get("model"),
+        "search_mode": engine.get("search_mode"),
+        "index_freshness": {
+            "last_indexed_at": _iso(indexed),
+            "last_indexed_age_s": _age(indexed, now),
+            "last_optimize_at": _iso(optimized),
+            "last_optimize_age_s": _age(optimized, now),
+        },
+        "watcher": engine.get("watcher"),
+        "sessions": raw.get("sessions"),
+        "socket": raw.get("socket"),
+        "tool_groups": raw.get("tool_groups"),
+        "tool_timeout_ms": raw.get("tool_timeout_ms"),
+        "engine": slot or {"state": raw.get("engine_state")},
+        "wire": raw.get("wire"),
+        "activation": raw.get("activation"),
+        "log_file": raw.get("log_file"),
+        "installed": installed(),
+        "restart_needed": raw.get("version") != __version__
+        or raw.get("wire", rendezvous.WIRE_VERSION) != rendezvous.WIRE_VERSION,
+    }
+
+
+def installed() -> dict[str, Any]:
+    """The versions installed beside this command: ``{"memoryd", "memoryd_shim", "wire"}``."""
+    return {"memoryd": __version__, "memoryd_shim": memoryd_shim.__version__, "wire": rendezvous.WIRE_VERSION}
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "never"
+    seconds = int(seconds)
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours} h {minutes:02d} min"
+    return f"{hours // 24} days {hours % 24} h"
+
+
+def _ago(seconds: float | None) -> str:
+    return "never" if seconds is None else f"{_duration(seconds)} ago"
+
+
+def render(s: dict[str, Any]) -> str:
+    """Readable lines for a person at a terminal."""
+    engine = s["engine"]
+    lines = [
+        f"memoryd {s['version']} is running (pid {s['pid']}, up {_duration(s['uptime_s'])}, "
+        f"since {s['started_at']})"
+    ]
+    if engine.get("state") != "ready":
+        state = engine.get("state", "unknown")
+        detail = f": {engine['error']}" if engine.get("error") else ""
+        lines.append(f"  engine    {state} for {_duration(engine.get('since_s'))}{detail}")
+        lines.append(f"  board     {s['board']}")
+        lines.append(f"  index     {s['index']}")
+    else:
+        skipped = f", {s['skipped_files']} files skipped (see the log)" if s["skipped_files"] else ""
+        fresh = s["index_freshness"]
+        model = s["model"] or {}
+        mode = "hybrid search" if s["search_mode"] == "hybrid" else "keyword-only search"
+        detail = f" ({model['detail']})" if model.get("detail") else ""
+        lines += [
+            f"  board     {s['board']}: {s['tasks']} tasks, {s['briefs']} briefs{skipped}",
+            f"  index     {s['index']}: {s['records']} records; last write "
+            f"{_ago(fresh['last_indexed_age_s'])}, last compaction {_ago(fresh['last_optimize_age_s'])}",
+            f"  model     {model.get('name')}: {model.get('state')}{detail}, {mode}",
+            f"  watcher   {s['watcher']}",
+        ]
+    mine = s["installed"]
+    wire = f"wire v{s['wire']}" if s.get("wire") is not None else "wire version unknown"
+    lines.append(
+        f"  versions  daemon memoryd {s['version']} ({wire}); installed memoryd {mine['memoryd']}, "
+        f"memoryd-shim {mine['memoryd_shim']} (wire v{mine['wire']})"
+    )
+    if s["restart_needed"]:
+        lines.append(
+            "            the running daemon is not the installed version: run `memoryd service restart`"
+        )
+    if s.get("activation") or s.get("log_file"):
+        via = f"socket from {s['activation']}" if s.get("activation") else "own socket"
+        lines.append(f"  service   {via}; log {s.get('log_file') or 'stderr'}")
+    sock = s["socket"] or {}
+    lines += [
+        f"  sessions  {s['sessions']} connected",
+        f"  socket    {sock.get('path')} (mode {sock.get('mode')}, owner {sock.get('owner')})",
+        f"  tools     {', '.join(s['tool_groups'] or [])}; {s['tool_timeout_ms']} ms per call",
+    ]
+    return "\n".join(lines)
+
+
+def register(sub) -> None:
+    """Add the ``status`` sub-command to the ``argparse`` sub-parsers ``sub``."""
+    st = sub.add_parser("status", help="ask the running daemon; exit 0 when up, 3 when not running")
+    st.add_argument("--socket")
+    st.add_argument("--json", action="store_true")
+    st.set_defaults(func=lambda args: main(socket=args.socket, as_json=args.json))
+
+
+def main(socket: str | None = None, as_json: bool = False) -> int:
+    """Print the running daemon's status; returns the exit code (0 up, 3 not running, 1 not memoryd)."""
+    path = resolve(socket=socket).socket
+    try:
+        raw = ask_status(path)
+    except ValueError as exc:
+        print(f"memoryd status: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    if raw is None:
+        if as_json:
+            print(json.dumps({"running": False, "socket": {"path": str(path)}}))
+        else:
+            print(
+                f"memoryd is not running (nothing answers on {path}).\n"
+                "Start it with `memoryd serve` (or `make run`); an agent's memoryd-shim also starts it."
+            )
+        return EXIT_NOT_RUNNING
+    summary = summarize(raw)
+    print(json.dumps(summary, ensure_ascii=False) if as_json else render(summary))
+    return EXIT_UP

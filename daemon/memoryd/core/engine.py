@@ -1,0 +1,290 @@
+"""The process-level engine: the board, the index, the model and the watcher, shared by every session.
+
+:func:`open_engine` is what the daemon calls (in the background, after the socket is bound). The engine
+is ready once the board has been reconciled with the index; the embedding model loads after that, and
+until it is warm searches run keyword-only and say so (``mode: "keyword"``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memoryd import __version__
+from memoryd.board.ids import check_brief_id, check_task_id
+from memoryd.core.indexer import Indexer
+from memoryd.core.sources import RecordSource, make_sources
+from memoryd.core.sweep import sweep
+from memoryd.index.lock import IndexLock
+from memoryd.index.rwlock import RWLock
+from memoryd.index.search import Ranking, SearchResult, search
+from memoryd.index.store import IndexStore
+from memoryd.kinds.briefs.files import Brief, Outcome, Task
+from memoryd.kinds.briefs.reader import BoardReader, BoardUnreadable
+from memoryd.kinds.briefs.writer import ensure_board, save_outcome
+from memoryd.kinds.memories.api import Memories
+from memoryd.logs import get_logger
+from memoryd.settings import Settings
+
+log = get_logger("memoryd.core.engine")
+
+
+@dataclass
+class ModelState:
+    name: str
+    state: str = "loading"  # loading | ready | disabled | failed
+    detail: str = ""
+
+
+class Engine:
+    """Owns the board reader, the index store, the writer (:class:`Indexer`), the model and the watcher.
+
+    Query methods are coroutines that run blocking work in threads; they raise
+    :class:`memoryd.kinds.briefs.reader.BoardUnreadable` when the board cannot be read (never an empty answer
+    that reads as "no history") and :class:`memoryd.board.ids.InvalidId` for malformed ids.
+    """
+
+    def __init__(self, settings: Settings, index_lock: IndexLock | None = None) -> None:
+        self.settings = settings
+        loc = settings.locations
+        #: The index's writer lock: the daemon's (already held), else taken when the store opens.
+        self.index_lock = index_lock or IndexLock(
+            loc.index, loc.board, command="memoryd serve", socket=loc.socket
+        )
+        self.board = settings.locations.board
+        self.reader = BoardReader(self.board)
+        self.lock = RWLock()
+        self.store: IndexStore | None = None
+        self.indexer: Indexer | None = None
+        self.embedder = None
+        self.model = ModelState(
+            name=settings.model, state="disabled" if settings.model == "none" else "loading"
+        )
+        self.watcher = None
+        self.started_at = time.time()
+        self._model_task: asyncio.Task | None = None
+        self.sources: list[RecordSource] = make_sources(self.board)
+        #: The memory API (issue 5) that the memories and memo tools call; see :mod:`memoryd.kinds.memories.api`.
+        self.memories = Memories(self.board, self.sources, submit=self.submit_paths, search=self.search)
+
+    async def submit_paths(self, paths: Sequence[str]) -> None:
+        """Index these board-relative paths (none: wait for every earlier write); no-op before start."""
+        if self.indexer is not None:
+            await self.indexer.submit(paths=paths)
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    async def start(self) -> None:
+        if not self.board.exists():
+            await asyncio.to_thread(ensure_board, self.board)
+            log.info("board_created", board=str(self.board))
+        # Under the board lock no other daemon writes here: temps whose writer died can go (never raises).
+        await asyncio.to_thread(sweep, self.board, self.settings.locations.exports)
+        self.store = await asyncio.to_thread(IndexStore.open_writer, self.index_lock)
+        self.indexer = Indexer(
+            self.reader,
+            self.store,
+            lambda: self.embedder,
+            self.lock,
+            optimize_interval_s=self.settings.optimize_interval_s,
+            sources=self.sources,
+        )
+        # Watch before reading the board: a save made while the reconcile runs is queued for the writer
+        # (which starts below), not lost between the read and the first event.
+        self._start_watcher()
+        try:
+            await self._reconcile()
+        except BaseException:
+            if self.watcher is not None:  # the engine never starts: nothing would take the watcher's events
+                self.watcher.stop()
+            raise
+        self.indexer.start()
+        if self.model.state == "loading":
+            self._model_task = asyncio.get_running_loop().create_task(
+                self._load_model(), name="memoryd-model"
+            )
+
+    async def _reconcile(self) -> None:
+        try:
+            report = await asyncio.to_thread(self.indexer.full_sync)
+            log.info(
+                "board_reconciled",
+                added=report.added,
+                updated=report.updated,
+                deleted=report.deleted,
+                unchanged=report.unchanged,
+                skipped=len(self.indexer.snapshot.skipped),
+            )
+        except BoardUnreadable as exc:
+            log.error("board_unreadable", board=str(self.board), error=str(exc))
+        if self.indexer.dirty_since is not None:
+            await asyncio.to_thread(self.indexer.maintain)
+
+    async def _load_model(self) -> None:
+        from memoryd.index.embed import load_embedder
+
+        embedder, status = await asyncio.to_thread(
+            load_embedder, self.settings.model, self.settings.locations.models
+        )
+        self.model = ModelState(name=status.name, state=status.state, detail=status.detail)
+        if embedder is None:
+            log.warning(
+                "model_unavailable",
+                model=status.name,
+                state=status.state,
+                detail=status.detail,
+                consequence="keyword-only search",
+            )
+            return
+        self.embedder = embedder
+        log.info("model_ready", model=status.name, detail=status.detail)
+        self.indexer.request_backfill()  # give keyword-only records their vectors, a chunk at a time
+
+    def _start_watcher(self) -> None:
+        try:
+            from memoryd.core.watch import BoardWatcher
+        except ImportError:
+            return
+        loop = asyncio.get_running_loop()
+
+        def on_change(change) -> None:
+            loop.call_soon_threadsafe(self._on_change, change)
+
+        self.watcher = BoardWatcher(self.board, on_change, debounce_ms=self.settings.debounce_ms)
+        try:
+            self.watcher.start()
+        except Exception as exc:
+            log.error("watcher_failed", error=str(exc))
+
+    def _on_change(self, change) -> None:
+        if self.indexer is not None:
+            self.indexer.submit(
+                briefs=change.briefs, tasks=change.tasks, rescan=change.rescan, paths=change.paths
+            )
+
+    async def close(self) -> None:
+        """Stop watching, flush pending index writes, stop the model loader."""
+        if self.watcher is not None:
+            await asyncio.to_thread(self.watcher.stop)
+        if self._model_task is not None and not self._model_task.done():
+            self._model_task.cancel()
+        await self.memories.close()  # writes pending accessed_at touches
+        if self.indexer is not None:
+            await self.indexer.close()
+        if self.store is not None:
+            self.store.close()  # the writer lock, when the store took it (not the daemon's)
+
+    # -- queries ---------------------------------------------------------------------------------
+    def _check_board(self) -> None:
+        if not os.access(self.board, os.R_OK | os.X_OK) or not self.board.is_dir():
+            raise BoardUnreadable(f"the board at {self.board} cannot be read")
+
+    async def search(
+        self,
+        query: str,
+        *,
+        project: str | None = None,
+        kind: str | None = None,
+        status: str | None = None,
+        limit: int = 10,
+        ranking: Ranking | None = None,
+    ) -> SearchResult:
+        """The hybrid search (:func:`memoryd.index.search.search`) under the index's read lock.
+
+        ``ranking``: a ranking profile other than the one of ``kind`` (memories use their own)."""
+        self._check_board()
+
+        def run() -> SearchResult:
+            with self.lock.shared():
+                return search(
+                    self.store,
+                    self.embedder,
+                    query,
+                    project=project,
+                    kind=kind,
+                    status=status,
+                    limit=limit,
+                    ranking=ranking,
+                )
+
+        return await asyncio.to_thread(run)
+
+    def tasks(self) -> dict[str, Task]:
+        return self.indexer.snapshot.tasks
+
+    def briefs_of(self, task_id: str) -> list[Brief]:
+        briefs = [b for b in self.indexer.snapshot.briefs.values() if b.task == task_id]
+        return sorted(briefs, key=lambda b: (b.created_at, b.id))
+
+    async def list_tasks(
+        self, project: str | None = None, status: str | None = None
+    ) -> list[tuple[Task, str, int]]:
+        """``[(task, last_activity_iso, brief_count)]``, newest activity first."""
+        self._check_board()
+        activity: dict[str, tuple[str, int]] = {}
+        for b in self.indexer.snapshot.briefs.values():
+            last, n = activity.get(b.task, ("", 0))
+            activity[b.task] = (max(last, b.created_at), n + 1)
+        out = []
+        for t in self.tasks().values():
+            if (project and t.project != project) or (status and t.status != status):
+                continue
+            last, n = activity.get(t.id, ("", 0))
+            out.append((t, max(last, t.created_at), n))
+        out.sort(key=lambda x: (x[1], x[0].id), reverse=True)
+        return out
+
+    async def get_task(self, task_id: str) -> tuple[Task, list[Brief]] | None:
+        check_task_id(task_id)
+        self._check_board()
+        task = await asyncio.to_thread(self.reader.read_task, task_id)
+        if task is None:
+            return None
+        ids = [b.id for b in self.briefs_of(task_id)]
+        fresh = await asyncio.to_thread(lambda: [self.reader.read_brief(i) for i in ids])
+        return task, [b for b in fresh if b is not None]
+
+    async def get_brief(self, brief_id: str) -> Brief | None:
+        check_brief_id(brief_id)
+        self._check_board()
+        return await asyncio.to_thread(self.reader.read_brief, brief_id)
+
+    async def save_outcome(self, brief_id: str, outcome: Outcome) -> Path:
+        """Write ``outcome.md`` (atomically, inside the brief's folder) and index it before returning."""
+        check_brief_id(brief_id)
+        path = await asyncio.to_thread(save_outcome, self.board, brief_id, outcome)
+        await self.indexer.submit(briefs=[brief_id])
+        return path
+
+    # -- status ----------------------------------------------------------------------------------
+    def status(self) -> dict[str, Any]:
+        idx = self.indexer
+        watcher_alive = bool(self.watcher and self.watcher.alive())
+        return {
+            "version": __version__,
+            "board": str(self.board),
+            "index": str(self.settings.locations.index),
+            "records": self.store.count() if self.store else 0,
+            "briefs": len(idx.snapshot.briefs) if idx else 0,
+            "tasks": len(idx.snapshot.tasks) if idx else 0,
+            "memories": self.memories.count(),
+            "skipped_files": len(idx.skipped()) if idx else 0,
+            "model": {"name": self.model.name, "state": self.model.state, "detail": self.model.detail},
+            "search_mode": "hybrid" if self.embedder is not None else "keyword",
+            "last_indexed_at": idx.last_indexed_at if idx else None,
+            "last_optimize_at": idx.last_optimize_at if idx else None,
+            "watcher": "alive" if watcher_alive else "stopped",
+            "uptime_s": round(time.time() - self.started_at, 1),
+        }
+
+
+async def open_engine(settings: Settings, index_lock: IndexLock | None = None) -> Engine:
+    """Create and start the engine (called once per daemon, in the background). ``index_lock``: the
+    index's writer lock when the daemon holds it already (:class:`memoryd.serve.config.ServeConfig`)."""
+    engine = Engine(settings, index_lock)
+    await engine.start()
+    return engine

@@ -1,0 +1,119 @@
+"""Record sources: how a board folder other than ``briefs/``/``tasks/`` becomes index records.
+
+A *source* owns one top-level board folder (``memories``, ``sessions``) and the record kinds derived
+from it. The indexer (:mod:`memoryd.core.indexer`, the one writer) asks it for records and keeps the index
+equal to what it yields; the source never writes to the index or the board itself.
+
+Interface (a class; nothing to inherit, :class:`RecordSource` is a ``Protocol``)::
+
+    folder: str                   # the board folder it owns, e.g. "memories"
+    kinds: tuple[str, ...]        # the record kinds it yields, e.g. ("memory",)
+    def load_all(self) -> SourceBatch          # every file of the folder (startup, rescan)
+    def records_for(self, paths) -> SourceBatch  # only what these board-relative paths touch
+
+*Origins.* Every record comes from one **origin**: a key naming what it was derived from, normally the
+board-relative POSIX path of one file (``memories/<hash>.md``, ``sessions/<id>.jsonl``). One origin may
+yield many records (a session file yields one record per line). :attr:`SourceBatch.origins` maps every
+origin the batch covers to the ids of ALL the records it yields now; ``()`` means the origin yields
+nothing any more (file deleted, broken, emptied). The indexer remembers origin -> record ids (rebuilt at
+every full sync) and deletes each record an origin no longer yields, so deleting or editing a file
+removes every record derived from it that is gone, without the source having to remember anything.
+
+``records_for(paths)`` gets board-relative paths under :attr:`folder` reported by the watcher
+(:attr:`memoryd.core.watch.Change.paths`) or submitted by a tool after a write. A path may name a file that
+no longer exists, a subfolder, a temp name, or the folder itself (created, deleted or moved wholesale).
+The batch must list every origin those paths touch, including origins whose files are gone (with
+``()``). When the source cannot tell what a path covers (the folder itself), it returns
+``load_all()`` with ``complete=True``: the indexer then also drops origins of this source that the
+batch does not list.
+
+*Skips.* Files that cannot be read go to :attr:`SourceBatch.skipped` (and the log); their origin maps to
+``()`` so any record they yielded before is removed. A source method raises only for the board root
+(:class:`memoryd.kinds.briefs.reader.BoardUnreadable`); everything else is a skip.
+
+*Threads.* ``load_all`` and ``records_for`` run on the indexer's worker thread, never concurrently with
+each other. A source may keep in-memory state (the memories source keeps every memory for the tools);
+state read from other threads must be published safely (a lock, or copy-on-write).
+
+*Redaction.* Every text field of a record goes through :func:`memoryd.index.records.clean` (records are
+the only way text reaches the index).
+
+Registering a source: add its module name to :data:`SOURCES`. The module exposes
+``source(board: pathlib.Path) -> RecordSource``; a module that is not installed yet is skipped (like
+:data:`memoryd.tools.GROUP_MODULES`), an import error inside an existing module still raises.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from memoryd.index.records import Record
+from memoryd.kinds.briefs.reader import Skipped
+
+#: Modules defining ``source(board) -> RecordSource``, in the order sources are loaded.
+SOURCES: tuple[str, ...] = (
+    "memoryd.kinds.memories.source",
+    "memoryd.kinds.sessions.source",
+)
+
+
+@dataclass
+class SourceBatch:
+    """What a source yields for a full load or for some changed paths.
+
+    ``records``: records to upsert (unchanged ones are skipped by the indexer by content hash).
+    ``origins``: origin key -> ids of every record that origin yields now (``()`` = none any more).
+    ``skipped``: files not loaded, and why. ``complete``: ``origins`` covers the whole folder.
+    """
+
+    records: list[Record] = field(default_factory=list)
+    origins: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    skipped: list[Skipped] = field(default_factory=list)
+    complete: bool = False
+
+    def add(self, origin: str, records: Collection[Record]) -> None:
+        """Record that ``origin`` yields exactly ``records`` now (appends to :attr:`records`)."""
+        self.records.extend(records)
+        self.origins[origin] = tuple(r.id for r in records)
+
+
+@runtime_checkable
+class RecordSource(Protocol):
+    """See the module docstring."""
+
+    folder: str
+    kinds: tuple[str, ...]
+
+    def load_all(self) -> SourceBatch: ...
+
+    def records_for(self, paths: Collection[str]) -> SourceBatch: ...
+
+
+def make_sources(board: Path) -> list[RecordSource]:
+    """One instance of every installed source in :data:`SOURCES`, for ``board``."""
+    out: list[RecordSource] = []
+    for name in SOURCES:
+        try:
+            found = importlib.util.find_spec(name)
+        except ModuleNotFoundError:  # the parent package is not there either
+            found = None
+        if found is None:
+            continue
+        src = importlib.import_module(name).source(Path(board))
+        if not isinstance(src, RecordSource):
+            raise TypeError(f"{name}.source() does not return a RecordSource")
+        out.append(src)
+    folders = [s.folder for s in out]
+    if len(set(folders)) != len(folders):
+        raise ValueError(f"two record sources claim the same board folder: {folders}")
+    return out
+
+
+def folder_of(path: str) -> str:
+    """The top-level folder of a board-relative POSIX path (``"memories/x.md"`` -> ``"memories"``)."""
+    return path.split("/", 1)[0]

@@ -1,0 +1,330 @@
+"""Answers of the ``briefs`` tools: board records -> structured content, structured content -> text.
+
+Each ``*_answer`` function builds the structured content from engine results and bounds every list and
+text (:class:`~memoryd.tools.answers.Scrub`). Tasks and briefs come from
+:class:`~memoryd.kinds.briefs.reader.BoardReader`, which redacted every text as a whole as it read it, so they are
+not redacted again; search hits come from the index and are redacted again at answer time. Each ``render_*``
+function turns exactly that structure into readable text, so the text block and ``structuredContent``
+always say the same thing (Codex shows the model only ``structuredContent``, other clients the text).
+Screen text is never read here: only the paths of screenshots that still exist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from memoryd.kinds.briefs.files import OUTCOME_SECTIONS, Brief, Outcome, Task
+from memoryd.tools.answers import DATA_NOTE, Scrub, of_total, report_lines
+
+LINE_CHARS = 200  # one line of what was said, in overviews
+TITLE_CHARS = 300
+SUMMARY_CHARS = 2000
+SAID_CHARS = 8000
+PROMPT_CHARS = 8000
+NOTE_LINES = 50
+NOTE_CHARS = 500
+OVERVIEW_ITEMS = 10  # Did/Open items per brief in get_task
+OVERVIEW_ITEM_CHARS = 300
+OUTCOME_ITEMS = 50
+OUTCOME_ITEM_CHARS = 2000
+TASK_BRIEFS = 50  # briefs shown by get_task (the newest, in order)
+SCREENSHOTS = 50
+PROJECTS = 50
+SEARCH_POOL = 100  # hits asked of the search core (its maximum), so an answer can count matches
+MATCHED_CAP = 50  # a search list holds at most this many candidates, so a count this high is "at least"
+
+MODE_NOTES = {
+    "loading": "keyword-only: the meaning model is still loading, so paraphrases and other languages may be "
+    "missed; retry in a few seconds for a search by meaning too.",
+    "disabled": "keyword-only: no embedding model is configured (--model none).",
+    "failed": "keyword-only: the embedding model failed to load (see `memoryd status`); paraphrases and other "
+    "languages may be missed.",
+}
+
+
+def _date(iso: str) -> str:
+    return iso[:10]
+
+
+def _section(items: Sequence[str], indent: str) -> list[str]:
+    return [f"{indent}- {item}" for item in items] or [f"{indent}- none"]
+
+
+def _tail(answer: Mapping[str, Any]) -> list[str]:
+    lines = report_lines(answer)
+    return ["", *lines] if lines else []
+
+
+# --- search_briefs ------------------------------------------------------------------------------------
+
+
+def search_answer(
+    result: Any, *, limit: int, project: str | None, model_state: str, projects: Iterable[str] = ()
+) -> dict[str, Any]:
+    """``result`` is a :class:`memoryd.index.search.SearchResult` asked for more than ``limit`` hits (so
+    the total can be counted); ``model_state`` explains a keyword-only search; ``projects`` (all project
+    names) is listed only when a project filter matched nothing."""
+    scrub = Scrub()
+    hits = result.hits
+    results = [
+        {
+            "brief_id": h.id,
+            "date": _date(h.date),
+            "task_id": h.task,
+            "task_status": h.status,
+            "project": scrub(h.project),
+            "title": scrub.bounded(h.title, TITLE_CHARS, "title"),
+            "said": scrub.line(h.line, LINE_CHARS),
+            "score": round(float(h.score), 3),
+        }
+        for h in hits[:limit]
+    ]
+    answer: dict[str, Any] = {
+        "shown": len(results),
+        "matched": len(hits),
+        "matched_at_least": len(hits) >= MATCHED_CAP,
+        "mode": result.mode,
+        "project": project,
+        "note": DATA_NOTE,
+        "results": results,
+    }
+    if result.mode != "hybrid":
+        answer["mode_note"] = MODE_NOTES.get(model_state, MODE_NOTES["loading"])
+    if project is not None and not hits:
+        answer["projects"] = sorted(projects)[:PROJECTS]
+    answer.update(scrub.report())
+    return answer
+
+
+def render_search(a: Mapping[str, Any]) -> str:
+    scope = f" in project {a['project']}" if a["project"] is not None else " across all projects"
+    head = of_total(a["shown"], a["matched"], "matching briefs", a.get("matched_at_least", False))
+    if a["results"]:
+        lines = [f"{head}{scope}, best first. Search mode: {a['mode']}."]
+    else:
+        lines = [f"No brief matches that query{scope} ({a['matched']} found). Search mode: {a['mode']}."]
+    if a.get("mode_note"):
+        lines.append(f"Note: {a['mode_note']}")
+    lines.append(a["note"])
+    if not a["results"]:
+        lines.append("Try other words, or list_tasks for an overview of the tasks.")
+        if "projects" in a:
+            lines.append(f"Projects on the board: {', '.join(a['projects']) or 'none'}.")
+    else:
+        lines.append("")
+        for i, r in enumerate(a["results"], 1):
+            lines.append(
+                f"{i}. {r['brief_id']} · {r['date']} · {r['project']} · task {r['task_id']} "
+                f"({r['task_status']}) · score {r['score']}"
+            )
+            lines.append(f"   title: {r['title']}")
+            lines.append(f"   said: {r['said']}")
+    return "\n".join(lines + _tail(a))
+
+
+# --- list_tasks ---------------------------------------------------------------------------------------
+
+
+def tasks_answer(
+    rows: Sequence[tuple[Task, str, int]],
+    *,
+    limit: int,
+    project: str | None,
+    status: str | None,
+    projects: Iterable[str],
+) -> dict[str, Any]:
+    """``rows`` from ``Engine.list_tasks``: ``(task, last_activity_iso, brief_count)``, newest first."""
+    scrub = Scrub(read_redacted=True)  # BoardReader redacted every text as it read it
+    tasks = [
+        {
+            "task_id": task.id,
+            "title": scrub.bounded(task.title, TITLE_CHARS, "title"),
+            "project": scrub(task.project),
+            "status": task.status,
+            "created": _date(task.created_at),
+            "last_activity": _date(last),
+            "briefs": count,
+        }
+        for task, last, count in rows[:limit]
+    ]
+    answer: dict[str, Any] = {
+        "shown": len(tasks),
+        "total": len(rows),
+        "project": project,
+        "status": status,
+        "projects": [scrub(p) for p in sorted(projects)[:PROJECTS]],
+        "note": DATA_NOTE,
+        "tasks": tasks,
+    }
+    answer.update(scrub.report())
+    return answer
+
+
+def render_tasks(a: Mapping[str, Any]) -> str:
+    filters = [
+        f"project {a['project']}" if a["project"] is not None else "",
+        f"status {a['status']}" if a["status"] is not None else "",
+    ]
+    scope = f" ({', '.join(f for f in filters if f)})" if any(filters) else ""
+    lines = [f"{of_total(a['shown'], a['total'], 'tasks')}{scope}, newest activity first.", a["note"]]
+    if not a["tasks"]:
+        lines.append("No task matches these filters.")
+    else:
+        lines.append("")
+        for t in a["tasks"]:
+            lines.append(
+                f"- {t['task_id']} · {t['status']} · {t['project']} · last activity {t['last_activity']} · "
+                f"{t['briefs']} briefs · created {t['created']}"
+            )
+            lines.append(f"  {t['title']}")
+    lines += ["", f"Projects on the board: {', '.join(a['projects']) or 'none'}."]
+    return "\n".join(lines + _tail(a))
+
+
+# --- get_task -----------------------------------------------------------------------------------------
+
+
+def _did_open(outcome: Outcome | None, scrub: Scrub) -> dict[str, list[str]] | None:
+    if outcome is None:
+        return None
+    return {
+        name: scrub.items(getattr(outcome, name), OVERVIEW_ITEMS, OVERVIEW_ITEM_CHARS, f"outcome.{name}")
+        for name in ("did", "open")
+    }
+
+
+def task_answer(task: Task, briefs: Sequence[Brief]) -> dict[str, Any]:
+    """The task and its newest :data:`TASK_BRIEFS` briefs in date order (``briefs`` oldest first)."""
+    scrub = Scrub(read_redacted=True)  # BoardReader redacted every text as it read it
+    shown = list(briefs)[-TASK_BRIEFS:]
+    answer: dict[str, Any] = {
+        "task": {
+            "task_id": task.id,
+            "title": scrub.bounded(task.title, TITLE_CHARS, "task.title"),
+            "project": scrub(task.project),
+            "status": task.status,
+            "created": _date(task.created_at),
+        },
+        "shown": len(shown),
+        "briefs_total": len(briefs),
+        "note": DATA_NOTE,
+        "briefs": [
+            {
+                "brief_id": b.id,
+                "date": _date(b.created_at),
+                "title": scrub.bounded(b.title, TITLE_CHARS, "title"),
+                "said": scrub.line(b.said or b.summary, LINE_CHARS),
+                "outcome": _did_open(b.outcome, scrub),
+            }
+            for b in shown
+        ],
+    }
+    answer.update(scrub.report())
+    return answer
+
+
+def render_task(a: Mapping[str, Any]) -> str:
+    t = a["task"]
+    lines = [
+        f"Task {t['task_id']} ({t['status']}) · {t['project']} · created {t['created']}",
+        f"{t['title']}",
+        f"{of_total(a['shown'], a['briefs_total'], 'briefs')}, oldest first"
+        + (" (only the newest are shown)." if a["shown"] < a["briefs_total"] else "."),
+        a["note"],
+    ]
+    for i, b in enumerate(a["briefs"], 1):
+        lines += ["", f"{i}. {b['brief_id']} · {b['date']} · {b['title']}", f"   said: {b['said']}"]
+        if b["outcome"] is None:
+            lines.append("   outcome: none saved yet")
+            continue
+        lines += ["   Did:", *_section(b["outcome"]["did"], "     ")]
+        lines += ["   Open:", *_section(b["outcome"]["open"], "     ")]
+    return "\n".join(lines + _tail(a))
+
+
+# --- get_brief ----------------------------------------------------------------------------------------
+
+
+def brief_answer(brief: Brief, task: Task | None, board: Path) -> dict[str, Any]:
+    """Everything handed out about one brief; screenshots as absolute paths of ``.png`` files that exist."""
+    scrub = Scrub(read_redacted=True)  # BoardReader redacted every text as it read it
+    outcome = None
+    if brief.outcome is not None:
+        outcome = {
+            name: scrub.items(
+                getattr(brief.outcome, name), OUTCOME_ITEMS, OUTCOME_ITEM_CHARS, f"outcome.{name}"
+            )
+            for name, _ in OUTCOME_SECTIONS
+        }
+    answer: dict[str, Any] = {
+        "brief_id": brief.id,
+        "task_id": brief.task,
+        "task_title": scrub.bounded(task.title, TITLE_CHARS, "task_title") if task else None,
+        "task_status": task.status if task else None,
+        "project": scrub(brief.project),
+        "created_at": brief.created_at,
+        "title": scrub.bounded(brief.title, TITLE_CHARS, "title"),
+        "summary": scrub.bounded(brief.summary, SUMMARY_CHARS, "summary"),
+        "said": scrub.bounded(brief.said.strip(), SAID_CHARS, "said"),
+        "prompt": scrub.bounded(brief.prompt.strip(), PROMPT_CHARS, "prompt"),
+        "notes": scrub.items(brief.notes, NOTE_LINES, NOTE_CHARS, "notes"),
+        "outcome": outcome,
+        "screenshots": [str(board / rel) for rel in brief.screen_pngs[:SCREENSHOTS]],
+        "note": DATA_NOTE,
+    }
+    answer.update(scrub.report())
+    return answer
+
+
+def render_brief(a: Mapping[str, Any]) -> str:
+    task = f"task {a['task_id']}"
+    if a["task_title"] is not None:
+        task += f" ({a['task_status']}: {a['task_title']})"
+    lines = [
+        f"Brief {a['brief_id']} · {a['project']} · {task} · created {a['created_at']}",
+        a["note"],
+        "",
+        f"Title: {a['title']}",
+        f"Summary: {a['summary']}",
+        "",
+        "What the developer said:",
+        a["said"] or "(nothing recorded)",
+        "",
+        "Prompt handed to the agent:",
+        a["prompt"] or "(none recorded)",
+        "",
+    ]
+    if a["outcome"] is None:
+        lines.append("Agent's report (outcome.md): none saved yet.")
+    else:
+        lines.append("Agent's report (outcome.md):")
+        for name, heading in OUTCOME_SECTIONS:
+            lines += [f"## {heading}", *_section(a["outcome"][name], "")]
+    lines += ["", "Notes:", *(_section(a["notes"], "") if a["notes"] else ["- none"])]
+    lines += ["", "Screenshots still on disk:", *(f"- {p}" for p in a["screenshots"])]
+    if not a["screenshots"]:
+        lines.append("- none")
+    return "\n".join(lines + _tail(a))
+
+
+# --- save_outcome -------------------------------------------------------------------------------------
+
+
+def saved_answer(brief_id: str, path: Path, outcome: Outcome) -> dict[str, Any]:
+    return {
+        "saved": True,
+        "brief_id": brief_id,
+        "path": str(path),
+        "items": {name: len(getattr(outcome, name)) for name, _ in OUTCOME_SECTIONS},
+        "searchable": True,
+    }
+
+
+def render_saved(a: Mapping[str, Any]) -> str:
+    counts = ", ".join(f"{name} {n}" for name, n in a["items"].items())
+    return (
+        f"Saved the outcome of brief {a['brief_id']} to {a['path']} ({counts}). It is searchable now; "
+        "calling save_outcome again for this brief replaces it."
+    )

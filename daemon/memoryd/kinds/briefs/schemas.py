@@ -1,0 +1,249 @@
+"""JSON Schemas of the ``briefs`` tools: what an agent may send (bounds included) and what it gets back.
+
+Input schemas are enforced before a handler runs (a violation is an argument error, :mod:`memoryd.serve.app`),
+so ids are pattern-checked before any file is touched. Output schemas are checked on every answer by the registry
+and by SDK clients. Patterns use ``[0-9]`` rather than ``\\d`` (which matches every Unicode digit in
+Python's ``re``), and ids also carry their exact length (``$`` would accept a trailing newline).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memoryd.kinds.briefs.files import OUTCOME_SECTIONS, TASK_STATUSES
+
+SEARCH_LIMIT_MAX = 50
+SEARCH_LIMIT_DEFAULT = 10
+TASKS_LIMIT_MAX = 100
+TASKS_LIMIT_DEFAULT = 30
+OUTCOME_ITEMS_MAX = 50
+OUTCOME_ITEM_CHARS = 2000
+QUERY_CHARS = 1000
+PROJECT_CHARS = 100
+ID_CHARS = 17
+
+_NOT_BLANK = r"\S"  # JSON Schema patterns search, so this means "has a non-space character"
+
+TASK_ID = {
+    "type": "string",
+    "pattern": r"^t-[0-9]{8}-[0-9a-f]{6}$",
+    "minLength": ID_CHARS,
+    "maxLength": ID_CHARS,
+    "description": "A task id, t-<yyyymmdd>-<6 lowercase hex>, as returned by list_tasks or search_briefs.",
+}
+BRIEF_ID = {
+    "type": "string",
+    "pattern": r"^b-[0-9]{8}-[0-9a-f]{6}$",
+    "minLength": ID_CHARS,
+    "maxLength": ID_CHARS,
+    "description": "A brief id, b-<yyyymmdd>-<6 lowercase hex>, as returned by search_briefs or get_task.",
+}
+PROJECT = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": PROJECT_CHARS,
+    "pattern": _NOT_BLANK,
+    "description": "Only this project, as named on the board (e.g. 'shopfront'); omit for every project.",
+}
+
+
+def _items(what: str) -> dict[str, Any]:
+    return {
+        "type": "array",
+        "maxItems": OUTCOME_ITEMS_MAX,
+        "items": {"type": "string", "minLength": 1, "maxLength": OUTCOME_ITEM_CHARS, "pattern": _NOT_BLANK},
+        "description": f"{what} One short line per item (at most {OUTCOME_ITEMS_MAX} items of "
+        f"{OUTCOME_ITEM_CHARS} characters; line breaks inside an item are folded into spaces).",
+    }
+
+
+def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+SEARCH_INPUT = _object(
+    {
+        "query": {
+            "type": "string",
+            "maxLength": QUERY_CHARS,
+            "description": "What to look for, in the developer's words or yours, any language: a feature, an "
+            "error message, a file or function name, something they said. An empty or blank query finds "
+            "nothing (an empty result list).",
+        },
+        "project": PROJECT,
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": SEARCH_LIMIT_MAX,
+            "default": SEARCH_LIMIT_DEFAULT,
+            "description": f"How many briefs to return, best first (1-{SEARCH_LIMIT_MAX}).",
+        },
+    },
+    ["query"],
+)
+LIST_TASKS_INPUT = _object(
+    {
+        "project": PROJECT,
+        "status": {"enum": list(TASK_STATUSES), "description": "Only open or only done tasks."},
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": TASKS_LIMIT_MAX,
+            "default": TASKS_LIMIT_DEFAULT,
+            "description": f"How many tasks to return, newest activity first (1-{TASKS_LIMIT_MAX}).",
+        },
+    },
+    [],
+)
+GET_TASK_INPUT = _object({"task_id": TASK_ID}, ["task_id"])
+GET_BRIEF_INPUT = _object({"brief_id": BRIEF_ID}, ["brief_id"])
+SAVE_OUTCOME_INPUT = _object(
+    {
+        "brief_id": BRIEF_ID,
+        "did": _items("What you did in this session."),
+        "open": _items("What is still open: unfinished work, known problems, questions for the developer."),
+        "decided": _items("Decisions made and why."),
+        "files": _items("Files you created or changed (paths)."),
+        "retired": _items("Things that no longer apply: removed code, superseded plans, dropped ideas."),
+    },
+    ["brief_id", "did", "open"],
+)
+
+# --- outputs ------------------------------------------------------------------------------------------
+
+_STR = {"type": "string"}
+_INT = {"type": "integer", "minimum": 0}
+_STR_LIST = {"type": "array", "items": _STR}
+_STATUS = {"enum": list(TASK_STATUSES)}
+_COMMON = {
+    "note": _STR,
+    "redacted": {"type": "object", "additionalProperties": _INT},
+    "truncated": _STR_LIST,
+}
+
+
+def _out(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {"type": "object", "properties": {**properties, **_COMMON}, "required": required}
+
+
+SEARCH_OUTPUT = _out(
+    {
+        "shown": _INT,
+        "matched": _INT,
+        "matched_at_least": {"type": "boolean"},
+        "mode": {"enum": ["hybrid", "keyword"]},
+        "mode_note": _STR,
+        "project": {"type": ["string", "null"]},
+        "projects": _STR_LIST,
+        "results": {
+            "type": "array",
+            "items": _object(
+                {
+                    "brief_id": _STR,
+                    "date": _STR,
+                    "task_id": _STR,
+                    "task_status": _STR,
+                    "project": _STR,
+                    "title": _STR,
+                    "said": _STR,
+                    "score": {"type": "number"},
+                },
+                ["brief_id", "date", "task_id", "task_status", "project", "title", "said", "score"],
+            ),
+        },
+    },
+    ["shown", "matched", "mode", "project", "note", "results"],
+)
+LIST_TASKS_OUTPUT = _out(
+    {
+        "shown": _INT,
+        "total": _INT,
+        "project": {"type": ["string", "null"]},
+        "status": {"type": ["string", "null"]},
+        "projects": _STR_LIST,
+        "tasks": {
+            "type": "array",
+            "items": _object(
+                {
+                    "task_id": _STR,
+                    "title": _STR,
+                    "project": _STR,
+                    "status": _STATUS,
+                    "created": _STR,
+                    "last_activity": _STR,
+                    "briefs": _INT,
+                },
+                ["task_id", "title", "project", "status", "created", "last_activity", "briefs"],
+            ),
+        },
+    },
+    ["shown", "total", "project", "status", "projects", "note", "tasks"],
+)
+_OUTCOME_DID_OPEN = _object({"did": _STR_LIST, "open": _STR_LIST}, ["did", "open"])
+GET_TASK_OUTPUT = _out(
+    {
+        "task": _object(
+            {"task_id": _STR, "title": _STR, "project": _STR, "status": _STATUS, "created": _STR},
+            ["task_id", "title", "project", "status", "created"],
+        ),
+        "shown": _INT,
+        "briefs_total": _INT,
+        "briefs": {
+            "type": "array",
+            "items": _object(
+                {
+                    "brief_id": _STR,
+                    "date": _STR,
+                    "title": _STR,
+                    "said": _STR,
+                    "outcome": {"anyOf": [_OUTCOME_DID_OPEN, {"type": "null"}]},
+                },
+                ["brief_id", "date", "title", "said", "outcome"],
+            ),
+        },
+    },
+    ["task", "shown", "briefs_total", "note", "briefs"],
+)
+_OUTCOME_FULL = _object({name: _STR_LIST for name, _ in OUTCOME_SECTIONS}, [n for n, _ in OUTCOME_SECTIONS])
+GET_BRIEF_OUTPUT = _out(
+    {
+        "brief_id": _STR,
+        "task_id": _STR,
+        "task_title": {"type": ["string", "null"]},
+        "task_status": {"type": ["string", "null"]},
+        "project": _STR,
+        "created_at": _STR,
+        "title": _STR,
+        "summary": _STR,
+        "said": _STR,
+        "prompt": _STR,
+        "notes": _STR_LIST,
+        "outcome": {"anyOf": [_OUTCOME_FULL, {"type": "null"}]},
+        "screenshots": _STR_LIST,
+    },
+    [
+        "brief_id",
+        "task_id",
+        "project",
+        "created_at",
+        "title",
+        "summary",
+        "said",
+        "prompt",
+        "notes",
+        "outcome",
+        "screenshots",
+        "note",
+    ],
+)
+SAVE_OUTCOME_OUTPUT = {
+    "type": "object",
+    "properties": {
+        "saved": {"const": True},
+        "brief_id": _STR,
+        "path": _STR,
+        "items": _object({name: _INT for name, _ in OUTCOME_SECTIONS}, [n for n, _ in OUTCOME_SECTIONS]),
+        "searchable": {"type": "boolean"},
+    },
+    "required": ["saved", "brief_id", "path", "items", "searchable"],
+}

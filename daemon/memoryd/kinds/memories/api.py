@@ -1,0 +1,433 @@
+"""The engine-level memory API (``engine.memories``): every memory tool, and the memo tools, call this.
+
+Writes go to the board first (:mod:`memoryd.kinds.memories.writes`: atomic files), then the changed paths
+are submitted to the indexer and awaited, so a memory is searchable (and visible to :meth:`Memories.get`
+and the graph) when a call returns. Board mutations run one at a time under one asyncio lock, each
+reading the current file inside it; the index writes happen outside it, so concurrent stores are
+batched into one index write. The argument rules are :mod:`memoryd.kinds.memories.rules` (memdb's limits);
+their exceptions are re-exported here.
+
+Keys: every method taking a ``key`` accepts a memory's id (its file name) or, for a file edited by
+hand, the hash of its current content (:meth:`memoryd.kinds.memories.source.MemorySource.find`).
+
+Returning a memory (:meth:`get`, :meth:`search`, :meth:`recall`) updates its ``accessed_at``
+(:mod:`memoryd.kinds.memories.access`: shown at once, written to the file lazily).
+
+Example (a tool)::
+
+    api = (await ctx.engine()).memories
+    stored = await api.store("Deploys use blue-green", tags=["deploy"], project="shopfront", origin="memo")
+    found = await api.search("how do we deploy", project="shopfront", limit=5)
+    for s in found.memories:
+        print(s.memory.id, s.relevance, s.memory.content)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memoryd.index.redact import redact
+from memoryd.kinds.memories import graph, ranking
+from memoryd.kinds.memories.access import AccessTimes
+from memoryd.kinds.memories.files import Memory
+from memoryd.kinds.memories.graph import Edge
+from memoryd.kinds.memories.rules import (
+    MAX_CONTENT_CHARS,
+    MAX_DEPTH,
+    MAX_TAG_CHARS,
+    MAX_TAGS,
+    BrokenMemory,
+    InvalidMemory,
+    MemoryConflict,
+    MemoryNotFound,
+    check_key,
+    clean_content,
+    clean_importance,
+    clean_relation_type,
+    clean_tags,
+    clean_type,
+    has_surrogate,
+)
+from memoryd.kinds.memories.source import MemorySource
+from memoryd.kinds.memories.writes import BoardOps
+
+if TYPE_CHECKING:
+    from memoryd.core.sources import RecordSource
+    from memoryd.index.search import SearchResult
+
+#: ``submit(paths)``: hand board-relative paths to the index's one writer and wait until they are searchable
+#: (no paths: wait for every earlier write). ``search(query, **filters)``: the hybrid search under the read lock.
+Submit = Callable[[Sequence[str]], Awaitable[None]]
+Search = Callable[..., Awaitable["SearchResult"]]
+
+__all__ = [
+    "MAX_CONTENT_CHARS",
+    "MAX_DEPTH",
+    "MAX_TAGS",
+    "MAX_TAG_CHARS",
+    "SEARCH_POOL",
+    "BrokenMemory",
+    "Found",
+    "InvalidMemory",
+    "MemoryConflict",
+    "MemoryNotFound",
+    "Memories",
+    "Scored",
+    "Stored",
+    "Updated",
+]
+
+#: Candidates fetched from the hybrid search before tag filters and the re-rank.
+SEARCH_POOL = 100
+
+
+@dataclass(frozen=True)
+class Stored:
+    """The result of a store: the memory as on the board, and whether this call created it."""
+
+    memory: Memory
+    is_new: bool
+
+
+@dataclass(frozen=True)
+class Updated:
+    """``old_hash``: the id before; ``new_hash``: the id after (equal unless the content changed)."""
+
+    old_hash: str
+    new_hash: str
+    memory: Memory
+
+
+@dataclass(frozen=True)
+class Scored:
+    """A memory with its relevance and, in a recall, its hops from the nearest seed."""
+
+    memory: Memory
+    relevance: float
+    depth: int = 0
+
+
+@dataclass(frozen=True)
+class Found:
+    """A search or recall answer; ``mode`` is the hybrid search's (``"hybrid"`` or ``"keyword"``)."""
+
+    memories: list[Scored]
+    relationships: list[Edge]
+    mode: str
+    depth: int = 0
+
+
+class Memories:
+    """See the module docstring. Created by the engine with its collaborators; usable once the engine has
+    started (``sources`` loaded, the writer running)."""
+
+    def __init__(self, board: Path, sources: Sequence[RecordSource], submit: Submit, search: Search) -> None:
+        self.board = board
+        self._sources = sources
+        self._submit = submit
+        self._search = search
+        self._lock = asyncio.Lock()
+        self._prune: set[str] = set()
+        self.access = AccessTimes(self._write_access)
+
+    # -- plumbing -------------------------------------------------------------------------------------
+    @property
+    def view(self) -> MemorySource:
+        """The memories record source: the in-memory view of every memory."""
+        for src in self._sources:
+            if isinstance(src, MemorySource):
+                return src
+        raise RuntimeError("the memories record source is not registered")
+
+    @property
+    def ops(self) -> BoardOps:
+        return BoardOps(self.board, self.view)
+
+    def count(self) -> int:
+        """How many memories are loaded (0 before the engine starts)."""
+        try:
+            return self.view.count()
+        except RuntimeError:
+            return 0
+
+    async def _locked(self, fn, *args: Any, settle: bool = False) -> Any:
+        """Run a blocking board operation under the write lock (``settle``: after every earlier index
+        write, so the view's incoming edges are complete)."""
+        async with self._lock:
+            if settle:
+                await self._submit(())
+            return await asyncio.to_thread(fn, *args)
+
+    async def _index(self, paths: Iterable[str]) -> None:
+        paths = sorted(set(paths))
+        if paths:
+            await self._submit(paths)
+
+    # -- store ----------------------------------------------------------------------------------------
+    def prepare(
+        self,
+        content: object,
+        *,
+        tags: Iterable[object] | None = (),
+        importance: object = 0,
+        memory_type: object = "general",
+        project: str = "",
+        origin: str | None = None,
+        created_at: str | None = None,
+    ) -> Memory:
+        """Validate arguments into a new :class:`Memory` (not written). Raises InvalidMemory."""
+        extra: dict[str, Any] = {"created_at": created_at} if created_at else {}
+        return Memory.new(
+            clean_content(content),
+            tags=clean_tags(tags),
+            importance=clean_importance(importance),
+            memory_type=clean_type(memory_type),
+            project=project or "",
+            origin=origin,
+            **extra,
+        )
+
+    async def store(self, content: object, **fields: Any) -> Stored:
+        """Store a memory (keyword arguments as :meth:`prepare`); returns it and whether it is new.
+
+        Content that exists returns the existing memory with ``is_new`` False; it gains the new tags
+        (memdb does the same), nothing else changes. Raises InvalidMemory, BrokenMemory."""
+        (result,) = await self.store_many([self.prepare(content, **fields)])
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    async def store_many(self, items: Sequence[Memory | Exception]) -> list[Stored | Exception]:
+        """Store prepared memories (:meth:`prepare`) in one board pass and one index write.
+
+        An item that is an exception (a failed :meth:`prepare`) is passed through, so a batch keeps its
+        positions; each result is :class:`Stored` or that item's exception."""
+        results = await self._locked(self._store_sync, items)
+        await self._index(r.memory.path for r in results if isinstance(r, Stored))
+        return results
+
+    def _store_sync(self, items: Sequence[Memory | Exception]) -> list[Stored | Exception]:
+        ops = self.ops
+        out: list[Stored | Exception] = []
+        for m in items:
+            if isinstance(m, Exception):
+                out.append(m)
+                continue
+            try:
+                out.append(Stored(*ops.store(m)))
+            except BrokenMemory as exc:
+                out.append(exc)
+            except OSError as exc:
+                out.append(BrokenMemory(f"cannot write the memory file: {exc.strerror or exc}"))
+        return out
+
+    # -- read -----------------------------------------------------------------------------------------
+    async def get(self, key: str, *, touch: bool = True) -> Memory:
+        """The memory as on disk now. Raises InvalidMemory (malformed key), MemoryNotFound, BrokenMemory."""
+        check_key(key)
+        m = await asyncio.to_thread(self.ops.resolve, key)
+        if m is None:
+            raise MemoryNotFound(f"no memory {key}")
+        if touch:
+            self.access.touch([m.id])
+        return self.access.shown(m)
+
+    # -- update / delete --------------------------------------------------------------------------------
+    async def update(
+        self,
+        key: str,
+        *,
+        content: object | None = None,
+        tags: Iterable[object] | None = None,
+        importance: object | None = None,
+        memory_type: object | None = None,
+    ) -> Updated:
+        """Change a memory; ``None`` keeps a field, ``tags`` replaces all tags. New content gives a new
+        hash: the file moves to its new name with its relations, and edges pointing at it follow.
+        Raises InvalidMemory, MemoryNotFound, MemoryConflict (the content is another memory), BrokenMemory."""
+        check_key(key)
+        changes: dict[str, Any] = {}
+        if content is not None:
+            changes["content"] = clean_content(content)
+        if tags is not None:
+            changes["tags"] = clean_tags(tags)
+        if importance is not None:
+            changes["importance"] = clean_importance(importance)
+        if memory_type is not None:
+            changes["memory_type"] = clean_type(memory_type)
+        old_id, new, paths = await self._locked(self.ops.update, key, changes, settle=True)
+        if new.id != old_id:
+            self.access.forget([old_id])
+        await self._index(paths)
+        return Updated(old_id, new.id, new)
+
+    async def delete(self, key: str) -> Memory:
+        """Delete a memory and every edge to or from it; returns what was deleted.
+        Raises InvalidMemory, MemoryNotFound."""
+        (result,) = await self.delete_many([key])
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    async def delete_many(self, keys: Sequence[str]) -> list[Memory | Exception]:
+        """Delete each key (one board pass, one index write); per key the deleted memory or its error."""
+        results, paths = await self._locked(self.ops.delete, list(keys), settle=True)
+        self.access.forget(m.id for m in results if isinstance(m, Memory))
+        await self._index(paths)
+        return results
+
+    # -- search / recall ----------------------------------------------------------------------------------
+    async def search(
+        self,
+        query: str,
+        *,
+        project: str | None = None,
+        tags: Iterable[str] = (),
+        memory_type: str | None = None,
+        limit: int = 10,
+        touch: bool = True,
+    ) -> Found:
+        """Hybrid search over memories, re-ranked by importance and recency (:mod:`.ranking`).
+
+        ``project``/``memory_type`` filter in the index; ``tags``: a memory must carry all of them;
+        ``limit`` 1-100. Raises InvalidMemory for text with a lone surrogate."""
+        if not isinstance(query, str) or has_surrogate(query):
+            raise InvalidMemory("query contains a lone surrogate (invalid Unicode)")
+        want = set(clean_tags(tags))
+        result = await self._search(
+            query,
+            project=project or None,
+            kind="memory",
+            status=memory_type,
+            limit=SEARCH_POOL,
+            ranking=ranking.MEMORY_RANKING,
+        )
+        now = datetime.now(UTC)
+        view = self.view
+        scored = []
+        for hit in result.hits:
+            m = view.get(hit.id)
+            # Tags as answers show them, so a guessed secret in a tag filter confirms nothing.
+            if m is not None and (not want or want.issubset(redact(t).text for t in m.tags)):
+                scored.append(Scored(m, ranking.relevance(hit.score, m, now)))
+        scored.sort(key=lambda s: (-s.relevance, s.memory.id))
+        scored = scored[: max(1, min(int(limit), SEARCH_POOL))]
+        if touch:
+            self.access.touch(s.memory.id for s in scored)
+        return Found(self._shown(scored), [], result.mode)
+
+    def _shown(self, items: Iterable[Scored]) -> list[Scored]:
+        return [Scored(self.access.shown(s.memory), s.relevance, s.depth) for s in items]
+
+    async def recall(
+        self, query: str, *, depth: int = 1, project: str | None = None, limit: int = 10
+    ) -> Found:
+        """Search, then follow relationships (both directions) up to ``depth`` hops (0-3; 0 = search
+        only). At most :data:`~memoryd.kinds.memories.graph.MAX_CLUSTER` memories: the seeds (their search
+        relevance), then by hops (relevance ``best seed relevance / (1 + hops)``); and every relationship
+        between returned memories."""
+        depth = max(0, min(int(depth), MAX_DEPTH))
+        seeds = await self.search(query, project=project, limit=limit, touch=False)
+        if depth == 0 or not seeds.memories:
+            self.access.touch(s.memory.id for s in seeds.memories)
+            return Found(self._shown(seeds.memories), [], seeds.mode, depth)
+        view = self.view
+        hops, edges = graph.cluster(view, [s.memory.id for s in seeds.memories], depth)
+        top = seeds.memories[0].relevance
+        by_seed = {s.memory.id: s for s in seeds.memories}
+        out: list[Scored] = []
+        for mid, d in hops.items():
+            m = view.get(mid)
+            if mid in by_seed:
+                out.append(by_seed[mid])
+            elif m is not None:
+                out.append(Scored(m, top / (1 + d), d))
+        out.sort(key=lambda s: (s.depth, -s.relevance, s.memory.id))
+        self.access.touch(s.memory.id for s in out)
+        return Found(self._shown(out), edges, seeds.mode, depth)
+
+    # -- relationships --------------------------------------------------------------------------------------
+    async def relate(self, from_key: str, to_key: str, relation_type: str) -> tuple[Edge, bool]:
+        """Create the edge ``from -> to`` of ``relation_type``; returns it and whether it is new.
+        Raises InvalidMemory (bad key or type, an edge to itself), MemoryNotFound."""
+        check_key(from_key)
+        check_key(to_key)
+        rtype = clean_relation_type(relation_type)
+        edge, is_new, paths = await self._locked(self.ops.relate, from_key, to_key, rtype)
+        await self._index(paths)
+        return edge, is_new
+
+    async def unrelate(self, from_key: str, to_key: str, relation_type: str) -> bool:
+        """Delete the edge ``from -> to`` of ``relation_type``; False when there was none."""
+        check_key(from_key)
+        check_key(to_key)
+        rtype = clean_relation_type(relation_type)
+        paths = await self._locked(self.ops.unrelate, from_key, to_key, rtype)
+        await self._index(paths)
+        return bool(paths)
+
+    async def relationships(
+        self, key: str, direction: str = "both", relation_type: str | None = None
+    ) -> list[Edge]:
+        """Live edges of a memory (``outgoing``, ``incoming`` or ``both``), in memdb's order. Edges to a
+        memory that no longer exists are left out, and removed from their file in the background.
+        Raises InvalidMemory, MemoryNotFound."""
+        check_key(key)
+        if direction not in graph.DIRECTIONS:
+            raise InvalidMemory("direction must be outgoing, incoming or both")
+        m = self.view.find(key) or await asyncio.to_thread(self.ops.read_quiet, key)
+        if m is None:
+            raise MemoryNotFound(f"no memory {key}")
+        edges, dangling = graph.edges_of(self.view, m, direction, relation_type)
+        if dangling:
+            self._prune.update(dangling)
+            with contextlib.suppress(RuntimeError):
+                asyncio.get_running_loop().create_task(self._prune_dangling(), name="memoryd-memories-prune")
+        return edges
+
+    async def _prune_dangling(self) -> None:
+        ids, self._prune = sorted(self._prune), set()
+        if ids:
+            await self._index(await self._locked(self.ops.prune, ids))
+
+    # -- stats -------------------------------------------------------------------------------------------
+    def stats(self, project: str | None = None) -> dict[str, Any]:
+        """memdb's ``{memoryCount, tagCount, oldestMemory, newestMemory}`` plus ``relationshipCount``,
+        ``byType``, ``byProject`` and ``skippedFiles`` (memory files not loaded)."""
+        view = self.view
+        everything = view.all()
+        memories = [m for m in everything if project is None or m.project == project]
+        created = sorted(m.created_at for m in memories if m.created_at)
+        by_type: dict[str, int] = {}
+        by_project: dict[str, int] = {}
+        for m in memories:
+            by_type[m.memory_type] = by_type.get(m.memory_type, 0) + 1
+            by_project[m.project] = by_project.get(m.project, 0) + 1
+        return {
+            "memoryCount": len(memories),
+            "tagCount": len({t for m in memories for t in m.tags}),
+            "oldestMemory": created[0] if created else None,
+            "newestMemory": created[-1] if created else None,
+            "relationshipCount": sum(1 for m in memories for r in m.relations if view.resolve(r.target)),
+            "byType": dict(sorted(by_type.items())),
+            "byProject": dict(sorted(by_project.items())),
+            "skippedFiles": len(view.skipped()),
+        }
+
+    # -- accessed_at ---------------------------------------------------------------------------------------
+    async def _write_access(self, times: dict[str, str]) -> None:
+        await self._locked(self.ops.touch, times)
+
+    def shown(self, memory: Memory) -> Memory:
+        """``memory`` with its latest ``accessed_at`` (what answers show)."""
+        return self.access.shown(memory)
+
+    async def close(self) -> None:
+        """Write pending ``accessed_at`` times (daemon shutdown)."""
+        await self.access.close()

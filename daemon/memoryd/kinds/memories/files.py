@@ -1,0 +1,243 @@
+"""Memory files on the board (issue 5): ``memories/<hash>.md``, one human-readable file per memory.
+
+The format, the identity (hash) rule and what a hand edit means are in :mod:`memoryd.kinds.memories.format`
+(re-exported here, so callers import everything from this module).
+
+Writes
+    Atomic and in the same folder: a dotfile temp (``.<hash>.md.<hex>.tmp``, ignored by the watcher and
+    the reader), ``fsync``, then either ``link(2)`` to the final name (creating: fails with ``EEXIST``
+    when another writer won, so exactly one of many concurrent creators sees ``is_new``) or
+    ``rename(2)`` over it (replacing). Every directory is reached through :mod:`memoryd.board.gate`
+    (no symlinked component); reads go through the gate (regular file, no symlink, one link).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+from pathlib import Path
+
+from memoryd.board import atomic
+from memoryd.board.gate import SafeDir, UnsafePath, open_root
+from memoryd.kinds.briefs.reader import BoardUnreadable, Skipped
+from memoryd.kinds.memories.format import (  # re-exported: the one module callers import
+    _FILE_RE,
+    HASH_RE,
+    IMPORTANCE_MAX,
+    MEMORIES_DIR,
+    MEMORY_TYPES,
+    RELATION_ID_RE,
+    RELATION_TYPE_MAX,
+    Memory,
+    MemoryFileError,
+    Relation,
+    check_hash,
+    content_hash,
+    is_hash,
+    normalize_content,
+    parse_memory,
+    relation_id,
+    render_memory,
+    utc_now,
+)
+from memoryd.logs import get_logger
+
+__all__ = [
+    "HASH_RE",
+    "IMPORTANCE_MAX",
+    "MAX_FILE_BYTES",
+    "MEMORIES_DIR",
+    "MEMORY_TYPES",
+    "RELATION_ID_RE",
+    "RELATION_TYPE_MAX",
+    "Memory",
+    "MemoryFileError",
+    "Relation",
+    "check_hash",
+    "content_hash",
+    "delete_memory",
+    "is_hash",
+    "list_memories",
+    "memory_id_of",
+    "normalize_content",
+    "parse_memory",
+    "read_memory",
+    "relation_id",
+    "render_memory",
+    "utc_now",
+    "write_memory",
+]
+
+log = get_logger("memoryd.kinds.memories.files")
+
+MAX_FILE_BYTES = 8 * 2**20
+_DIR_MODE = 0o700
+
+
+def _open_root(board: Path) -> SafeDir:
+    try:
+        return open_root(board)
+    except OSError as exc:
+        raise BoardUnreadable(f"board {board}: {exc.strerror or exc}") from None
+
+
+def _memories_dir(board: Path, create: bool = False) -> SafeDir | None:
+    """The ``memories/`` folder through the gate; None when absent (and not ``create``)."""
+    with _open_root(board) as root:
+        if create:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(MEMORIES_DIR, _DIR_MODE, dir_fd=root.fd)
+        try:
+            return root.child(MEMORIES_DIR)
+        except FileNotFoundError:
+            return None
+
+
+def _read(d: SafeDir, memory_id: str) -> Memory | None:
+    name = f"{memory_id}.md"
+    try:
+        data = d.read_text(name, MAX_FILE_BYTES)
+    except FileNotFoundError:
+        return None
+    except UnsafePath as exc:
+        raise MemoryFileError(exc.path, exc.reason) from None
+    except OSError as exc:
+        raise MemoryFileError(d.relpath(name), f"cannot read: {exc.strerror}") from None
+    return parse_memory(data, memory_id, d.relpath(name))
+
+
+def read_memory(board: Path, memory_id: str) -> Memory | None:
+    """The memory stored as ``memories/<memory_id>.md``; None when absent.
+
+    Raises InvalidId (a malformed hash, before any file access), :class:`MemoryFileError` (the file is
+    broken or refused by the gate), UnsafePath (``memories/`` itself is a symlink or not a folder),
+    BoardUnreadable (the board root).
+    """
+    check_hash(memory_id)
+    d = _memories_dir(board)
+    if d is None:
+        return None
+    with d:
+        return _read(d, memory_id)
+
+
+def memory_id_of(name: str) -> str | None:
+    """The hash of a file name ``<64 hex>.md``, else None."""
+    m = _FILE_RE.fullmatch(name)
+    return m.group(1) if m else None
+
+
+def _ignored(name: str) -> bool:
+    return name.startswith(".") or name.endswith(("~", ".tmp", ".swp", ".swx", ".bak", ".part"))
+
+
+def list_memories(board: Path) -> tuple[list[Memory], list[Skipped]]:
+    """Every readable memory (sorted by id) and the files skipped (each also logged as a warning).
+
+    Raises BoardUnreadable only for the board root; a missing ``memories/`` folder is an empty list, an
+    unusable one (a symlink, a file) an empty list with that folder skipped.
+    """
+    memories: list[Memory] = []
+    skipped: list[Skipped] = []
+    try:
+        d = _memories_dir(board)
+    except UnsafePath as exc:
+        _skip(skipped, exc.path, exc.reason)
+        return memories, skipped
+    except OSError as exc:
+        _skip(skipped, MEMORIES_DIR, f"cannot open: {exc.strerror or exc}")
+        return memories, skipped
+    if d is None:
+        return memories, skipped
+    with d:
+        try:
+            names = d.names()
+        except OSError as exc:
+            _skip(skipped, MEMORIES_DIR, f"cannot list: {exc.strerror or exc}")
+            names = []
+        for name in names:
+            if _ignored(name):
+                continue
+            memory_id = memory_id_of(name)
+            if memory_id is None:
+                _skip(skipped, d.relpath(name), "name is not <sha256 hex>.md")
+                continue
+            try:
+                memory = _read(d, memory_id)
+            except MemoryFileError as exc:
+                _skip(skipped, exc.path, exc.reason)
+                continue
+            if memory is not None:
+                memories.append(memory)
+    return memories, skipped
+
+
+def _skip(skipped: list[Skipped], path: str, reason: str) -> None:
+    log.warning("board.file_skipped", path=path, reason=reason)
+    skipped.append(Skipped(path, reason))
+
+
+def write_memory(board: Path, memory: Memory, *, overwrite: bool = False) -> tuple[Path, bool]:
+    """Write ``memories/<memory.id>.md`` atomically; returns ``(absolute path, is_new)``.
+
+    ``overwrite=False`` (storing): create the file only if absent; when it exists, or another writer
+    creates it first, nothing is written and ``is_new`` is False. ``overwrite=True`` (updating relations,
+    tags, accessed_at): replace the file (``is_new`` says whether it was absent before).
+    Raises InvalidId (bad id), UnsafePath (``memories`` is a symlink or not a folder; the target name is
+    a folder), BoardUnreadable (board root), OSError (disk full; no temp file is left).
+    """
+    check_hash(memory.id)
+    data = render_memory(memory).encode("utf-8")
+    name = f"{memory.id}.md"
+    d = _memories_dir(board, create=True)
+    if d is None:  # created by us a moment ago and removed again
+        raise FileNotFoundError(errno.ENOENT, "memories folder vanished", str(board))
+    with d:
+        if not overwrite and _exists(d, name):
+            return Path(board) / d.rel / name, False
+        if overwrite:
+            is_new = not _exists(d, name)
+            atomic.write_replace(d, name, data)
+        else:
+            is_new = atomic.write_new(d, name, data)
+        path = Path(board) / d.rel / name
+    if is_new or overwrite:
+        log.info("board.memory_written", id=memory.id[:12], bytes=len(data), new=is_new)
+    return path, is_new
+
+
+def _exists(d: SafeDir, name: str) -> bool:
+    try:
+        d.lstat(name)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def delete_memory(board: Path, memory_id: str) -> bool:
+    """Remove ``memories/<memory_id>.md``; True when a file was removed, False when it was absent.
+
+    Raises InvalidId first, UnsafePath when the entry is a folder, BoardUnreadable for the root.
+    Edges stored in *other* memories that point here are not touched (callers clean them up).
+    """
+    check_hash(memory_id)
+    d = _memories_dir(board)
+    if d is None:
+        return False
+    with d:
+        name = f"{memory_id}.md"
+        try:
+            os.unlink(name, dir_fd=d.fd)
+        except FileNotFoundError:
+            return False
+        except IsADirectoryError:
+            raise UnsafePath(d.relpath(name), "directory") from None
+        except PermissionError as exc:
+            if exc.errno == errno.EPERM:  # Linux reports unlink of a directory as EISDIR, macOS as EPERM
+                raise UnsafePath(d.relpath(name), "directory") from None
+            raise
+        with contextlib.suppress(OSError):
+            os.fsync(d.fd)
+    log.info("board.memory_deleted", id=memory_id[:12])
+    return True

@@ -1,0 +1,343 @@
+"""The memory file format (issue 5): ``memories/<hash>.md``, identity, front matter, parsing and rendering.
+
+Identity
+    ``<hash>`` is the SHA-256 (64 lowercase hex) of the memory's content after :func:`normalize_content`:
+
+    1. ``\\r\\n`` -> ``\\n`` (a lone ``\\r`` is kept: only Windows line ends are folded);
+    2. Unicode NFC (so NFC and NFD spellings of "café" are one memory);
+    3. trailing whitespace at the end of the content trimmed (``str.rstrip``; leading whitespace and
+       whitespace at the ends of inner lines are kept).
+
+    Text holding a lone surrogate (``"\\ud800"``, which JSON can carry but UTF-8 cannot) raises
+    ``ValueError``: it is invalid input, never stored. The content written to the file is the normalised
+    content, so for a file written by memoryd ``content_hash(body) == <hash>``.
+
+File format
+    YAML front matter between ``---`` lines, then the content, then one ``\\n``::
+
+        ---
+        tags: [deploy, ci]            # a YAML list of strings without whitespace (written one per line)
+        importance: 3                 # integer 0-10 (default 0)
+        memory_type: decision         # one of MEMORY_TYPES (default "general")
+        created_at: '2026-01-05T10:00:00Z'   # ISO-8601 UTC
+        accessed_at: '2026-01-06T08:00:00Z'  # last time a search or read returned it
+        project: shopfront            # '' when none (the session's git root folder name)
+        origin: memo                  # optional free string: "memo", "import:memdb", ... (who wrote it)
+        relations:                    # edges FROM this memory (stored with their source: deleting a
+        - id: 5f0c...                 #   memory deletes its edges); id = 32 lowercase hex
+          type: depends_on            #   1-50 characters, no whitespace
+          target: 9a1b...             #   hash of the target memory (64 hex)
+          created_at: '2026-01-05T10:00:00Z'
+        ---
+        The content, verbatim (Markdown or any text).
+
+    The front matter is dumped and parsed with python-frontmatter's YAML handler (``yaml.safe_*``). The
+    body is split off here rather than by ``frontmatter.loads``, which strips the body: the content must
+    round-trip byte for byte, leading blank lines included. Unknown front-matter keys are kept (``extra``)
+    and written back, so a developer's own keys survive memoryd's rewrites.
+
+Hand edits
+    A file edited in an editor so that its content no longer hashes to its file name keeps its file name
+    as its identity (:attr:`Memory.id`: relations, ``get_memory`` and deletes use it), while
+    :attr:`Memory.hash` is the hash of the content as it is now. memoryd never renames a file behind the
+    developer's back (it would fight the editor's own save); ``update_memory`` through a tool moves it to
+    its new name. A relation's ``target`` names a memory the way a key does: the file of that name, else
+    the file whose content hashes to it; so a file renamed by hand (another ``<64 hex>.md`` name, the same
+    content) keeps the edges pointing at it, in every answer and through every rewrite of the files that
+    hold them. A file whose name is not ``<64 hex>.md``, or whose front matter is not valid YAML or
+    breaks the field rules above, is skipped with a log line (:class:`MemoryFileError`), never the board.
+
+File I/O (atomic writes through the gate) is :mod:`memoryd.kinds.memories.files`, which re-exports this module.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+import unicodedata
+from dataclasses import dataclass, field, replace
+from datetime import UTC, date, datetime
+from typing import Any
+
+import frontmatter
+import yaml
+
+from memoryd.index.redact import redact
+
+MEMORIES_DIR = "memories"
+MEMORY_TYPES: tuple[str, ...] = (
+    "general",
+    "fact",
+    "plan",
+    "decision",
+    "reflection",
+    "lesson",
+    "error",
+    "gradient",
+)
+IMPORTANCE_MAX = 10
+RELATION_TYPE_MAX = 50
+HASH_RE = re.compile(r"[0-9a-f]{64}", re.ASCII)
+RELATION_ID_RE = re.compile(r"[0-9a-f]{32}", re.ASCII)
+_FILE_RE = re.compile(r"([0-9a-f]{64})\.md", re.ASCII)
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+_NO_SPACE = re.compile(r"\S+")
+# The front matter block: an opening "---" line, YAML, a closing "---" line; the rest is the body.
+_FRONT = re.compile(r"\A---[ \t]*\r?\n(?:(.*?)\r?\n)?---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
+_KNOWN_KEYS = (
+    "tags",
+    "importance",
+    "memory_type",
+    "created_at",
+    "accessed_at",
+    "project",
+    "origin",
+    "relations",
+)
+_YAML = frontmatter.YAMLHandler()
+# libyaml's safe loader/dumper when PyYAML was built with it (same safe subset, ~10x faster: a board of
+# 100,000 memories is parsed at every daemon start).
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class MemoryFileError(ValueError):
+    """A memory file that cannot be used (bad name, YAML, field, UTF-8, or refused by the gate).
+
+    ``path`` is board-relative; ``reason`` says why. The reader skips the file and logs it.
+    """
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+def utc_now() -> str:
+    """The current time as ISO-8601 UTC with seconds, ``2026-01-05T10:00:00Z``."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def normalize_content(text: str) -> str:
+    """The normalised content (module docstring, "Identity"). Raises ValueError on a lone surrogate."""
+    if _SURROGATE.search(text):
+        raise ValueError("text contains a lone surrogate (not valid Unicode): send UTF-8 text")
+    return unicodedata.normalize("NFC", text.replace("\r\n", "\n")).rstrip()
+
+
+def content_hash(text: str) -> str:
+    """SHA-256 hex of ``normalize_content(text)`` encoded as UTF-8 (the memory id)."""
+    return hashlib.sha256(normalize_content(text).encode("utf-8")).hexdigest()
+
+
+def is_hash(value: object) -> bool:
+    """True for a 64-character lowercase hex string (never raises)."""
+    return isinstance(value, str) and len(value) == 64 and HASH_RE.fullmatch(value) is not None
+
+
+def check_hash(value: object) -> str:
+    """Return ``value`` if it is a memory hash; else raise :class:`memoryd.board.ids.InvalidId`."""
+    from memoryd.board.ids import InvalidId
+
+    if is_hash(value):
+        return value  # type: ignore[return-value]
+    shown = repr(value) if not isinstance(value, str) or len(value) <= 70 else repr(value[:70]) + "..."
+    raise InvalidId(f"invalid memory hash {shown}: expected 64 lowercase hex characters (SHA-256)")
+
+
+def relation_id() -> str:
+    """A new relation id: 32 random lowercase hex characters."""
+    return secrets.token_hex(16)
+
+
+@dataclass(frozen=True)
+class Relation:
+    """A directed, typed edge stored in its source memory's file."""
+
+    id: str
+    type: str
+    target: str
+    created_at: str
+
+
+@dataclass(frozen=True)
+class Memory:
+    """One memory file. ``id`` is the file name's hash (the identity); see :attr:`hash`."""
+
+    id: str
+    content: str
+    tags: tuple[str, ...] = ()
+    importance: int = 0
+    memory_type: str = "general"
+    created_at: str = ""
+    accessed_at: str = ""
+    project: str = ""
+    relations: tuple[Relation, ...] = ()
+    origin: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def hash(self) -> str:
+        """SHA-256 of the content as it is now (differs from :attr:`id` only after a hand edit)."""
+        return content_hash(self.content)
+
+    @property
+    def path(self) -> str:
+        """Board-relative path of the file."""
+        return f"{MEMORIES_DIR}/{self.id}.md"
+
+    @classmethod
+    def new(cls, content: str, **fields: Any) -> Memory:
+        """A memory for ``content`` (normalised here; ValueError on lone surrogates or empty content),
+        id = its hash, ``created_at``/``accessed_at`` = now unless given."""
+        text = normalize_content(content)
+        if not text:
+            raise ValueError("content is empty after normalisation (whitespace only)")
+        now = utc_now()
+        fields.setdefault("created_at", now)
+        fields.setdefault("accessed_at", fields["created_at"])
+        return cls(id=hashlib.sha256(text.encode()).hexdigest(), content=text, **fields)
+
+    def with_(self, **changes: Any) -> Memory:
+        """A copy with ``changes`` applied (``dataclasses.replace``)."""
+        return replace(self, **changes)
+
+    def redacted(self) -> Memory:
+        """A copy whose every stored text (content, each tag, project, origin, times, relation types) is
+        redacted as a whole (:func:`memoryd.index.redact.redact`), for what leaves the board: index records
+        and exports. ``id`` is kept; unknown front-matter keys are dropped. Never written back."""
+
+        def clean(text: str) -> str:
+            return redact(text).text if text else text
+
+        return replace(
+            self,
+            content=clean(self.content),
+            tags=tuple(clean(t) for t in self.tags),
+            created_at=clean(self.created_at),
+            accessed_at=clean(self.accessed_at),
+            project=clean(self.project),
+            origin=None if self.origin is None else clean(self.origin),
+            relations=tuple(replace(r, type=clean(r.type)) for r in self.relations),
+            extra={},
+        )
+
+
+# --- text <-> Memory ----------------------------------------------------------------------------------
+
+
+def render_memory(memory: Memory) -> str:
+    """The file text of ``memory`` (module docstring, "File format")."""
+    meta: dict[str, Any] = {
+        "tags": list(memory.tags),
+        "importance": int(memory.importance),
+        "memory_type": memory.memory_type,
+        "created_at": memory.created_at,
+        "accessed_at": memory.accessed_at,
+        "project": memory.project,
+    }
+    if memory.origin is not None:
+        meta["origin"] = memory.origin
+    meta["relations"] = [
+        {"id": r.id, "type": r.type, "target": r.target, "created_at": r.created_at} for r in memory.relations
+    ]
+    for key, value in memory.extra.items():
+        if key not in meta:
+            meta[key] = value
+    head = _YAML.export(meta, Dumper=_DUMPER, sort_keys=False, allow_unicode=True, width=1 << 30)
+    return f"---\n{head}\n---\n{memory.content}\n"
+
+
+def _text(value: Any, what: str, path: str) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, datetime):  # unquoted timestamps are parsed by YAML
+        if value.tzinfo is not None:
+            value = value.astimezone(UTC).replace(tzinfo=None)
+        return value.strftime("%Y-%m-%dT%H:%M:%SZ")
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, str | int | float):
+        return str(value)
+    raise MemoryFileError(path, f"{what} must be a string")
+
+
+def _relations(raw: Any, path: str) -> tuple[Relation, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise MemoryFileError(path, "relations must be a list")
+    out = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, dict):
+            raise MemoryFileError(path, f"relations[{i}] must be a mapping")
+        rid, rtype, target = (
+            _text(item.get(k), f"relations[{i}].{k}", path) for k in ("id", "type", "target")
+        )
+        if not RELATION_ID_RE.fullmatch(rid):
+            raise MemoryFileError(path, f"relations[{i}].id must be 32 lowercase hex characters")
+        if not (0 < len(rtype) <= RELATION_TYPE_MAX) or not _NO_SPACE.fullmatch(rtype):
+            raise MemoryFileError(path, f"relations[{i}].type must be 1-50 characters without whitespace")
+        if not is_hash(target):
+            raise MemoryFileError(path, f"relations[{i}].target must be a memory hash (64 hex)")
+        out.append(Relation(rid, rtype, target, _text(item.get("created_at"), "created_at", path)))
+    return tuple(out)
+
+
+def parse_memory(text: str, memory_id: str, path: str | None = None) -> Memory:
+    """Parse a memory file's text; raises :class:`MemoryFileError` for a broken one."""
+    path = path or f"{MEMORIES_DIR}/{memory_id}.md"
+    if _SURROGATE.search(text):
+        raise MemoryFileError(path, "lone surrogate in text")
+    m = _FRONT.match(text)
+    if m is None:
+        raise MemoryFileError(path, "no front matter (the file must start with a '---' line)")
+    try:
+        meta = _YAML.load(m.group(1), Loader=_LOADER) if (m.group(1) or "").strip() else {}
+    except yaml.YAMLError as exc:
+        raise MemoryFileError(path, f"front matter is not valid YAML: {str(exc).splitlines()[0]}") from None
+    if meta is None:
+        meta = {}
+    if not isinstance(meta, dict):
+        raise MemoryFileError(path, "front matter must be a mapping")
+    tags_raw = meta.get("tags") or []
+    if isinstance(tags_raw, str):
+        tags_raw = tags_raw.split()
+    if not isinstance(tags_raw, list):
+        raise MemoryFileError(path, "tags must be a list")
+    tags = tuple(dict.fromkeys(_text(t, "tag", path) for t in tags_raw if t is not None and str(t) != ""))
+    if any(not _NO_SPACE.fullmatch(t) for t in tags):
+        raise MemoryFileError(path, "tags must not contain whitespace")
+    importance = meta.get("importance", 0)
+    if importance is None:
+        importance = 0
+    if (
+        isinstance(importance, bool)
+        or not isinstance(importance, int | float)
+        or importance != int(importance)
+    ):
+        raise MemoryFileError(path, "importance must be an integer 0-10")
+    if not 0 <= int(importance) <= IMPORTANCE_MAX:
+        raise MemoryFileError(path, "importance must be an integer 0-10")
+    memory_type = _text(meta.get("memory_type"), "memory_type", path) or "general"
+    if memory_type not in MEMORY_TYPES:
+        raise MemoryFileError(path, f"memory_type must be one of {', '.join(MEMORY_TYPES)}")
+    origin = meta.get("origin")
+    content = normalize_content(text[m.end() :])
+    if not content:
+        raise MemoryFileError(path, "empty content")
+    created = _text(meta.get("created_at"), "created_at", path)
+    return Memory(
+        id=memory_id,
+        content=content,
+        tags=tags,
+        importance=int(importance),
+        memory_type=memory_type,
+        created_at=created,
+        accessed_at=_text(meta.get("accessed_at"), "accessed_at", path) or created,
+        project=_text(meta.get("project"), "project", path),
+        relations=_relations(meta.get("relations"), path),
+        origin=None if origin is None else _text(origin, "origin", path),
+        extra={k: v for k, v in meta.items() if k not in _KNOWN_KEYS},
+    )

@@ -1,0 +1,43 @@
+"""Memory relevance: the hybrid search score, lifted a little by importance and recency.
+
+The hybrid search (:func:`memoryd.index.search.search`) decides *whether* a memory matches and gives a
+0–1 score. Like memdb (whose ranking adds a recency bonus that decays linearly over 7 days) the memory
+tools then re-rank: ``relevance = score + IMPORTANCE_WEIGHT * importance / 10 + RECENCY_WEIGHT *
+max(0, 1 - age_days / RECENCY_DAYS)``. The bonuses are small next to the score on purpose: they order
+near-equal matches (the critical decision before the passing remark, last week's lesson before last
+year's) and never turn a weak match into a strong one. ``relevance`` can therefore exceed 1 slightly.
+
+Memories are short texts, like conversation turns, so their search uses the looser keyword reference
+tuned for conversation corpora (:data:`MEMORY_RANKING`).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from memoryd.index.ranking import Ranking
+from memoryd.kinds.memories.files import IMPORTANCE_MAX, Memory
+
+MEMORY_RANKING = Ranking(bm25_reference=1.0)
+IMPORTANCE_WEIGHT = 0.10
+RECENCY_WEIGHT = 0.05
+RECENCY_DAYS = 7.0
+
+
+def parse_time(iso: str) -> datetime | None:
+    """An ISO-8601 timestamp as an aware UTC datetime, or None when unparsable."""
+    try:
+        dt = datetime.fromisoformat(iso.replace("Z", "+00:00"))
+    except (ValueError, AttributeError):
+        return None
+    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
+
+
+def relevance(score: float, memory: Memory, now: datetime) -> float:
+    """The re-ranked relevance of a memory whose search score is ``score`` (module docstring)."""
+    bonus = IMPORTANCE_WEIGHT * min(max(memory.importance, 0), IMPORTANCE_MAX) / IMPORTANCE_MAX
+    created = parse_time(memory.created_at)
+    if created is not None:
+        age_days = max(0.0, (now - created).total_seconds() / 86400)
+        bonus += RECENCY_WEIGHT * max(0.0, 1.0 - age_days / RECENCY_DAYS)
+    return score + bonus

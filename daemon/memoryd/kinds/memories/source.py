@@ -1,0 +1,184 @@
+"""The ``memories/`` record source (:mod:`memoryd.core.sources`), and the in-memory view of every memory.
+
+Besides yielding one ``memory`` record per file, :class:`MemorySource` keeps what the tools need without
+reading the folder on every call: every memory by id, content hash -> id (to find a hand-edited file
+by what it now says), and the incoming edges of each memory (relations are stored with their source, so
+"who points at X" needs a global view). A relation's target names a memory the way a key does
+(:meth:`MemorySource.resolve`: its file name, else the hash of its current content), so a file renamed
+with its content unchanged keeps every edge pointing at it. It is refreshed only by the indexer (``load_all`` /
+``records_for``), so after a write is submitted and awaited the view includes it; reads from the event
+loop take a short lock and never see a half-applied change.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Collection
+from pathlib import Path
+
+from memoryd.board.gate import UnsafePath
+from memoryd.core.sources import SourceBatch
+from memoryd.kinds.briefs.reader import Skipped
+from memoryd.kinds.memories.files import (
+    MEMORIES_DIR,
+    Memory,
+    MemoryFileError,
+    Relation,
+    list_memories,
+    memory_id_of,
+    read_memory,
+)
+from memoryd.kinds.memories.records import KIND, memory_record
+from memoryd.logs import get_logger
+
+log = get_logger("memoryd.kinds.memories")
+
+
+def origin_of(memory_id: str) -> str:
+    """The origin key (board-relative path) of a memory id."""
+    return f"{MEMORIES_DIR}/{memory_id}.md"
+
+
+class MemorySource:
+    """Record source for ``memories/`` plus the view described in the module docstring."""
+
+    folder = MEMORIES_DIR
+    kinds = (KIND,)
+
+    def __init__(self, board: Path) -> None:
+        self.board = Path(board)
+        self._lock = threading.Lock()
+        self._memories: dict[str, Memory] = {}
+        self._by_content: dict[str, str] = {}  # content hash -> id, only where they differ (hand edits)
+        self._incoming: dict[str, set[str]] = {}  # target id -> ids of memories with an edge to it
+        self._skipped: dict[str, Skipped] = {}
+        self.generation = 0  # bumped on every change (cache key for stats)
+
+    # -- RecordSource ---------------------------------------------------------------------------------
+    def load_all(self) -> SourceBatch:
+        memories, skipped = list_memories(self.board)
+        batch = SourceBatch(skipped=list(skipped), complete=True)
+        for m in memories:
+            batch.add(m.path, [memory_record(m)])
+        for s in skipped:
+            batch.origins.setdefault(s.path, ())
+        with self._lock:
+            self._memories, self._by_content, self._incoming = {}, {}, {}
+            for m in memories:
+                self._put(m)
+            self._skipped = {s.path: s for s in skipped}
+            self.generation += 1
+        return batch
+
+    def records_for(self, paths: Collection[str]) -> SourceBatch:
+        ids: set[str] = set()
+        for path in paths:
+            parts = path.split("/")
+            if parts[0] != MEMORIES_DIR:
+                continue
+            if len(parts) == 1:  # the folder itself appeared, vanished or moved
+                return self.load_all()
+            if len(parts) == 2 and (memory_id := memory_id_of(parts[1])) is not None:
+                ids.add(memory_id)
+            # anything else (sub-folders, other names) is not a memory; list_memories reports names
+        batch = SourceBatch()
+        for memory_id in sorted(ids):
+            origin = origin_of(memory_id)
+            try:
+                memory = read_memory(self.board, memory_id)
+                problem = None
+            except (MemoryFileError, UnsafePath) as exc:
+                memory, problem = None, Skipped(exc.path, exc.reason)
+                log.warning("board.file_skipped", path=exc.path, reason=exc.reason)
+                batch.skipped.append(problem)
+            batch.add(origin, [memory_record(memory)] if memory is not None else [])
+            with self._lock:
+                self._drop(memory_id)
+                if memory is not None:
+                    self._put(memory)
+                if problem is not None:
+                    self._skipped[origin] = problem
+                else:
+                    self._skipped.pop(origin, None)
+                self.generation += 1
+        return batch
+
+    # -- state (caller holds the lock) -----------------------------------------------------------------
+    def _put(self, m: Memory) -> None:
+        self._memories[m.id] = m
+        h = m.hash
+        if h != m.id:
+            self._by_content[h] = m.id
+        for r in m.relations:
+            self._incoming.setdefault(r.target, set()).add(m.id)
+
+    def _drop(self, memory_id: str) -> None:
+        old = self._memories.pop(memory_id, None)
+        if old is None:
+            return
+        h = old.hash
+        if self._by_content.get(h) == memory_id:
+            del self._by_content[h]
+        for r in old.relations:
+            sources = self._incoming.get(r.target)
+            if sources is not None:
+                sources.discard(memory_id)
+                if not sources:
+                    del self._incoming[r.target]
+
+    # -- the view (any thread) -------------------------------------------------------------------------
+    def get(self, memory_id: str) -> Memory | None:
+        """The memory stored as ``memories/<memory_id>.md`` as last indexed, or None."""
+        with self._lock:
+            return self._memories.get(memory_id)
+
+    def find(self, key: str) -> Memory | None:
+        """The memory whose file name OR current content hash is ``key`` (a hand-edited or renamed file
+        answers to both), or None."""
+        with self._lock:
+            return self._find(key)
+
+    def _find(self, key: str) -> Memory | None:
+        m = self._memories.get(key)
+        if m is None and key in self._by_content:
+            m = self._memories.get(self._by_content[key])
+        return m
+
+    def resolve(self, target: str) -> str | None:
+        """The id of the memory a relation's ``target`` points at (:meth:`find`), or None when it is gone.
+
+        Edges store the target's id as it was when they were made; a file renamed by hand keeps its
+        content, so its content hash still leads to it."""
+        m = self.find(target)
+        return m.id if m is not None else None
+
+    def all(self) -> list[Memory]:
+        """Every memory (a copy of the list; the memories themselves are immutable)."""
+        with self._lock:
+            return list(self._memories.values())
+
+    def count(self) -> int:
+        with self._lock:
+            return len(self._memories)
+
+    def incoming(self, memory_id: str) -> list[tuple[Memory, Relation]]:
+        """``[(source memory, relation)]`` for every stored edge pointing at ``memory_id``: its file name,
+        or its content hash when no file of that name exists (:meth:`resolve`)."""
+        with self._lock:
+            m = self._memories.get(memory_id)
+            keys = {memory_id}
+            if m is not None and (found := self._find(m.hash)) is not None and found.id == memory_id:
+                keys.add(m.hash)
+            ids = {s for k in keys for s in self._incoming.get(k, ())}
+            sources = [self._memories[s] for s in sorted(ids) if s in self._memories]
+        return [(s, r) for s in sources for r in s.relations if r.target in keys]
+
+    def skipped(self) -> list[Skipped]:
+        """Memory files currently not loaded (broken front matter, refused by the gate, bad name)."""
+        with self._lock:
+            return list(self._skipped.values())
+
+
+def source(board: Path) -> MemorySource:
+    """Entry point for :data:`memoryd.core.sources.SOURCES`."""
+    return MemorySource(board)

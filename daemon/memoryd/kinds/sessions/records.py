@@ -1,0 +1,95 @@
+"""Index records of session files (issue 6): kinds ``interaction`` and ``summary``.
+
+Both kinds share the records table with briefs and memories and are found by the same hybrid search.
+Every stored text is redacted as a whole (``Interaction.redacted`` / ``Summary.redacted``) before it
+becomes a record.
+
+Record ids (unique across kinds, and reversible by :func:`parse_record_id`)::
+
+    interaction:<sessionId>:<interaction id>
+    summary:<sessionId>
+
+Columns: ``task`` holds the session id (so a session whose several turns match ranks as one piece of
+work, like a task's briefs); ``status`` is the one exact-match filter column the hybrid search offers
+besides kind and project, so it holds what each kind is filtered by: an interaction's session id
+(``query_raw_memories(sessionId=...)``) and a summary's category (``query_summaries(category=...)``);
+``project`` is empty.
+"""
+
+from __future__ import annotations
+
+from memoryd.index.records import Record, first_line, unplaced
+from memoryd.index.text import term_string
+from memoryd.kinds.sessions.files import Interaction, SessionLog, Summary
+
+INTERACTION = "interaction"
+SUMMARY = "summary"
+KINDS = (INTERACTION, SUMMARY)
+#: Characters of each field embedded (e5 reads at most 512 tokens; the start carries the topic).
+EMBED_CHARS = 1500
+
+
+def interaction_record_id(session_id: str, item_id: str) -> str:
+    return f"{INTERACTION}:{session_id}:{item_id}"
+
+
+def summary_record_id(session_id: str) -> str:
+    return f"{SUMMARY}:{session_id}"
+
+
+def parse_record_id(record_id: str) -> tuple[str, str, str | None] | None:
+    """``(kind, session_id, item_id | None)`` of a record id made here, or None for any other id."""
+    kind, _, rest = record_id.partition(":")
+    if kind == INTERACTION:
+        session_id, _, item_id = rest.partition(":")
+        return (kind, session_id, item_id) if session_id and item_id else None
+    if kind == SUMMARY and rest:
+        return (kind, rest, None)
+    return None
+
+
+def interaction_record(item: Interaction) -> Record:
+    """The record of one interaction: prompt and response are the main text, the thought is auxiliary."""
+    clean = item.redacted()
+    prompt, thought, response = clean.prompt, clean.thought, clean.response
+    embed = "\n".join(x[:EMBED_CHARS] for x in (prompt, response) if x)
+    return Record(
+        id=interaction_record_id(item.session_id, item.id),
+        kind=INTERACTION,
+        project="",
+        task=item.session_id,
+        status=item.session_id,
+        created_at=item.timestamp,
+        title=first_line(prompt),
+        line=first_line(response) or first_line(prompt),
+        text_main=term_string(prompt + "\n" + response),
+        text_aux=term_string(thought),
+        embed_text=unplaced(embed),
+    )
+
+
+def summary_record(summary: Summary) -> Record:
+    """The record of a session summary: title and summary are the main text, technologies auxiliary."""
+    clean = summary.redacted()
+    title, text, techs = clean.title, clean.summary, " ".join(clean.technologies)
+    return Record(
+        id=summary_record_id(summary.session_id),
+        kind=SUMMARY,
+        project="",
+        task=summary.session_id,
+        status=summary.category,
+        created_at=summary.timestamp,
+        title=first_line(title),
+        line=first_line(text),
+        text_main=term_string(title + "\n" + text),
+        text_aux=term_string(techs + "\n" + summary.category),
+        embed_text=unplaced("\n".join(x for x in (title, text[:EMBED_CHARS]) if x)),
+    )
+
+
+def session_records(log: SessionLog | None, summary: Summary | None) -> list[Record]:
+    """Every record of one session: its interactions (file order) and its summary, if any."""
+    out = [interaction_record(i) for i in log.interactions] if log is not None else []
+    if summary is not None:
+        out.append(summary_record(summary))
+    return out

@@ -1,0 +1,190 @@
+"""The ``sessions/`` record source (:mod:`memoryd.core.sources`): interactions and summaries as index records.
+
+Origins are the two files of a session, ``sessions/<id>.jsonl`` (one ``interaction`` record per readable
+line) and ``sessions/<id>.summary.json`` (one ``summary`` record). Besides the records,
+:class:`SessionSource` keeps a small view the tools read without touching the folder: per session the
+number of readable interactions and the last interaction's timestamp, and every summary. Interactions
+themselves are read from disk when a tool asks (they can be large). The view is refreshed only by the
+indexer, so after a write has been submitted and awaited it includes that write.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Collection
+from dataclasses import dataclass
+from pathlib import Path
+
+from memoryd.board.gate import UnsafePath
+from memoryd.core.sources import SourceBatch
+from memoryd.kinds.briefs.reader import Skipped
+from memoryd.kinds.sessions.files import (
+    LOG_SUFFIX,
+    SESSIONS_DIR,
+    SUMMARY_SUFFIX,
+    FormatError,
+    Summary,
+    list_sessions,
+    load_summary,
+    read_log,
+    session_of_path,
+)
+from memoryd.kinds.sessions.records import KINDS, interaction_record, summary_record
+from memoryd.logs import get_logger
+
+log = get_logger("memoryd.sessions")
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """What the view knows of one session's log: readable interactions, skipped lines, last timestamp."""
+
+    session_id: str
+    interactions: int
+    skipped_lines: int
+    first_at: str
+    last_at: str
+
+
+def log_origin(session_id: str) -> str:
+    return f"{SESSIONS_DIR}/{session_id}{LOG_SUFFIX}"
+
+
+def summary_origin(session_id: str) -> str:
+    return f"{SESSIONS_DIR}/{session_id}{SUMMARY_SUFFIX}"
+
+
+class SessionSource:
+    """Record source for ``sessions/`` plus the view described in the module docstring."""
+
+    folder = SESSIONS_DIR
+    kinds = KINDS
+
+    def __init__(self, board: Path) -> None:
+        self.board = Path(board)
+        self._lock = threading.Lock()
+        self._logs: dict[str, SessionInfo] = {}
+        self._summaries: dict[str, Summary] = {}
+        self._skipped: dict[str, Skipped] = {}
+
+    # -- RecordSource ---------------------------------------------------------------------------------
+    def load_all(self) -> SourceBatch:
+        batch = SourceBatch(complete=True)
+        with self._lock:
+            self._logs, self._summaries, self._skipped = {}, {}, {}
+        for session_id in list_sessions(self.board):
+            self._load(session_id, batch)
+        return batch
+
+    def records_for(self, paths: Collection[str]) -> SourceBatch:
+        sessions: set[str] = set()
+        for path in paths:
+            parts = path.split("/")
+            if parts[0] != SESSIONS_DIR:
+                continue
+            if len(parts) == 1:  # the folder itself appeared, vanished or moved
+                return self.load_all()
+            if (session_id := session_of_path(path)) is not None:
+                sessions.add(session_id)
+        batch = SourceBatch()
+        for session_id in sorted(sessions):
+            self._load(session_id, batch)
+        return batch
+
+    def _load(self, session_id: str, batch: SourceBatch) -> None:
+        """Re-read both files of one session into ``batch`` and the view."""
+        origin = log_origin(session_id)
+        info = None
+        try:
+            slog = read_log(self.board, session_id)
+        except UnsafePath as exc:
+            slog = None
+            self._skip(batch, origin, exc.reason)
+        if slog is not None:
+            items = slog.interactions
+            batch.add(origin, [interaction_record(i) for i in items])
+            stamps = sorted(i.timestamp for i in items)
+            info = SessionInfo(
+                session_id,
+                len(items),
+                len(slog.skipped),
+                stamps[0] if stamps else "",
+                stamps[-1] if stamps else "",
+            )
+            if slog.skipped:
+                where = ", ".join(f"line {n}: {why}" for n, why in slog.skipped[:5])
+                batch.skipped.append(Skipped(origin, f"{len(slog.skipped)} line(s) skipped ({where})"))
+        else:
+            batch.origins.setdefault(origin, ())
+        s_origin = summary_origin(session_id)
+        summary = None
+        try:
+            summary = load_summary(self.board, session_id)
+        except (UnsafePath, FormatError) as exc:
+            self._skip(batch, s_origin, getattr(exc, "reason", str(exc)))
+        batch.add(s_origin, [summary_record(summary)] if summary is not None else [])
+        with self._lock:
+            if info is None:
+                self._logs.pop(session_id, None)
+            else:
+                self._logs[session_id] = info
+            if summary is None:
+                self._summaries.pop(session_id, None)
+            else:
+                self._summaries[session_id] = summary
+            for o in (origin, s_origin):
+                if not any(s.path == o for s in batch.skipped):
+                    self._skipped.pop(o, None)
+            for s in batch.skipped:
+                if s.path in (origin, s_origin):
+                    self._skipped[s.path] = s
+
+    @staticmethod
+    def _skip(batch: SourceBatch, origin: str, reason: str) -> None:
+        log.warning("board.file_skipped", path=origin, reason=reason)
+        batch.skipped.append(Skipped(origin, reason))
+        batch.origins.setdefault(origin, ())
+
+    # -- the view (any thread) -------------------------------------------------------------------------
+    def sessions(self) -> list[SessionInfo]:
+        """Every session with a readable log, newest activity first."""
+        with self._lock:
+            infos = list(self._logs.values())
+        return sorted(infos, key=lambda i: (i.last_at, i.session_id), reverse=True)
+
+    def session(self, session_id: str) -> SessionInfo | None:
+        with self._lock:
+            return self._logs.get(session_id)
+
+    def summaries(self) -> list[Summary]:
+        """Every summary, newest first (by its timestamp)."""
+        with self._lock:
+            items = list(self._summaries.values())
+        return sorted(items, key=lambda s: (s.timestamp, s.session_id), reverse=True)
+
+    def summary(self, session_id: str) -> Summary | None:
+        with self._lock:
+            return self._summaries.get(session_id)
+
+    def skipped(self) -> list[Skipped]:
+        with self._lock:
+            return list(self._skipped.values())
+
+    def stale(self) -> list[SessionInfo]:
+        """Sessions whose summary is missing or older than their log (another interaction count, or an
+        interaction newer than the summary's ``coveredUntil`` when it has one), oldest activity first."""
+        out = []
+        with self._lock:
+            for info in self._logs.values():
+                s = self._summaries.get(info.session_id)
+                if info.interactions == 0:
+                    continue
+                behind = bool(s and s.covered_until) and s.covered_until < info.last_at
+                if s is None or s.memory_count != info.interactions or behind:
+                    out.append(info)
+        return sorted(out, key=lambda i: (i.last_at, i.session_id))
+
+
+def source(board: Path) -> SessionSource:
+    """Entry point for :data:`memoryd.core.sources.SOURCES`."""
+    return SessionSource(board)

@@ -1,0 +1,183 @@
+"""The daemon's control line: ``memoryd status`` and ``memoryd forget --now`` ask a running daemon over its
+socket (standard library only, so the CLI answers without importing the MCP SDK).
+
+Wire (contract §4 terms; the connection carries exactly one exchange, then the daemon closes it)::
+
+    client -> {"memoryd":"status","v":1}
+    daemon -> {"memoryd":"status","v":1,"status":{...}}
+
+    client -> {"memoryd":"forget","v":1}
+    daemon -> {"memoryd":"forget","v":1,"forget":{...}}   or   {"memoryd":"error","message":"..."}
+
+``forget`` (issue 4 point 5) makes the daemon's one index writer re-read the whole board (so every
+deletion on disk is applied), rewrite the live rows and drop every old LanceDB version, and answers once
+that is done: :func:`forget_now` describes the answer. Only a peer with the daemon's uid gets this far
+(:mod:`memoryd.serve.listener`).
+
+``status`` is :meth:`memoryd.serve.daemon.Daemon.full_status`: ``running``, ``pid``, ``version``, ``started_at``
+(ISO-8601 UTC), ``uptime_s``, ``sessions`` (MCP sessions connected now), ``socket`` (``path``, ``exists``,
+``mode`` like ``"0600"``, ``owner_uid``, ``owner``), ``board``, ``index``, ``tool_groups``,
+``tool_timeout_ms``, ``engine_state``, and ``engine`` (the engine slot's ``state``/``since_s``/``error``
+merged with ``engine.status()`` once it is ready).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+from memoryd_shim import rendezvous
+
+#: How long a forget request waits for an engine that is still loading its index.
+FORGET_ENGINE_WAIT_S = 60.0
+#: Client side: re-reading the board and rewriting the index take seconds on a large board.
+FORGET_TIMEOUT_S = 300.0
+
+
+def _is_request(line: bytes, op: str) -> bool:
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(msg, dict) and msg.get("memoryd") == op and msg.get("v") == rendezvous.WIRE_VERSION
+
+
+def _answer_line(op: str, payload: dict[str, Any]) -> bytes:
+    answer = {"memoryd": op, "v": rendezvous.WIRE_VERSION, op: payload}
+    return (json.dumps(answer, ensure_ascii=False, default=str) + "\n").encode()
+
+
+def _ask(socket_path: str | os.PathLike[str] | Path, op: str, timeout: float) -> dict[str, Any] | None:
+    """One exchange of the control line: send the ``op`` request, return the answer's ``op`` object, or
+    ``None`` when nothing answers on ``socket_path`` (not running).
+
+    Raises ``ValueError`` with the daemon's message when it answers with an error line, or with what it got
+    when the answer is not an ``op`` line (another program, a daemon speaking another wire version).
+    """
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        try:
+            sock.connect(os.fsencode(socket_path))
+        except OSError:
+            return None
+        sock.sendall((json.dumps({"memoryd": op, "v": rendezvous.WIRE_VERSION}) + "\n").encode())
+        with sock.makefile("rb") as reader:
+            line = reader.readline(1 << 20)
+    except (TimeoutError, ConnectionError) as exc:
+        raise ValueError(f"the daemon on {socket_path} did not answer the {op} request: {exc}") from exc
+    finally:
+        sock.close()
+    try:
+        answer = json.loads(line)
+    except ValueError:
+        answer = None
+    if isinstance(answer, dict) and answer.get("memoryd") == "error":
+        raise ValueError(str(answer.get("message", f"the daemon refused the {op} request")))
+    if not isinstance(answer, dict) or answer.get("memoryd") != op or not isinstance(answer.get(op), dict):
+        raise ValueError(f"unexpected answer from {socket_path}: {line[:200]!r}")
+    return answer[op]
+
+
+# --- status ------------------------------------------------------------------------------------------
+
+
+def is_status_request(line: bytes) -> bool:
+    """Whether a connection's first line is the status request (instead of a shim's hello)."""
+    return _is_request(line, "status")
+
+
+def status_line(status: dict[str, Any]) -> bytes:
+    """The daemon's one-line answer."""
+    return _answer_line("status", status)
+
+
+def ask_status(socket_path: str | os.PathLike[str] | Path, timeout: float = 3.0) -> dict[str, Any] | None:
+    """The running daemon's status, or ``None`` when nothing answers on ``socket_path`` (not running).
+
+    Raises ``ValueError`` when something answers but not with a status line (another program, or a
+    daemon speaking another wire version).
+    """
+    return _ask(socket_path, "status", timeout)
+
+
+# --- forget ------------------------------------------------------------------------------------------
+
+
+def is_forget_request(line: bytes) -> bool:
+    """Whether a connection's first line is the forget request."""
+    return _is_request(line, "forget")
+
+
+def forget_line(result: dict[str, Any]) -> bytes:
+    """The daemon's one-line answer to a forget request that succeeded."""
+    return _answer_line("forget", result)
+
+
+def folder_bytes(path: str | os.PathLike[str]) -> int:
+    """Total size in bytes of the regular files under ``path`` (symlinks not followed; 0 when absent)."""
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                st = os.lstat(os.path.join(root, name))
+            except OSError:
+                continue  # removed while walking (a cleanup running elsewhere)
+            total += st.st_size
+    return total
+
+
+async def forget_now(engine: Any) -> dict[str, Any]:
+    """Run forget on a ready :class:`memoryd.core.engine.Engine`, in its writer task; returns the report.
+
+    ``{"board", "index", "reconciled": {"added","updated","deleted","unchanged"}, "records",
+    "index_bytes_before", "index_bytes_after", "version", "seconds"}``. Raises what the writer raised
+    (e.g. ``BoardUnreadable`` when the board root is missing: nothing is deleted then).
+    """
+    index = Path(engine.settings.locations.index)
+    before = folder_bytes(index)
+    started = time.monotonic()
+    await engine.indexer.purge_now()
+    report = engine.indexer.last_report
+    return {
+        "board": str(engine.board),
+        "index": str(index),
+        "reconciled": {
+            "added": report.added,
+            "updated": report.updated,
+            "deleted": report.deleted,
+            "unchanged": report.unchanged,
+        },
+        "records": engine.store.count(),
+        "index_bytes_before": before,
+        "index_bytes_after": folder_bytes(index),
+        "version": engine.store.version(),
+        "seconds": round(time.monotonic() - started, 3),
+    }
+
+
+async def forget_answer(engine_handle: Any, wait_s: float = FORGET_ENGINE_WAIT_S) -> bytes:
+    """The line answering a forget request: run :func:`forget_now` on the engine of ``engine_handle``
+    (:class:`memoryd.core.warmup.EngineHandle`, waiting up to ``wait_s`` while it loads), or an error line."""
+    try:
+        engine = await engine_handle.get(wait_s=wait_s)
+        return forget_line(await forget_now(engine))
+    except Exception as exc:  # the answer says why; the daemon keeps serving
+        return rendezvous.error_line(f"forget failed: {exc}")
+
+
+def ask_forget(
+    socket_path: str | os.PathLike[str] | Path, timeout: float = FORGET_TIMEOUT_S
+) -> dict[str, Any] | None:
+    """Ask the running daemon to forget now; its report (:func:`forget_now`), or ``None`` when nothing
+    answers on ``socket_path`` (not running).
+
+    Raises ``ValueError`` with the daemon's message when it answers with an error (board unreadable,
+    engine failed, a daemon too old to know the request), or with what it got when the answer is not a
+    forget line.
+    """
+    return _ask(socket_path, "forget", timeout)

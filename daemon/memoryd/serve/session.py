@@ -1,0 +1,184 @@
+"""One MCP session over one accepted socket: lines in, the SDK's (read, write) stream pair, lines out.
+
+This is ``mcp.server.stdio.stdio_server`` for a socket, with two differences:
+
+* every inbound line passes :func:`memoryd.serve.jsonrpc.classify` first, so malformed input is answered here
+  instead of being dropped silently by the SDK;
+* a request before ``initialize`` in the handshake era, and a request reusing an id still in flight, are
+  answered here too (:func:`memoryd.serve.jsonrpc.before_initialize_refusal`, :class:`memoryd.serve.jsonrpc.IdMap`);
+* reads are bounded: the ``asyncio.StreamReader`` limit is ``rendezvous.MAX_LINE_BYTES``, and a longer line
+  ends this connection only (logged, with a last ``-32600`` line to the peer). Memory per connection stays
+  under about twice the cap.
+
+Both directions go through one :class:`LineWriter`, so SDK answers and hygiene answers never interleave
+inside a line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import anyio
+import mcp_types as types
+from mcp.server.runner import serve_dual_era_loop
+from mcp.shared._context_streams import create_context_streams
+from mcp.shared.message import SessionMessage
+
+from memoryd.errors import INVALID_REQUEST
+from memoryd.serve import jsonrpc
+from memoryd.serve.app import McpApp, SessionState
+from memoryd_shim import rendezvous
+
+
+class LineWriter:
+    """Serialises whole lines onto a ``StreamWriter`` with back-pressure (``drain``)."""
+
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self._writer = writer
+        self._lock = asyncio.Lock()
+
+    async def send(self, line: bytes) -> None:
+        """Write one newline-terminated line. Raises ``ConnectionError`` when the peer is gone."""
+        async with self._lock:
+            self._writer.write(line)
+            await self._writer.drain()
+
+
+class LineTooLong(Exception):
+    """The peer sent a line longer than ``rendezvous.MAX_LINE_BYTES``."""
+
+
+async def read_line(reader: asyncio.StreamReader) -> bytes | None:
+    """The next line without its ``\\n``; ``None`` at EOF. A last line without ``\\n`` still counts.
+
+    Raises :class:`LineTooLong` past the reader's limit (``rendezvous.MAX_LINE_BYTES``).
+    """
+    try:
+        line = await reader.readuntil(b"\n")
+    except asyncio.IncompleteReadError as exc:
+        return exc.partial or None
+    except asyncio.LimitOverrunError as exc:
+        raise LineTooLong(f"line longer than {rendezvous.MAX_LINE_BYTES} bytes") from exc
+    return line[:-1]
+
+
+class McpConnection:
+    """The MCP session of one accepted socket (after the hello). :meth:`run` until the peer leaves;
+    :meth:`stop` ends it gracefully from outside (daemon shutdown)."""
+
+    def __init__(
+        self, app: McpApp, state: SessionState, reader: asyncio.StreamReader, out: LineWriter
+    ) -> None:
+        self.app = app
+        self.state = state
+        self.reader = reader
+        self.out = out
+        self.ids = jsonrpc.IdMap()
+        self.ended = "peer closed the connection"
+        self._era_open = True  # until the first request reaches the SDK, which then fixes the era
+        # Handshake era until initialize is sent (a stateless-era opening request clears it too); an
+        # initialize answered with an error sets it again.
+        self._needs_initialize = True
+        self._initialize_id: int | None = None
+        # Input and the SDK loop live in this scope; the output pump does not, so that on stop() the
+        # answers the SDK writes for cancelled in-flight calls ("connection closed") still go out.
+        self._inbound_scope = anyio.CancelScope()
+
+    def stop(self) -> None:
+        """Stop reading and cancel in-flight calls; each gets a connection-closed error answer."""
+        self.ended = "daemon is shutting down"
+        self._inbound_scope.cancel()
+
+    async def run(self) -> str:
+        """Serve until EOF, :meth:`stop`, a reset, or an over-cap line; returns why it ended."""
+        read_send, read_recv = create_context_streams[SessionMessage | Exception](0)
+        write_send, write_recv = create_context_streams[SessionMessage](0)
+
+        async def sdk_loop() -> None:
+            await serve_dual_era_loop(
+                self.app.server,
+                read_recv,
+                write_send,
+                lifespan_state=self.state,
+                init_options=self.app.init_options,
+            )
+
+        try:
+            async with anyio.create_task_group() as outer:
+                outer.start_soon(self._pump_out, write_recv)
+                with self._inbound_scope:
+                    async with anyio.create_task_group() as inner:
+                        inner.start_soon(sdk_loop)
+                        # EOF closes the read stream: the SDK loop ends and closes the write stream,
+                        # which ends the output pump once it has written everything.
+                        await self._pump_in(read_send)
+                if self._inbound_scope.cancelled_caught:
+                    # The SDK loop was cancelled before it could close its write stream.
+                    await write_send.aclose()
+        except* LineTooLong:
+            pass
+        except* (ConnectionError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            self.ended = "peer reset the connection"
+        return self.ended
+
+    async def _pump_in(self, read_send) -> None:
+        log = self.state.log
+        async with read_send:
+            while True:
+                try:
+                    line = await read_line(self.reader)
+                except LineTooLong as exc:
+                    self.ended = str(exc)
+                    log.warning("line_over_cap", limit=rendezvous.MAX_LINE_BYTES)
+                    limit = rendezvous.MAX_LINE_BYTES
+                    await self.out.send(
+                        jsonrpc.error_line(None, INVALID_REQUEST, f"line exceeds {limit} bytes; closing")
+                    )
+                    raise
+                if line is None:
+                    return
+                match jsonrpc.classify(line):
+                    case jsonrpc.Forward(message):
+                        if self._era_open and (refusal := jsonrpc.era_probe_rejection(message)):
+                            log.info("rejected_line", reason=refusal.reason)
+                            await self.out.send(refusal.line)
+                            continue
+                        if self._needs_initialize and (
+                            refusal := jsonrpc.before_initialize_refusal(message, self._serves)
+                        ):
+                            log.info("rejected_line", reason=refusal.reason)
+                            await self.out.send(refusal.line)
+                            continue
+                        mapped = self.ids.inbound(message)
+                        if isinstance(mapped, jsonrpc.Reply):
+                            log.info("rejected_line", reason=mapped.reason)
+                            await self.out.send(mapped.line)
+                            continue
+                        if isinstance(message, types.JSONRPCRequest):
+                            if message.method == "initialize" or (
+                                self._era_open and jsonrpc.opens_stateless_era(message)
+                            ):
+                                self._needs_initialize = False
+                            if message.method == "initialize" and isinstance(mapped, types.JSONRPCRequest):
+                                self._initialize_id = mapped.id
+                            self._era_open = False
+                        if mapped is not None:
+                            await read_send.send(SessionMessage(mapped))
+                    case jsonrpc.Reply(answer, reason):
+                        log.info("rejected_line", reason=reason, bytes=len(line))
+                        await self.out.send(answer)
+                    case jsonrpc.Drop(reason):
+                        log.debug("dropped_line", reason=reason, bytes=len(line))
+
+    def _serves(self, method: str) -> bool:
+        return self.app.server.get_request_handler(method) is not None
+
+    async def _pump_out(self, write_recv) -> None:
+        async with write_recv:
+            async for item in write_recv:
+                if isinstance(item.message, types.JSONRPCError) and item.message.id == self._initialize_id:
+                    self._needs_initialize = True  # the handshake failed: still not initialized
+                if (message := self.ids.outbound(item.message)) is not None:
+                    await self.out.send(jsonrpc.encode_message(message))
+                else:
+                    self.state.log.debug("dropped_late_answer", reason="request was cancelled by the client")
