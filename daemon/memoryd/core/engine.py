@@ -8,25 +8,22 @@ until it is warm searches run keyword-only and say so (``mode: "keyword"``).
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from memoryd import __version__
-from memoryd.board.ids import check_brief_id, check_task_id
 from memoryd.core.indexer import Indexer
 from memoryd.core.sources import RecordSource, make_sources
 from memoryd.core.sweep import sweep
 from memoryd.index.lock import IndexLock
 from memoryd.index.rwlock import RWLock
-from memoryd.index.search import Ranking, SearchResult, search
+from memoryd.index.searcher import Searcher
 from memoryd.index.store import IndexStore
-from memoryd.kinds.briefs.files import Brief, Outcome, Task
-from memoryd.kinds.briefs.reader import BoardReader, BoardUnreadable
-from memoryd.kinds.briefs.writer import ensure_board, save_outcome
+from memoryd.kinds.briefs.api import Briefs, check_board
+from memoryd.kinds.briefs.reader import BoardReader, BoardSnapshot, BoardUnreadable
+from memoryd.kinds.briefs.writer import ensure_board
 from memoryd.kinds.memories.api import Memories
 from memoryd.logs import get_logger
 from memoryd.settings import Settings
@@ -70,7 +67,13 @@ class Engine:
         self._model_task: asyncio.Task | None = None
         self.sources: list[RecordSource] = make_sources(self.board)
         #: The memory API (issue 5) that the memories and memo tools call; see :mod:`memoryd.kinds.memories.api`.
-        self.memories = Memories(self.board, self.sources, submit=self.submit_paths, search=self.search)
+        #: The one search every kind is handed (store and model are set as they become ready).
+        self.searcher = Searcher(self.lock, guard=self._check_board)
+        #: The kinds' APIs that their tools call, each built from the collaborators it needs.
+        self.briefs = Briefs(self.board, self.reader, self._snapshot, self._submit_briefs)
+        self.memories = Memories(
+            self.board, self.sources, submit=self.submit_paths, search=self.searcher.search
+        )
 
     async def submit_paths(self, paths: Sequence[str]) -> None:
         """Index these board-relative paths (none: wait for every earlier write); no-op before start."""
@@ -85,6 +88,7 @@ class Engine:
         # Under the board lock no other daemon writes here: temps whose writer died can go (never raises).
         await asyncio.to_thread(sweep, self.board, self.settings.locations.exports)
         self.store = await asyncio.to_thread(IndexStore.open_writer, self.index_lock)
+        self.searcher.store = self.store
         self.indexer = Indexer(
             self.reader,
             self.store,
@@ -140,7 +144,7 @@ class Engine:
                 consequence="keyword-only search",
             )
             return
-        self.embedder = embedder
+        self.embedder = self.searcher.embedder = embedder
         log.info("model_ready", model=status.name, detail=status.detail)
         self.indexer.request_backfill()  # give keyword-only records their vectors, a chunk at a time
 
@@ -178,87 +182,18 @@ class Engine:
         if self.store is not None:
             self.store.close()  # the writer lock, when the store took it (not the daemon's)
 
-    # -- queries ---------------------------------------------------------------------------------
+    # -- what the kinds are handed -----------------------------------------------------------------
     def _check_board(self) -> None:
-        if not os.access(self.board, os.R_OK | os.X_OK) or not self.board.is_dir():
-            raise BoardUnreadable(f"the board at {self.board} cannot be read")
+        check_board(self.board)
 
-    async def search(
-        self,
-        query: str,
-        *,
-        project: str | None = None,
-        kind: str | None = None,
-        status: str | None = None,
-        limit: int = 10,
-        ranking: Ranking | None = None,
-    ) -> SearchResult:
-        """The hybrid search (:func:`memoryd.index.search.search`) under the index's read lock.
+    def _snapshot(self) -> BoardSnapshot:
+        if self.indexer is None:
+            raise RuntimeError("the engine has not started")
+        return self.indexer.snapshot
 
-        ``ranking``: a ranking profile other than the one of ``kind`` (memories use their own)."""
-        self._check_board()
-
-        def run() -> SearchResult:
-            with self.lock.shared():
-                return search(
-                    self.store,
-                    self.embedder,
-                    query,
-                    project=project,
-                    kind=kind,
-                    status=status,
-                    limit=limit,
-                    ranking=ranking,
-                )
-
-        return await asyncio.to_thread(run)
-
-    def tasks(self) -> dict[str, Task]:
-        return self.indexer.snapshot.tasks
-
-    def briefs_of(self, task_id: str) -> list[Brief]:
-        briefs = [b for b in self.indexer.snapshot.briefs.values() if b.task == task_id]
-        return sorted(briefs, key=lambda b: (b.created_at, b.id))
-
-    async def list_tasks(
-        self, project: str | None = None, status: str | None = None
-    ) -> list[tuple[Task, str, int]]:
-        """``[(task, last_activity_iso, brief_count)]``, newest activity first."""
-        self._check_board()
-        activity: dict[str, tuple[str, int]] = {}
-        for b in self.indexer.snapshot.briefs.values():
-            last, n = activity.get(b.task, ("", 0))
-            activity[b.task] = (max(last, b.created_at), n + 1)
-        out = []
-        for t in self.tasks().values():
-            if (project and t.project != project) or (status and t.status != status):
-                continue
-            last, n = activity.get(t.id, ("", 0))
-            out.append((t, max(last, t.created_at), n))
-        out.sort(key=lambda x: (x[1], x[0].id), reverse=True)
-        return out
-
-    async def get_task(self, task_id: str) -> tuple[Task, list[Brief]] | None:
-        check_task_id(task_id)
-        self._check_board()
-        task = await asyncio.to_thread(self.reader.read_task, task_id)
-        if task is None:
-            return None
-        ids = [b.id for b in self.briefs_of(task_id)]
-        fresh = await asyncio.to_thread(lambda: [self.reader.read_brief(i) for i in ids])
-        return task, [b for b in fresh if b is not None]
-
-    async def get_brief(self, brief_id: str) -> Brief | None:
-        check_brief_id(brief_id)
-        self._check_board()
-        return await asyncio.to_thread(self.reader.read_brief, brief_id)
-
-    async def save_outcome(self, brief_id: str, outcome: Outcome) -> Path:
-        """Write ``outcome.md`` (atomically, inside the brief's folder) and index it before returning."""
-        check_brief_id(brief_id)
-        path = await asyncio.to_thread(save_outcome, self.board, brief_id, outcome)
-        await self.indexer.submit(briefs=[brief_id])
-        return path
+    async def _submit_briefs(self, brief_ids: Sequence[str]) -> None:
+        if self.indexer is not None:
+            await self.indexer.submit(briefs=brief_ids)
 
     # -- status ----------------------------------------------------------------------------------
     def status(self) -> dict[str, Any]:

@@ -8,7 +8,7 @@ Example (a group module)::
 
     async def _search(args: dict, ctx: ToolContext) -> ToolResult:
         engine = await ctx.engine()                   # raises WarmingUp while the index loads
-        hits = await engine.search(args["query"], project=args.get("project"), limit=args.get("limit", 10))
+        hits = await engine.searcher.search(args["query"], project=args.get("project"), limit=args.get("limit", 10))
         return ToolResult(structured={"shown": len(hits), "results": hits}, text=render(hits))
 
     def tools() -> list[ToolSpec]:

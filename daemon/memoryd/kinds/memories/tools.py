@@ -278,7 +278,7 @@ async def memory_stats(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]
     stats["byProject"] = by_project
     for key in ("oldestMemory", "newestMemory"):
         stats[key] = scrub(stats[key]) if stats[key] else stats[key]
-    stats["searchMode"] = "hybrid" if engine.embedder is not None else "keyword"
+    stats["searchMode"] = engine.searcher.mode
     return render.ok(stats, scrub)
 
 

@@ -157,7 +157,7 @@ async def query_raw_memories(args: dict[str, Any], ctx: ToolContext) -> ToolResu
     n = args.get("nResults", schemas.N_RESULTS_DEFAULT)
     engine = await _engine(ctx)
     # interaction records carry their session id in the status column (records_sessions)
-    result = await engine.search(args["query"], kind=INTERACTION, status=session_id, limit=n)
+    result = await engine.searcher.search(args["query"], kind=INTERACTION, status=session_id, limit=n)
     hits = result.hits
     scrub = Scrub()
     found = await _interactions_of(engine, hits)
@@ -193,7 +193,7 @@ async def query_summaries(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     engine = await _engine(ctx)
     category = args.get("category")
     n = args.get("nResults", schemas.N_RESULTS_DEFAULT)
-    result = await engine.search(args["query"], kind=SUMMARY, status=category, limit=n)
+    result = await engine.searcher.search(args["query"], kind=SUMMARY, status=category, limit=n)
     src = _source(engine)
     scrub = Scrub()
     results = []

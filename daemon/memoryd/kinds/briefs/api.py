@@ -1,0 +1,96 @@
+"""The briefs API (``engine.briefs``): what the briefs tools ask of the board and the index.
+
+Reads come from the indexer's last snapshot of the board (tasks, and which briefs each holds) and, for the
+details of one task or brief, from the files themselves (the truth, possibly newer than the snapshot).
+``save_outcome`` writes ``outcome.md`` atomically and returns once the index holds it. Built by the engine
+from its collaborators; it never sees the engine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+
+from memoryd.board.ids import check_brief_id, check_task_id
+from memoryd.kinds.briefs.files import Brief, Outcome, Task
+from memoryd.kinds.briefs.reader import BoardReader, BoardSnapshot, BoardUnreadable
+from memoryd.kinds.briefs.writer import save_outcome
+
+#: ``submit(brief_ids)``: hand briefs to the index's one writer and wait until they are searchable.
+SubmitBriefs = Callable[[Sequence[str]], Awaitable[None]]
+
+
+def check_board(board: Path) -> None:
+    """Raise :class:`BoardUnreadable` when the board folder cannot be listed and read."""
+    if not os.access(board, os.R_OK | os.X_OK) or not board.is_dir():
+        raise BoardUnreadable(f"the board at {board} cannot be read")
+
+
+class Briefs:
+    """Tasks and briefs of one board. ``snapshot()`` returns the indexer's latest :class:`BoardSnapshot`."""
+
+    def __init__(
+        self,
+        board: Path,
+        reader: BoardReader,
+        snapshot: Callable[[], BoardSnapshot],
+        submit: SubmitBriefs,
+    ) -> None:
+        self.board = board
+        self.reader = reader
+        self._snapshot = snapshot
+        self._submit = submit
+
+    def tasks(self) -> dict[str, Task]:
+        """Every task of the last snapshot, by id."""
+        return self._snapshot().tasks
+
+    def briefs_of(self, task_id: str) -> list[Brief]:
+        """The briefs of ``task_id`` in the last snapshot, oldest first."""
+        briefs = [b for b in self._snapshot().briefs.values() if b.task == task_id]
+        return sorted(briefs, key=lambda b: (b.created_at, b.id))
+
+    async def list_tasks(
+        self, project: str | None = None, status: str | None = None
+    ) -> list[tuple[Task, str, int]]:
+        """``[(task, last_activity_iso, brief_count)]``, newest activity first."""
+        check_board(self.board)
+        snapshot = self._snapshot()
+        activity: dict[str, tuple[str, int]] = {}
+        for b in snapshot.briefs.values():
+            last, n = activity.get(b.task, ("", 0))
+            activity[b.task] = (max(last, b.created_at), n + 1)
+        out = []
+        for t in snapshot.tasks.values():
+            if (project and t.project != project) or (status and t.status != status):
+                continue
+            last, n = activity.get(t.id, ("", 0))
+            out.append((t, max(last, t.created_at), n))
+        out.sort(key=lambda x: (x[1], x[0].id), reverse=True)
+        return out
+
+    async def get_task(self, task_id: str) -> tuple[Task, list[Brief]] | None:
+        """The task and its briefs as the files hold them now; None when no such task. Raises InvalidId."""
+        check_task_id(task_id)
+        check_board(self.board)
+        task = await asyncio.to_thread(self.reader.read_task, task_id)
+        if task is None:
+            return None
+        ids = [b.id for b in self.briefs_of(task_id)]
+        fresh = await asyncio.to_thread(lambda: [self.reader.read_brief(i) for i in ids])
+        return task, [b for b in fresh if b is not None]
+
+    async def get_brief(self, brief_id: str) -> Brief | None:
+        """The brief as its files hold it now; None when no such brief. Raises InvalidId."""
+        check_brief_id(brief_id)
+        check_board(self.board)
+        return await asyncio.to_thread(self.reader.read_brief, brief_id)
+
+    async def save_outcome(self, brief_id: str, outcome: Outcome) -> Path:
+        """Write ``outcome.md`` (atomically, inside the brief's folder) and index it before returning."""
+        check_brief_id(brief_id)
+        path = await asyncio.to_thread(save_outcome, self.board, brief_id, outcome)
+        await self._submit([brief_id])
+        return path
