@@ -8,6 +8,7 @@ until it is warm searches run keyword-only and say so (``mode: "keyword"``).
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -68,7 +69,7 @@ class Engine:
         self.sources: list[RecordSource] = make_sources(self.board)
         #: The memory API (issue 5) that the memories and memo tools call; see :mod:`memoryd.kinds.memories.api`.
         #: The one search every kind is handed (store and model are set as they become ready).
-        self.searcher = Searcher(self.lock, guard=self._check_board)
+        self.searcher = Searcher(self.lock, guard=functools.partial(check_board, self.board))
         #: The kinds' APIs that their tools call, each built from the collaborators it needs.
         self.briefs = Briefs(self.board, self.reader, self._snapshot, self._submit_briefs)
         self.memories = Memories(
@@ -183,9 +184,6 @@ class Engine:
             self.store.close()  # the writer lock, when the store took it (not the daemon's)
 
     # -- what the kinds are handed -----------------------------------------------------------------
-    def _check_board(self) -> None:
-        check_board(self.board)
-
     def _snapshot(self) -> BoardSnapshot:
         if self.indexer is None:
             raise RuntimeError("the engine has not started")
