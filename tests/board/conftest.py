@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from board_helpers import BRIEF, OUTSIDE_WORDS, TASK, write_brief, write_task
 
 from memoryd.kinds.briefs.writer import ensure_board
+from support.board import BRIEF, OUTSIDE_WORDS, TASK, write_brief, write_task
 
 
 @pytest.fixture

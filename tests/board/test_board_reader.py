@@ -7,11 +7,11 @@ import socket
 from pathlib import Path
 
 import pytest
-from board_helpers import BRIEF, OUTSIDE_WORDS, TASK, write_brief, write_task
 
 from memoryd.board.ids import InvalidId
 from memoryd.kinds.briefs.reader import BoardReader, BoardUnreadable
 from memoryd.kinds.briefs.writer import ensure_board
+from support.board import BRIEF, OUTSIDE_WORDS, TASK, write_brief, write_task
 
 REMOVED_SCREEN_BRIEF = "b-20260904-27e980"  # its screen 2 has .txt and .json but no .png
 

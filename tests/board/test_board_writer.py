@@ -7,13 +7,13 @@ import stat
 from pathlib import Path
 
 import pytest
-from board_helpers import BRIEF, OUTSIDE_WORDS, write_brief
 
 from memoryd.board.gate import UnsafePath
 from memoryd.board.ids import InvalidId
 from memoryd.kinds.briefs.files import Outcome, parse_outcome, render_outcome
 from memoryd.kinds.briefs.reader import BoardReader, BoardUnreadable
 from memoryd.kinds.briefs.writer import BriefNotFound, ensure_board, save_outcome
+from support.board import BRIEF, OUTSIDE_WORDS, write_brief
 
 OUTCOME = Outcome(
     did=("Found the redirect", "Wrote it up"), open=("Fix it",), files=("apps/web/src/middleware.ts",)

@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 import pytest
-from board_helpers import BRIEF, OUTSIDE_WORDS
 
 from memoryd.board.gate import (
     BrokenFile,
@@ -22,6 +21,7 @@ from memoryd.board.gate import (
     safe_read_bytes,
     safe_read_text,
 )
+from support.board import BRIEF, OUTSIDE_WORDS
 
 SAID = Path("briefs") / BRIEF / "said.txt"
 

@@ -1,6 +1,6 @@
 """The reader redacts every stored text as a whole before it is parsed into parts.
 
-Every secret kind of :mod:`layouts_e2e` in every layout, written into ``outcome.md``, ``notes.md``,
+Every secret kind of :mod:`support.layouts` in every layout, written into ``outcome.md``, ``notes.md``,
 ``said.txt``, ``prompt.md``, a screen's text and ``brief.json``: the brief :class:`BoardReader` returns holds
 no piece of any secret and no private-key marker in any bullet or note; the parts parsed from the redacted
 text hold nothing a second redaction would still find (parsing can join lines, and it must not assemble a
@@ -10,18 +10,15 @@ secret); the counts a second redaction would report are none; and the files on t
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
-from board_helpers import TASK, write_task
 
 from memoryd.index.redact import redact
 from memoryd.kinds.briefs.reader import BoardReader
 from memoryd.kinds.briefs.writer import ensure_board
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
-from layouts_e2e import KINDS, LAYOUTS, lay_out  # noqa: E402
+from support.board import TASK, write_task
+from support.layouts import KINDS, LAYOUTS, lay_out  # noqa: E402
 
 BRIEF = "b-20260101-cccccc"
 

@@ -18,7 +18,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,12 +27,10 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 TESTS = HERE.parent
-sys.path.insert(0, str(TESTS / "e2e"))  # memoryd_e2e, briefs_e2e
-sys.path.insert(0, str(TESTS / "board"))  # board_helpers
-from board_helpers import BRIEF, TASK, write_brief, write_task  # noqa: E402
-from briefs_e2e import wait_engine_ready  # noqa: E402
-from memoryd_e2e import PYTHON, DaemonProcess, short_tmpdir  # noqa: E402
-from npm_helpers import QUIET_CLIS, npm_ci, registry_unreachable  # noqa: E402
+from support.board import BRIEF, TASK, write_brief, write_task  # noqa: E402
+from support.briefs import wait_engine_ready  # noqa: E402
+from support.daemon import PYTHON, DaemonProcess, short_tmpdir  # noqa: E402
+from support.npm import QUIET_CLIS, npm_ci, registry_unreachable  # noqa: E402
 
 
 @pytest.fixture(scope="session")

@@ -18,8 +18,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from board_helpers import BRIEF, TASK
-from npm_helpers import npm_ci, registry_unreachable
+
+from support.board import BRIEF, TASK
+from support.npm import npm_ci, registry_unreachable
 
 HERE = Path(__file__).resolve().parent
 pytestmark = pytest.mark.timeout(1200)  # the first test may run npm ci

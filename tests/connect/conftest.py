@@ -8,14 +8,12 @@ cases: a config that is a symlink into a dotfiles folder, one that does not pars
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "e2e"))  # memoryd_e2e: DaemonProcess, short_tmpdir
 
 CLAUDE_JSON = """{
   "numStartups": 42,

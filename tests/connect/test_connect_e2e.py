@@ -20,10 +20,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from memoryd_e2e import DaemonProcess, short_tmpdir
 
 from memoryd.cli.connect import manage
 from memoryd.cli.connect.agents import claude_settings, known_agents, server_entry
+from support.daemon import DaemonProcess, short_tmpdir
 
 TASK = "t-20261129-c0ffee"
 BRIEF = "b-20261129-5eed42"
@@ -205,7 +205,7 @@ def test_doctor_fixes_for_a_running_daemon_work_without_a_service(monkeypatch):
     home.mkdir()
     try:
         daemon.start()
-        from briefs_e2e import wait_engine_ready
+        from support.briefs import wait_engine_ready
 
         wait_engine_ready(daemon)
         os.chmod(daemon.socket.parent, 0o755)
@@ -224,7 +224,7 @@ def test_doctor_fixes_for_a_running_daemon_work_without_a_service(monkeypatch):
 
 def test_doctor_with_a_running_daemon_and_a_connected_agent(served):
     daemon, root = served
-    from briefs_e2e import wait_engine_ready
+    from support.briefs import wait_engine_ready
 
     wait_engine_ready(daemon)
     home = root / "h3"

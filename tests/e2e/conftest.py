@@ -1,4 +1,4 @@
-"""Fixtures for end-to-end tests: real daemon processes (see :mod:`memoryd_e2e`), never left running."""
+"""Fixtures for end-to-end tests: real daemon processes (see :mod:`support.daemon`), never left running."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memoryd_e2e import DaemonProcess, short_tmpdir
+
+from support.daemon import DaemonProcess, short_tmpdir
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

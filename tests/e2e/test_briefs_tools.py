@@ -14,8 +14,9 @@ import shutil
 import subprocess
 
 import pytest
-from briefs_e2e import NOTE, SHIM, Shim, assert_equivalent, board_files, copy_board, wait_engine_ready
-from memoryd_e2e import REPO, DaemonProcess, short_tmpdir
+
+from support.briefs import NOTE, SHIM, Shim, assert_equivalent, board_files, copy_board, wait_engine_ready
+from support.daemon import REPO, DaemonProcess, short_tmpdir
 
 MEMORYD = REPO / ".venv" / "bin" / "memoryd"
 TOOLS = {"search_briefs", "list_tasks", "get_task", "get_brief", "save_outcome"}

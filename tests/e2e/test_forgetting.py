@@ -20,9 +20,10 @@ import shutil
 import signal
 
 import pytest
-from briefs_e2e import SHIM, Shim, copy_board, wait_engine_ready
-from memoryd_e2e import DaemonProcess, short_tmpdir
-from privacy_e2e import (
+
+from support.briefs import SHIM, Shim, copy_board, wait_engine_ready
+from support.daemon import DaemonProcess, short_tmpdir
+from support.privacy import (
     board_text,
     files_containing,
     forget_now,

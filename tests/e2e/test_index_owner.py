@@ -16,18 +16,15 @@ import json
 import shutil
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from briefs_e2e import wait_engine_ready
-from memoryd_e2e import DaemonProcess, short_tmpdir
-from privacy_e2e import poll, run_memoryd
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "board"))
-from board_helpers import write_brief, write_task  # noqa: E402
 
 from memoryd.errors import EXIT_ALREADY_RUNNING, EXIT_STARTUP_FAILED  # noqa: E402
+from support.board import write_brief, write_task  # noqa: E402
+from support.briefs import wait_engine_ready
+from support.daemon import DaemonProcess, short_tmpdir
+from support.privacy import poll, run_memoryd
 
 
 @pytest.fixture

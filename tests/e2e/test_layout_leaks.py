@@ -1,5 +1,5 @@
 """Nothing leaks, whatever the layout of the file: every secret kind redaction knows, in every layout of
-:mod:`layouts_e2e` (bullets, continuation lines, code fences, quotes, indentation, split over lines, CRLF),
+:mod:`support.layouts` (bullets, continuation lines, code fences, quotes, indentation, split over lines, CRLF),
 in every place a stored text lives, through every path that hands stored text out.
 
 One keyword-only daemon serves a board built for this module: per secret kind a task, and per layout a
@@ -28,13 +28,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from briefs_e2e import SHIM, wait_engine_ready
-from layouts_e2e import KINDS, LAYOUTS, Secret, lay_out, word
-from memoryd_e2e import DaemonProcess, short_tmpdir
-from privacy_e2e import forget_now, index_bytes
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "memories"))
-from memories_e2e import MemShim  # noqa: E402
+from support.briefs import SHIM, wait_engine_ready
+from support.daemon import DaemonProcess, short_tmpdir
+from support.layouts import KINDS, LAYOUTS, Secret, lay_out, word
+from support.memories import MemShim  # noqa: E402
+from support.privacy import forget_now, index_bytes
 
 pytestmark = pytest.mark.skipif(not SHIM.exists(), reason="no .venv/bin/memoryd-shim (run make setup)")
 

@@ -19,9 +19,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from briefs_e2e import NOTE, SHIM, Shim, copy_board, wait_engine_ready
-from memoryd_e2e import DaemonProcess, short_tmpdir
-from privacy_e2e import TEXT_SUFFIXES, board_text, files_containing, forget_now, index_bytes, unique_words
+
+from support.briefs import NOTE, SHIM, Shim, copy_board, wait_engine_ready
+from support.daemon import DaemonProcess, short_tmpdir
+from support.privacy import TEXT_SUFFIXES, board_text, files_containing, forget_now, index_bytes, unique_words
 
 pytestmark = pytest.mark.skipif(not SHIM.exists(), reason="no .venv/bin/memoryd-shim (run make setup)")
 

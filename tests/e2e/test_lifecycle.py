@@ -16,10 +16,10 @@ import sys
 import time
 
 import pytest
-from memoryd_e2e import RawConnection
 
 from memoryd.errors import EXIT_ALREADY_RUNNING, EXIT_STARTUP_FAILED
 from memoryd.serve import lock
+from support.daemon import RawConnection
 
 
 def test_second_daemon_on_the_same_socket_or_board_is_refused(make_daemon):

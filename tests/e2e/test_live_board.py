@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from briefs_e2e import SHIM, Shim, copy_board, wait_engine_ready
-from memoryd_e2e import REPO, DaemonProcess, short_tmpdir
 
 from memoryd.index.text import terms
+from support.briefs import SHIM, Shim, copy_board, wait_engine_ready
+from support.daemon import REPO, DaemonProcess, short_tmpdir
 
 MEMORYD = REPO / ".venv" / "bin" / "memoryd"
 POLL_S = 10.0  # a bound for correctness, not a latency target (bench/ measures that)

@@ -12,7 +12,8 @@ import subprocess
 import threading
 
 import pytest
-from memoryd_e2e import REPO, short_tmpdir
+
+from support.daemon import REPO, short_tmpdir
 
 #: Catches a line that never comes; not a speed assertion.
 READY_BOUND_S = 120.0

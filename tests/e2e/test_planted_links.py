@@ -16,8 +16,9 @@ import os
 import shutil
 
 import pytest
-from briefs_e2e import SHIM, Shim, board_files, copy_board, wait_engine_ready
-from privacy_e2e import forget_now, index_bytes
+
+from support.briefs import SHIM, Shim, board_files, copy_board, wait_engine_ready
+from support.privacy import forget_now, index_bytes
 
 pytestmark = pytest.mark.skipif(not SHIM.exists(), reason="no .venv/bin/memoryd-shim (run make setup)")
 

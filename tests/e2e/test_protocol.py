@@ -19,9 +19,9 @@ import sys
 import time
 
 import pytest
-from memoryd_e2e import REPO, RawConnection, socket_transport
 
 from memoryd_shim import rendezvous
+from support.daemon import REPO, RawConnection, socket_transport
 
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 MODERN = "2026-07-28"

@@ -13,8 +13,8 @@ import signal
 import subprocess
 import time
 
-from briefs_e2e import wait_engine_ready
-from memoryd_e2e import PYTHON, short_tmpdir
+from support.briefs import wait_engine_ready
+from support.daemon import PYTHON, short_tmpdir
 
 BRIEF = "b-20260105-a1b2c3"
 CONTENT = "killed before the rename"

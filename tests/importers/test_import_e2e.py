@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from import_helpers import GRAPH_ENTITIES, make_memdb, run_cli, write_graph
-from memoryd_e2e import REPO, DaemonProcess, short_tmpdir
 
 from memoryd.importers.mcp_memory import render
 from memoryd.kinds.memories.files import content_hash
+from support.daemon import REPO, DaemonProcess, short_tmpdir
+from support.importers import GRAPH_ENTITIES, make_memdb, run_cli, write_graph
 
 SHIM = REPO / ".venv" / "bin" / "memoryd-shim"
 POLL_S = 20.0  # a bound that catches a file never indexed, not a speed target (that is in bench/)

@@ -6,12 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
-from import_helpers import GRAPH_ENTITIES, GRAPH_RELATIONS, board_snapshot, run_cli, write_graph
 
 from memoryd.importers import SourceUnreadable
 from memoryd.importers.apply import run_import
 from memoryd.importers.mcp_memory import render
 from memoryd.kinds.memories.files import content_hash, list_memories
+from support.importers import GRAPH_ENTITIES, GRAPH_RELATIONS, board_snapshot, run_cli, write_graph
 
 
 def graph(tmp_path: Path, **kwargs) -> Path:

@@ -7,11 +7,11 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from import_helpers import MEMDB_RELATIONS, MEMDB_ROWS, board_snapshot, make_memdb, run_cli
 
 from memoryd.importers import SourceUnreadable
 from memoryd.importers.apply import run_import
 from memoryd.kinds.memories.files import content_hash, list_memories, read_memory
+from support.importers import MEMDB_RELATIONS, MEMDB_ROWS, board_snapshot, make_memdb, run_cli
 
 BAD_ROWS = """
 INSERT INTO memories (id, content, importance, memory_type, hash) VALUES (6, '', 1, 'fact', 'h6');

@@ -4,13 +4,9 @@ real LanceDB, keyword-only so no model is needed)."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "board"))
-from board_helpers import write_brief, write_task  # noqa: E402
 
 from memoryd.core.indexer import Indexer  # noqa: E402
 from memoryd.index.derive_cache import FILE_NAME  # noqa: E402
@@ -18,6 +14,7 @@ from memoryd.index.rwlock import RWLock  # noqa: E402
 from memoryd.index.search import search  # noqa: E402
 from memoryd.index.store import IndexStore  # noqa: E402
 from memoryd.kinds.briefs.reader import BoardReader  # noqa: E402
+from support.board import write_brief, write_task  # noqa: E402
 
 IDS = ["b-20260101-aaaaa1", "b-20260101-aaaaa2", "b-20260101-aaaaa3"]
 

@@ -1,24 +1,20 @@
 """Fixtures for the ``memories`` tool tests: real daemons on temporary boards, spoken to through the real
-shim (``memoryd-shim --tools memories``); helpers live in :mod:`memories_e2e`."""
+shim (``memoryd-shim --tools memories``); helpers live in :mod:`support.memories`."""
 
 from __future__ import annotations
 
 import shutil
 import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from memoryd_e2e import DaemonProcess, short_tmpdir  # noqa: E402
+from support.daemon import DaemonProcess, short_tmpdir  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def served(request):
     """One keyword-only daemon for a module (starting one costs seconds); tests use unique content."""
-    from memories_e2e import wait_engine_ready
+    from support.memories import wait_engine_ready
 
     root = short_tmpdir()
     daemon = DaemonProcess(root)
@@ -43,7 +39,7 @@ def pytest_runtest_makereport(item, call):
 
 @pytest.fixture
 def shim(served):
-    from memories_e2e import MemShim
+    from support.memories import MemShim
 
     s = MemShim(served.socket, served.env).initialize()
     yield s

@@ -12,8 +12,9 @@ import shutil
 import signal
 
 import pytest
-from memories_e2e import SHIM, MemShim, poll, unique, wait_engine_ready
-from memoryd_e2e import DaemonProcess, short_tmpdir
+
+from support.daemon import DaemonProcess, short_tmpdir
+from support.memories import SHIM, MemShim, poll, unique, wait_engine_ready
 
 pytestmark = pytest.mark.skipif(not SHIM.exists(), reason="no .venv/bin/memoryd-shim (run make setup)")
 

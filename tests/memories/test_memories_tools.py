@@ -10,7 +10,8 @@ import threading
 import unicodedata
 
 import pytest
-from memories_e2e import SHIM, MemShim, unique
+
+from support.memories import SHIM, MemShim, unique
 
 pytestmark = pytest.mark.skipif(not SHIM.exists(), reason="no .venv/bin/memoryd-shim (run make setup)")
 
@@ -496,7 +497,7 @@ def test_a_search_updates_accessed_at(shim, served):
     assert hit["accessed_at"] > created == hit["created_at"]
     latest = shim.ok("get_memory", hash=h)["accessed_at"]  # get_memory is an access too
     assert latest >= hit["accessed_at"]
-    from memories_e2e import poll
+    from support.memories import poll
 
     # The file gets the latest access time when the background write runs (2 s after the first access):
     # get_memory's when it came before that, else the search's (get_memory's follows a minute later).
@@ -524,7 +525,7 @@ def test_memories_tools_are_only_in_sessions_that_ask_for_them(served):
 
 def test_lone_surrogates_are_invalid_params_in_every_group(served):
     # Found by a break-it session: the briefs and sessions tools crashed in the tokenizer or the writer.
-    from memories_e2e import MemShim
+    from support.memories import MemShim
 
     s = MemShim(served.socket, served.env, tools="all").initialize()
     try:

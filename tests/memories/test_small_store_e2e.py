@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import shutil
 
-from memories_e2e import MemShim, poll, wait_engine_ready
-from memoryd_e2e import DaemonProcess, short_tmpdir
+from support.daemon import DaemonProcess, short_tmpdir
+from support.memories import MemShim, poll, wait_engine_ready
 
 PNPM = "Use pnpm not npm in the web repo"
 STAGING = "The staging DB password is in the team password manager under 'staging-db'"

@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
 HERE = Path(__file__).resolve().parent
 STUBBIN = HERE / "stubbin"
-sys.path.insert(0, str(HERE.parent / "e2e"))  # memoryd_e2e: DaemonProcess helpers, short_tmpdir
 
 
 class Stubs:

@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 
 import pytest
-from memoryd_e2e import PYTHON, RawConnection, daemon_env, short_tmpdir
 
 from memoryd.errors import EXIT_ALREADY_RUNNING
+from support.daemon import PYTHON, RawConnection, daemon_env, short_tmpdir
 
 START_TIMEOUT_S = 60.0
 BASH = shutil.which("bash") or "/bin/bash"

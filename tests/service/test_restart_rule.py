@@ -17,11 +17,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from memoryd_e2e import DaemonProcess, short_tmpdir
 
 from memoryd.cli.service import templates
 from memoryd.errors import EXIT_ALREADY_RUNNING
 from memoryd.serve import daemon as server
+from support.daemon import DaemonProcess, short_tmpdir
 
 SUPERVISOR_ENV = "MEMORYD_SUPERVISOR"
 

@@ -15,11 +15,11 @@ import subprocess
 import sys
 
 import pytest
-from memoryd_e2e import DaemonProcess, short_tmpdir
 
 from memoryd.cli.main import main
 from memoryd.cli.service.common import MARKER, ServiceError
 from memoryd.cli.service.manager import choose, service_state
+from support.daemon import DaemonProcess, short_tmpdir
 
 UID = os.getuid()
 GUI = f"gui/{UID}"

@@ -18,11 +18,11 @@ import threading
 from pathlib import Path
 
 import pytest
-from memoryd_e2e import PYTHON, DaemonProcess, RawConnection, short_tmpdir
 
 import memoryd_shim
 from memoryd import __version__, logs
 from memoryd.cli.main import main
+from support.daemon import PYTHON, DaemonProcess, RawConnection, short_tmpdir
 
 INIT = {
     "jsonrpc": "2.0",

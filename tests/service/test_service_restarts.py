@@ -13,16 +13,13 @@ from __future__ import annotations
 import json
 import shutil
 import signal
-import sys
 import time
-from pathlib import Path
 
 import pytest
-from memoryd_e2e import short_tmpdir
 from test_activation import Manager, wait_status
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "shim"))
-from shim_helpers import ShimProc, wait_until  # noqa: E402
+from support.daemon import short_tmpdir
+from support.shim import ShimProc, wait_until  # noqa: E402
 
 RESTART_TIMEOUT_S = 60.0
 INIT = {

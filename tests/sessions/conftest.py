@@ -4,22 +4,21 @@ spoken to through the real shim with the official MCP SDK client (helpers in :mo
 from __future__ import annotations
 
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "e2e"))  # memoryd_e2e: DaemonProcess; briefs_e2e: wait_engine_ready
 
-from memoryd_e2e import DaemonProcess, short_tmpdir  # noqa: E402
 from sessions_e2e import SHIM  # noqa: E402
+
+from support.daemon import DaemonProcess, short_tmpdir  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def served():
     """One daemon on an empty board for the module (tests use their own session ids and memo texts)."""
-    from briefs_e2e import wait_engine_ready
+    from support.briefs import wait_engine_ready
 
     if not SHIM.exists():
         pytest.skip("no .venv/bin/memoryd-shim (run make setup)")

@@ -15,9 +15,10 @@ import time
 from pathlib import Path
 
 import pytest
-from briefs_e2e import board_files, copy_board, wait_engine_ready
-from memoryd_e2e import REPO, DaemonProcess, short_tmpdir
 from sessions_e2e import SHIM, call, client, fails
+
+from support.briefs import board_files, copy_board, wait_engine_ready
+from support.daemon import REPO, DaemonProcess, short_tmpdir
 
 MEMORYD = REPO / ".venv" / "bin" / "memoryd"
 pytestmark = pytest.mark.skipif(not SHIM.exists(), reason="no .venv/bin/memoryd-shim (run make setup)")

@@ -10,8 +10,9 @@ import time
 
 import pytest
 from mcp.shared.exceptions import MCPError
-from memoryd_e2e import REPO
 from sessions_e2e import call, client, fails
+
+from support.daemon import REPO
 
 MEMORYD = REPO / ".venv" / "bin" / "memoryd"
 STAMP = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z"

@@ -7,7 +7,8 @@ import shutil
 import tempfile
 
 import pytest
-from shim_helpers import EchoPeer, ShimProc
+
+from support.shim import EchoPeer, ShimProc
 
 
 @pytest.fixture

@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 
 import pytest
-from shim_helpers import SHIM_SCRIPT, kill_session, wait_until
 
 from memoryd_shim import rendezvous
+from support.shim import SHIM_SCRIPT, kill_session, wait_until
 
 INIT = {
     "jsonrpc": "2.0",

@@ -17,7 +17,8 @@ import time
 from pathlib import Path
 
 import pytest
-from shim_helpers import wait_until
+
+from support.shim import wait_until
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="finds daemons through /proc")
 
@@ -359,10 +360,8 @@ def _found(shim, word: str, first_id: int) -> list[str]:
 def test_two_homes_whose_socket_paths_are_too_long_never_share_a_daemon(daemon_ready, short_dir, shims):
     # Both homes' <state>/memoryd.sock exceed sun_path, so both fall back to /tmp/memoryd-<uid>/: each
     # must get a socket of its own there, and a shim of the second never reaches the first one's board.
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "board"))
-    from board_helpers import write_brief, write_task
-
     from memoryd_shim import rendezvous
+    from support.board import write_brief, write_task
 
     worlds = []
     for n, word in enumerate(("cormorant", "halyard")):

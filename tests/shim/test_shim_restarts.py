@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 import pytest
-from shim_helpers import wait_until
 from test_shim_daemon import (  # noqa: F401  (world and daemon_ready are fixtures)
     MODERN_META,
     START_TIMEOUT_S,
@@ -24,6 +23,8 @@ from test_shim_daemon import (  # noqa: F401  (world and daemon_ready are fixtur
     modern_call,
     world,
 )
+
+from support.shim import wait_until
 
 LAUNCHD_PATH = "/usr/bin:/bin:/usr/sbin:/sbin"
 

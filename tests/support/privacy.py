@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from memoryd_e2e import REPO, DaemonProcess
+from support.daemon import REPO, DaemonProcess
 
 MEMORYD = REPO / ".venv" / "bin" / "memoryd"
 TEXT_SUFFIXES = (".txt", ".md", ".json")

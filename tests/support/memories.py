@@ -17,7 +17,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from briefs_e2e import SHIM, Shim, wait_engine_ready
+from support.briefs import SHIM, Shim, wait_engine_ready
 
 __all__ = ["SHIM", "MemShim", "poll", "unique", "wait_engine_ready"]
 
