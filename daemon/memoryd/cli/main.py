@@ -46,8 +46,13 @@ def main(argv: list[str] | None = None) -> int:
     configure(
         None if getattr(args, "logs_at_info", False) else os.environ.get("MEMORYD_LOG_LEVEL") or "warning"
     )
+    from memoryd.settings import SettingsError
+
     try:
         return args.func(args)
+    except SettingsError as exc:  # an unusable MEMORYD_* value: say which, no traceback
+        print(f"memoryd: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # `memoryd ... | head`: the reader left; no traceback, and none at exit either

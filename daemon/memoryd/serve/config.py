@@ -1,14 +1,9 @@
-"""What ``memoryd serve`` runs with: :class:`ServeConfig`, built once from :class:`memoryd.settings.Settings`.
-
-Settings that only the serving layer reads (not in ``Settings`` yet):
-
-* ``MEMORYD_LOCK_WAIT_MS`` (default 8000): how long a new daemon waits for a lock whose holder is not
-  serving (starting up, or stopping after it removed its socket) before giving up.
-* ``MEMORYD_TEST_TOOLS=1``: adds the test-only ``_diagnostics`` tools to every session. Tests only.
+"""What ``memoryd serve`` runs with: :class:`ServeConfig`, the process's :class:`memoryd.settings.Settings`
+plus the objects serving needs (the engine factory, the tool registry, the index's writer lock).
 
 The engine is found by convention: ``memoryd.core.engine.open_engine(settings, index_lock=...)`` returning an
-awaitable of the engine (see :mod:`memoryd.core.warmup`). Without a ``memoryd.core.engine`` module the daemon serves
-without one (tools that need it say so).
+awaitable of the engine (see :mod:`memoryd.core.warmup`). Without a ``memoryd.core.engine`` module the daemon
+serves without one (tools that need it say so).
 
 The index's writer lock (:class:`memoryd.index.lock.IndexLock`) is made here, once: the daemon takes it
 with its other locks before binding (so a second writer of the index is refused at start-up, exit 4) and
@@ -20,8 +15,6 @@ from __future__ import annotations
 import asyncio
 import importlib
 import importlib.util
-import os
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -33,20 +26,10 @@ from memoryd.paths import Locations
 from memoryd.serve import lock
 
 if TYPE_CHECKING:
+    from memoryd.settings import Settings
     from memoryd.tools.registry import ToolRegistry
 
 DEFAULT_TOOL_TIMEOUT_MS = 15_000
-
-
-def _env_ms(env: Mapping[str, str], name: str, default: int) -> int:
-    raw = env.get(name) or str(default)
-    try:
-        value = int(raw)
-    except ValueError:
-        value = -1
-    if value <= 0:
-        raise StartupError(f"{name} must be a positive integer (milliseconds), not {raw!r}")
-    return value
 
 
 @dataclass(frozen=True)
@@ -66,28 +49,12 @@ class ServeConfig:
     index_lock: IndexLock | None = field(default=None, compare=False, repr=False)
 
     @classmethod
-    def from_env(
-        cls, locations: Locations, env: Mapping[str, str] | None = None, **overrides: Any
-    ) -> ServeConfig:
-        """Read ``MEMORYD_TOOL_TIMEOUT_MS``, ``MEMORYD_LOCK_WAIT_MS``, ``MEMORYD_TEST_TOOLS``; ``overrides``
-        (any field) win. Raises :class:`StartupError` on a malformed value."""
-        env = os.environ if env is None else env
-        values: dict[str, Any] = {
-            "tool_timeout_s": _env_ms(env, "MEMORYD_TOOL_TIMEOUT_MS", DEFAULT_TOOL_TIMEOUT_MS) / 1000,
-            "lock_wait_s": _env_ms(env, "MEMORYD_LOCK_WAIT_MS", round(lock.DEFAULT_LOCK_WAIT_S * 1000))
-            / 1000,
-            "test_tools": env.get("MEMORYD_TEST_TOOLS") == "1",
-        }
-        values.update(overrides)
-        return cls(locations=locations, **values)
-
-    @classmethod
-    def from_settings(
-        cls, settings: Any, env: Mapping[str, str] | None = None, **overrides: Any
-    ) -> ServeConfig:
-        """From the CLI's ``Settings`` (locations, ``tool_timeout_ms``); the engine by convention unless
-        ``engine_factory`` is given in ``overrides``, with the index's writer lock it opens its store under."""
+    def from_settings(cls, settings: Settings, **overrides: Any) -> ServeConfig:
+        """From the process's ``Settings``; ``overrides`` (any field) win. The engine by convention unless
+        ``engine_factory`` is given, with the index's writer lock it opens its store under."""
         overrides.setdefault("tool_timeout_s", settings.tool_timeout_ms / 1000)
+        overrides.setdefault("lock_wait_s", settings.lock_wait_ms / 1000)
+        overrides.setdefault("test_tools", settings.test_tools)
         if "engine_factory" not in overrides:
             locs = settings.locations
             index_lock = IndexLock(locs.index, locs.board, command="memoryd serve", socket=locs.socket)
@@ -95,7 +62,7 @@ class ServeConfig:
             overrides["engine_factory"] = factory
             if factory is not None:
                 overrides.setdefault("index_lock", index_lock)
-        return cls.from_env(settings.locations, env, settings=settings, **overrides)
+        return cls(locations=settings.locations, settings=settings, **overrides)
 
     def effective(self) -> dict[str, Any]:
         """The values as logged at start-up."""
