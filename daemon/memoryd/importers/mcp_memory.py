@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memoryd.importers import ImportItem, ImportProblem, ImportRelation, SourceUnreadable
-from memoryd.importers.values import TAG_MAX, iso_utc, unique, word
+from memoryd.importers.values import MAX_TAG_CHARS, iso_utc, unique, word
 
 DESCRIPTION = "the reference MCP memory server's knowledge graph (memory.jsonl)"
 SOURCE_TAG = "mcp-memory"
@@ -119,7 +119,7 @@ def iter_items(path: Path) -> Iterator[ImportItem | ImportRelation | ImportProbl
             key=entity.name,
             content=render(entity.name, entity.entity_type, entity.observations),
             where=entity.where,
-            tags=unique([SOURCE_TAG, *([type_tag] if 0 < len(type_tag) <= TAG_MAX else [])]),
+            tags=unique([SOURCE_TAG, *([type_tag] if 0 < len(type_tag) <= MAX_TAG_CHARS else [])]),
             memory_type=MEMORY_TYPE,
             created_at=entity.created_at,
         )

@@ -1,6 +1,6 @@
 """Value helpers shared by importers: timestamps to ISO-8601 UTC, tag and relation-type words.
 
-The limits are those of the ``memories`` tools (issue 5, after memdb's documented argument limits).
+The limits are the memories' own (:mod:`memoryd.kinds.memories.rules`, after memdb's documented limits).
 """
 
 from __future__ import annotations
@@ -8,14 +8,11 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
-CONTENT_MAX = 100_000
-TAGS_MAX = 100
-TAG_MAX = 50
-RELATION_TYPE_MAX = 50
-IMPORTANCE_MAX = 10
+from memoryd.kinds.memories.format import IMPORTANCE_MAX, RELATION_TYPE_MAX
+from memoryd.kinds.memories.rules import MAX_CONTENT_CHARS, MAX_TAG_CHARS, MAX_TAGS
+from memoryd.textcheck import has_lone_surrogate
 
 _SPACE = re.compile(r"\s+")
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def iso_utc(value: object) -> str | None:
@@ -52,11 +49,6 @@ def word(text: str) -> str:
     return _SPACE.sub("_", text.strip())
 
 
-def has_surrogate(text: str) -> bool:
-    """True when ``text`` holds a lone UTF-16 surrogate (JSON ``"\\ud800"``): it cannot be stored as UTF-8."""
-    return bool(_SURROGATE.search(text))
-
-
 def content_problem(content: object) -> str | None:
     """Why ``content`` cannot be a memory, or None. Length and emptiness are those of the normalised
     content (:func:`memoryd.kinds.memories.files.normalize_content`), as for the tools."""
@@ -64,23 +56,23 @@ def content_problem(content: object) -> str | None:
 
     if not isinstance(content, str):
         return "content is not text"
-    if has_surrogate(content):
+    if has_lone_surrogate(content):
         return "content holds a lone surrogate (not valid Unicode text)"
     text = normalize_content(content)
     if not text:
         return "content is empty"
-    if len(text) > CONTENT_MAX:
-        return f"content has {len(text):,} characters (at most {CONTENT_MAX:,})"
+    if len(text) > MAX_CONTENT_CHARS:
+        return f"content has {len(text):,} characters (at most {MAX_CONTENT_CHARS:,})"
     return None
 
 
 def tags_problem(tags: tuple[str, ...]) -> str | None:
     """Why ``tags`` break the tools' rules, or None."""
-    if len(tags) > TAGS_MAX:
-        return f"{len(tags)} tags (at most {TAGS_MAX})"
+    if len(tags) > MAX_TAGS:
+        return f"{len(tags)} tags (at most {MAX_TAGS})"
     for tag in tags:
-        if not tag or len(tag) > TAG_MAX or _SPACE.search(tag) or has_surrogate(tag):
-            return f"tag {tag[:60]!r} must be 1-{TAG_MAX} characters without whitespace"
+        if not tag or len(tag) > MAX_TAG_CHARS or _SPACE.search(tag) or has_lone_surrogate(tag):
+            return f"tag {tag[:60]!r} must be 1-{MAX_TAG_CHARS} characters without whitespace"
     return None
 
 
@@ -88,7 +80,7 @@ def relation_type_problem(relation_type: str) -> str | None:
     """Why ``relation_type`` breaks the tools' rules, or None."""
     if not relation_type or len(relation_type) > RELATION_TYPE_MAX or _SPACE.search(relation_type):
         return f"relation type {relation_type[:60]!r} must be 1-{RELATION_TYPE_MAX} characters without whitespace"
-    if has_surrogate(relation_type):
+    if has_lone_surrogate(relation_type):
         return "relation type holds a lone surrogate"
     return None
 

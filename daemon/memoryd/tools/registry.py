@@ -43,6 +43,7 @@ from jsonschema import SchemaError, exceptions, validators
 from memoryd.core.warmup import EngineHandle
 from memoryd.errors import Envelope, InvalidParams
 from memoryd.index.redact import redact
+from memoryd.textcheck import first_lone_surrogate
 
 #: Tool names: the MCP spec's recommendation narrowed to what every client accepts (issue 3).
 TOOL_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -157,24 +158,6 @@ def _first_error(validator: Any, instance: Any) -> str | None:
     return redact(f"{where}: {error.message}"[:_MAX_ERROR_TEXT]).text
 
 
-def _lone_surrogate(value: Any, where: str = "") -> str | None:
-    """``"<path>: contains a lone surrogate"`` for the first string (key or value) that is not Unicode text."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return f"{where or '(arguments)'}: contains a lone UTF-16 surrogate, not Unicode text"
-        return None
-    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
-    for key, item in items:
-        path = f"{where}/{key}" if where else str(key)
-        if isinstance(key, str) and (problem := _lone_surrogate(key, where or "(arguments)")):
-            return problem
-        if problem := _lone_surrogate(item, path):
-            return problem
-    return None
-
-
 class RegisteredTool:
     """A spec with its compiled validators and its wire ``Tool`` (computed once at registration)."""
 
@@ -207,7 +190,7 @@ class RegisteredTool:
         surrogate (``"\\ud800"`` is valid JSON but no Unicode text: nothing downstream can encode it)."""
         problem = _first_error(self._input, arguments)
         if problem is None and not self.spec.checks_text:
-            problem = _lone_surrogate(arguments)
+            problem = first_lone_surrogate(arguments)
         if problem is not None:
             raise InvalidParams(f"Invalid arguments for tool {self.spec.name}: {problem}")
 

@@ -52,10 +52,10 @@ from memoryd.kinds.memories.rules import (
     clean_relation_type,
     clean_tags,
     clean_type,
-    has_surrogate,
 )
 from memoryd.kinds.memories.source import MemorySource
 from memoryd.kinds.memories.writes import BoardOps
+from memoryd.textcheck import has_lone_surrogate
 
 if TYPE_CHECKING:
     from memoryd.core.sources import RecordSource
@@ -297,7 +297,7 @@ class Memories:
 
         ``project``/``memory_type`` filter in the index; ``tags``: a memory must carry all of them;
         ``limit`` 1-100. Raises InvalidMemory for text with a lone surrogate."""
-        if not isinstance(query, str) or has_surrogate(query):
+        if not isinstance(query, str) or has_lone_surrogate(query):
             raise InvalidMemory("query contains a lone surrogate (invalid Unicode)")
         want = set(clean_tags(tags))
         result = await self._search(

@@ -64,6 +64,7 @@ import frontmatter
 import yaml
 
 from memoryd.index.redact import redact
+from memoryd.textcheck import has_lone_surrogate
 
 MEMORIES_DIR = "memories"
 MEMORY_TYPES: tuple[str, ...] = (
@@ -81,7 +82,6 @@ RELATION_TYPE_MAX = 50
 HASH_RE = re.compile(r"[0-9a-f]{64}", re.ASCII)
 RELATION_ID_RE = re.compile(r"[0-9a-f]{32}", re.ASCII)
 _FILE_RE = re.compile(r"([0-9a-f]{64})\.md", re.ASCII)
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
 _NO_SPACE = re.compile(r"\S+")
 # The front matter block: an opening "---" line, YAML, a closing "---" line; the rest is the body.
 _FRONT = re.compile(r"\A---[ \t]*\r?\n(?:(.*?)\r?\n)?---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
@@ -121,7 +121,7 @@ def utc_now() -> str:
 
 def normalize_content(text: str) -> str:
     """The normalised content (module docstring, "Identity"). Raises ValueError on a lone surrogate."""
-    if _SURROGATE.search(text):
+    if has_lone_surrogate(text):
         raise ValueError("text contains a lone surrogate (not valid Unicode): send UTF-8 text")
     return unicodedata.normalize("NFC", text.replace("\r\n", "\n")).rstrip()
 
@@ -288,7 +288,7 @@ def _relations(raw: Any, path: str) -> tuple[Relation, ...]:
 def parse_memory(text: str, memory_id: str, path: str | None = None) -> Memory:
     """Parse a memory file's text; raises :class:`MemoryFileError` for a broken one."""
     path = path or f"{MEMORIES_DIR}/{memory_id}.md"
-    if _SURROGATE.search(text):
+    if has_lone_surrogate(text):
         raise MemoryFileError(path, "lone surrogate in text")
     m = _FRONT.match(text)
     if m is None:

@@ -19,6 +19,7 @@ from memoryd.kinds.memories.files import (
     is_hash,
     normalize_content,
 )
+from memoryd.textcheck import has_lone_surrogate
 
 MAX_CONTENT_CHARS = 100_000
 MAX_TAGS = 100
@@ -43,20 +44,11 @@ class BrokenMemory(Exception):
     """The memory's file exists but cannot be used (broken front matter, refused by the gate)."""
 
 
-def has_surrogate(text: str) -> bool:
-    """True when ``text`` holds a lone surrogate (JSON can carry one, UTF-8 cannot)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
 def clean_content(content: object) -> str:
     """Normalised content, or InvalidMemory (not text, lone surrogate, empty, over 100,000 chars)."""
     if not isinstance(content, str):
         raise InvalidMemory("content must be a string")
-    if has_surrogate(content):
+    if has_lone_surrogate(content):
         raise InvalidMemory("content contains a lone surrogate (invalid Unicode); send valid UTF-8 text")
     text = normalize_content(content)
     if not text:
@@ -70,7 +62,7 @@ def clean_tags(tags: Iterable[object] | None) -> tuple[str, ...]:
     """Tags in order without duplicates, or InvalidMemory."""
     out: list[str] = []
     for t in tags or ():
-        if not isinstance(t, str) or has_surrogate(t):
+        if not isinstance(t, str) or has_lone_surrogate(t):
             raise InvalidMemory("every tag must be valid text")
         if not 0 < len(t) <= MAX_TAG_CHARS or not _NO_SPACE.fullmatch(t):
             raise InvalidMemory(f"tag {t[:60]!r}: 1-{MAX_TAG_CHARS} characters without whitespace")
@@ -101,7 +93,7 @@ def clean_relation_type(value: object) -> str:
     """1-50 characters without whitespace, else InvalidMemory."""
     if (
         not isinstance(value, str)
-        or has_surrogate(value)
+        or has_lone_surrogate(value)
         or not 0 < len(value) <= RELATION_TYPE_MAX
         or not _NO_SPACE.fullmatch(value)
     ):
