@@ -1,4 +1,4 @@
-"""Daemon + shim benchmarks (issue 3) against a real ``memoryd serve`` with the model, on a copy of board-v1.
+"""Daemon + shim benchmarks against a real ``memoryd serve`` with the model, on a copy of board-v1.
 
     .venv/bin/python bench/bench_daemon.py [--agents 16] [--searches 200] [--saves 20] [--quick] [--out FILE]
 
@@ -544,7 +544,7 @@ def main() -> int:
     quiet_env()
     from memoryd.index.embed import load_embedder
 
-    report = Report("daemon", "Daemon and shims (issue 3)")
+    report = Report("daemon", "Daemon and shims")
     embedder, status = load_embedder(None, MODELS)
     if embedder is None:
         sys.exit(f"model unavailable: {status.detail}")

@@ -9,7 +9,7 @@ Wall time from spawning ``<venv python> -m memoryd hook claude-stop`` to its exi
   opened with a brief that has no outcome: the full path (reverse transcript read, board look-up);
 * ``python -c pass``: the floor no Python program beats on this machine.
 
-Issue 8 asks for an answer within 1 s; no daemon runs here, so the board comes from MEMORYD_BOARD.
+The target is an answer within 1 s; no daemon runs here, so the board comes from MEMORYD_BOARD.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Indexing benchmarks (issue 2): embedding throughput, full rebuild, no-change restart, RSS after load.
+"""Indexing benchmarks: embedding throughput, full rebuild, no-change restart, RSS after load.
 
     .venv/bin/python bench/bench_index.py [--rebuild-size 1000] [--restart-size 10000] [--quick] [--out FILE]
 
@@ -381,7 +381,7 @@ def main() -> int:
 
     if args.quick:
         args.rebuild_size, args.restart_size = min(args.rebuild_size, 200), min(args.restart_size, 2000)
-    report = Report("index", "Indexing: embedding, rebuild, restart, RSS (issue 2)")
+    report = Report("index", "Indexing: embedding, rebuild, restart, RSS")
     start = time.perf_counter()
     embedder, status = load_embedder(None, MODELS)
     if embedder is None:

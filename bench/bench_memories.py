@@ -1,4 +1,4 @@
-"""Memories (issue 5) through a real ``memoryd serve`` with the model and real ``memoryd-shim`` agents.
+"""Memories through a real ``memoryd serve`` with the model and real ``memoryd-shim`` agents.
 
     .venv/bin/python bench/bench_memories.py [--size 10000] [--big] [--stores 200] [--batches 10]
                                              [--searches 200] [--recalls 100] [--quick] [--out FILE]
@@ -457,7 +457,7 @@ def main() -> int:
         args.size = min(args.size, 2000)
         args.stores, args.batches, args.searches, args.recalls = 50, 4, 50, 30
     quiet_env()
-    report = Report("memories", "Memories through the daemon and shims (issue 5)")
+    report = Report("memories", "Memories through the daemon and shims")
     work = Path(tempfile.mkdtemp(prefix="md-bench-mem-"))
     try:
         for size in [args.size, *([100_000] if args.big and args.size != 100_000 else [])]:

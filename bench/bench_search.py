@@ -1,4 +1,4 @@
-"""Query latency in-process at 10,000 and 100,000 briefs (issue 2): hybrid search vs plain BM25.
+"""Query latency in-process at 10,000 and 100,000 briefs: hybrid search vs plain BM25.
 
     .venv/bin/python bench/bench_search.py [--sizes 10000,100000] [--passes 2] [--quick] [--out FILE]
 
@@ -154,7 +154,7 @@ def main() -> int:
     passes, queries = args.passes, dev_queries()
     if args.quick:
         sizes, passes, queries = [10_000], 1, queries[::2]
-    report = Report("search", "Search latency in-process (issue 2)")
+    report = Report("search", "Search latency in-process")
 
     embedder, status = load_embedder(None, MODELS)
     if embedder is None:

@@ -131,7 +131,7 @@ def test_the_shim_fast_path_skips_heavy_stdlib_modules():
 
 def test_the_tool_registry_loads_no_index_library():
     # The daemon builds the registry before it binds its socket: agents' handshakes are answered at once,
-    # while LanceDB and the model load in the background (issue 3). A tool module importing the index
+    # while LanceDB and the model load in the background. A tool module importing the index
     # (lancedb + pyarrow: ~2 s) would delay every first connect.
     code = (
         "import sys; from memoryd.tools import build_registry; build_registry()\n"

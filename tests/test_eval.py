@@ -1,4 +1,4 @@
-"""`memoryd eval` end to end on the real model: the quality bars of issue 2 are tests, not hopes.
+"""`memoryd eval` end to end on the real model: the quality bars are tests, not hopes.
 
 Board mode: top-1 >= 0.95 overall and >= 0.85 on every kind of board-v1 dev.
 Corpus mode: LoCoMo (own-conversation scope) recall@5 >= 0.65.

@@ -1,4 +1,4 @@
-"""``memoryd eval --corpus``: corpus lines become memories (issue 5, "LoCoMo as memories"), keyword-only here;
+"""``memoryd eval --corpus``: corpus lines become memories, keyword-only here;
 the recall bar on the real model is in ``tests/test_eval.py``."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The gate (issue 4 point 1): only regular, singly linked files reached without any symlink are read."""
+"""The gate: only regular, singly linked files reached without any symlink are read."""
 
 from __future__ import annotations
 

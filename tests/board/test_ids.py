@@ -1,4 +1,4 @@
-"""Id validation (contract §3, issue 4 point 2): a strict ASCII full match, refused before any file system call."""
+"""Id validation (contract §3): a strict ASCII full match, refused before any file system call."""
 
 from __future__ import annotations
 

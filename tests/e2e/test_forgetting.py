@@ -1,4 +1,4 @@
-"""Forgotten is forgotten everywhere (issue 4 point 5): a note line deleted by hand, a screen whose .png is
+"""Forgotten is forgotten everywhere: a note line deleted by hand, a screen whose .png is
 removed, a whole brief deleted. The real daemon on a copy of the sample board, the real shim, and the bytes
 of the index folder.
 

@@ -1,4 +1,4 @@
-"""Nothing planted leaks (issue 4, "What it must show"): the real daemon on a copy of the sample board, every
+"""Nothing planted leaks: the real daemon on a copy of the sample board, every
 query of ``negatives.jsonl`` and a broad sweep of every ``briefs`` tool through the real shim, then
 ``memoryd forget --now``; neither the bytes the shim printed nor the bytes of the index folder may hold the
 planted secrets, the removed screenshot's words or its file name.
@@ -252,7 +252,7 @@ def test_no_planted_secret_or_removed_screen_leaks_to_any_answer_or_the_index(se
 
 
 def test_every_tool_and_every_answer_with_stored_text_says_it_is_data(served):
-    """Issue 4 point 6: descriptions say it, and each answer carrying board text carries the data note."""
+    """Board text is data, not instructions: descriptions say it, and each answer carrying board text carries the data note."""
     daemon, _planted, _negatives = served
     brief = sorted(p.name for p in (daemon.board / "briefs").iterdir())[5]
     task = json.loads((daemon.board / "briefs" / brief / "brief.json").read_text())["task"]

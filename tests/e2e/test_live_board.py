@@ -1,5 +1,5 @@
 """The live board end to end: a real daemon watching a copy of the sample board, spoken to through the real
-``memoryd-shim --no-start`` in raw JSON-RPC lines (issue 3, "Watching the board").
+``memoryd-shim --no-start`` in raw JSON-RPC lines.
 
 Files are written the ways people and editors write them (in place, temp file + rename, rename-away +
 create, delete + create, whole folders removed) while the daemon runs, and while it is stopped; each change

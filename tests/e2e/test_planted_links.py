@@ -1,4 +1,4 @@
-"""Planted links can't escape the board (issue 4 point 1, "What it must show"), through the real daemon and
+"""Planted links can't escape the board, through the real daemon and
 the real shim: a brief file that is a symlink to a file outside the board, a hard link to such a file, a
 symlinked brief folder, a symlinked ``outcome.md``, a FIFO named ``said.txt``.
 

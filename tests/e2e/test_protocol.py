@@ -1,6 +1,6 @@
 """The serving layer end to end: a real ``memoryd serve`` process, raw JSON-RPC lines and the official SDK client.
 
-Covers issue 3's JSON-RPC hygiene list, both MCP protocol eras, tool-call timeouts and cancellation,
+Covers the JSON-RPC hygiene list, both MCP protocol eras, tool-call timeouts and cancellation,
 large and over-cap lines, colliding ids across connections, and the hello / status control lines.
 The tools used are the test-only ``_diagnostics`` group (``MEMORYD_TEST_TOOLS=1``).
 """

@@ -1,4 +1,4 @@
-"""The search core on the real model and real LanceDB (issue 2, "What it must show")."""
+"""The search core on the real model and real LanceDB."""
 
 from __future__ import annotations
 

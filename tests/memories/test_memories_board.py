@@ -1,6 +1,6 @@
 """Memories are files on the board: hand edits, hand-written and broken files, restarts, and embeddings.
 
-The daemon's watcher picks up what an editor does to ``memories/`` (issue 5); the bounds below catch hangs,
+The daemon's watcher picks up what an editor does to ``memories/``; the bounds below catch hangs,
 they do not measure speed (``bench/`` does).
 """
 
@@ -18,7 +18,7 @@ from support.memories import SHIM, MemShim, poll, unique, wait_engine_ready
 
 pytestmark = pytest.mark.skipif(not SHIM.exists(), reason="no .venv/bin/memoryd-shim (run make setup)")
 
-#: Hand edits must be searchable "within 1 s" (issue 5); this bound only catches a change never picked up.
+#: Hand edits must be searchable "within 1 s"; this bound only catches a change never picked up.
 PICKUP_BOUND_S = 20.0
 
 

@@ -1,5 +1,5 @@
 """The twelve ``memories`` tools end to end: a real daemon (keyword-only), the real shim, raw JSON-RPC lines
-and the official SDK client; memdb's arguments, limits and answer shapes (issue 5)."""
+and the official SDK client; memdb's arguments, limits and answer shapes."""
 
 from __future__ import annotations
 

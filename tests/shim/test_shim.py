@@ -302,7 +302,7 @@ def test_a_stranger_on_the_socket_is_reported(shims, short_dir, sock_path):
     server.close()
 
 
-# ---- reconnects (issue 7, item 4) ----------------------------------------------------------------------
+# ---- reconnects ----------------------------------------------------------------------
 
 
 def test_reconnect_replays_initialize_and_fails_only_what_was_in_flight(shims, peers, sock_path):

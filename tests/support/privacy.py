@@ -1,4 +1,4 @@
-"""Helpers for the privacy tests (issue 4): every byte of the index folder, ``memoryd forget --now``, and
+"""Helpers for the privacy tests: every byte of the index folder, ``memoryd forget --now``, and
 words that occur in exactly one place on a board.
 
 Index text columns are stored uncompressed (``memoryd.index.store``), so a word that is in the index is

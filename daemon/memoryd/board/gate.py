@@ -1,4 +1,4 @@
-"""The one gate for every board file memoryd reads or hands back (issue 4, point 1).
+"""The one gate for every board file memoryd reads or hands back.
 
 A coding agent can write inside the board, so the board is untrusted. A file passes the gate only when
 

@@ -3,7 +3,7 @@
 Every id that arrives from a tool argument, a file name or a JSON field goes through
 :func:`check_task_id` / :func:`check_brief_id` before it touches the file system. The check is a strict
 ASCII full match, so ``../x``, absolute paths, backslashes, ``%2e%2e``, NUL bytes, over-long strings and
-Unicode look-alikes (fullwidth digits, Cyrillic letters) are all refused (issue 4, point 2).
+Unicode look-alikes (fullwidth digits, Cyrillic letters) are all refused.
 """
 
 from __future__ import annotations

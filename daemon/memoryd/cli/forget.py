@@ -1,6 +1,6 @@
 """``memoryd forget --now``: make text deleted from the board leave the index folder on disk now.
 
-What forgetting means (issue 4 point 5): a note line deleted by hand, a screenshot's ``.png`` removed, a
+What forgetting means: a note line deleted by hand, a screenshot's ``.png`` removed, a
 brief folder deleted. The running daemon applies such a change to the index within its watcher's debounce
 (``MEMORYD_DEBOUNCE_MS``, 250 ms), and from then on no tool returns it. LanceDB still holds the old rows
 in older versions and data files until the daemon's maintenance rewrites the live rows and drops every

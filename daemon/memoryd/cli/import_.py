@@ -1,4 +1,4 @@
-"""``memoryd import --from NAME PATH [--dry-run] [--board DIR] [--project P] [--json]`` (issue 5, "Importers").
+"""``memoryd import --from NAME PATH [--dry-run] [--board DIR] [--project P] [--json]``.
 
 Writes board files only (``memories/<hash>.md``); the running daemon's watcher indexes them, or the next
 ``memoryd serve`` does at start. Each skipped line/row is printed on stderr as it is found

@@ -67,7 +67,7 @@ class Engine:
         self.started_at = time.time()
         self._model_task: asyncio.Task | None = None
         self.sources: list[RecordSource] = make_sources(self.board)
-        #: The memory API (issue 5) that the memories and memo tools call; see :mod:`memoryd.kinds.memories.api`.
+        #: The memory API that the memories and memo tools call; see :mod:`memoryd.kinds.memories.api`.
         #: The one search every kind is handed (store and model are set as they become ready).
         self.searcher = Searcher(self.lock, guard=functools.partial(check_board, self.board))
         #: The kinds' APIs that their tools call, each built from the collaborators it needs.

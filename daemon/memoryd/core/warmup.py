@@ -6,8 +6,8 @@ remaining time budget), which waits a bounded time and then raises :class:`~memo
 seconds"), so ``initialize`` and ``tools/list`` never wait for the index or the model (Codex allows a
 server 10 s from spawn to ``tools/list``).
 
-The engine factory is an ``async`` callable returning the engine (the lead's ``Engine``: async
-``search``/``list_tasks``/..., ``status() -> dict`` and ``close()``, sync or async). Blocking work inside
+The engine factory is an ``async`` callable returning the engine (:class:`memoryd.core.engine.Engine`:
+``status() -> dict`` and ``close()``, sync or async). Blocking work inside
 it belongs in a thread (``anyio.to_thread.run_sync``) so the event loop keeps serving.
 """
 

@@ -1,6 +1,6 @@
 """Watch a board folder and say WHICH briefs and tasks changed; the consumer re-reads them from disk.
 
-Event types are never trusted (issue 3): editors save by temp file + rename, by renaming the old file away
+Event types are never trusted: editors save by temp file + rename, by renaming the old file away
 and creating a new one, or by delete + create; folders vanish bottom-up; one save is a burst of events.
 So an event only names the brief or task it touched (both ends of a move), bursts are coalesced per id,
 and the consumer decides from the final state on disk.

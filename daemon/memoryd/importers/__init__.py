@@ -3,7 +3,7 @@
 Importers read a foreign store and yield neutral items; :mod:`memoryd.importers.apply` turns them into
 board files (``memories/<hash>.md``, through :func:`memoryd.kinds.memories.files.write_memory`). They never open
 the index: the running daemon's watcher indexes the new files (or the next ``memoryd serve`` does at start),
-so there is never a second writer on one index (issue 5, "Importers").
+so there is never a second writer on one index.
 
 The importer interface
 ----------------------
@@ -60,7 +60,7 @@ IMPORTERS: dict[str, str] = {
     "jsonl": "memoryd.importers.jsonl",
 }
 
-#: The ``memory_type`` values of memdb's tools (issue 5).
+#: The ``memory_type`` values of memdb's tools.
 MEMORY_TYPES = ("general", "fact", "plan", "decision", "reflection", "lesson", "error", "gradient")
 
 

@@ -6,8 +6,8 @@ relations in one rewrite of its file. Identity makes a second run a no-op: a mem
 normalised content, and a relation that its source memory already holds (same type, same target) is not
 added again — so re-importing the same source adds nothing.
 
-It writes board files only and never opens the index: the daemon's watcher indexes the new files (issue 5:
-never two writers on one index). A relation added while the daemon rewrites the same memory file (an
+It writes board files only and never opens the index: the daemon's watcher indexes the new files (never two
+writers on one index). A relation added while the daemon rewrites the same memory file (an
 ``update_memory`` at that very moment) could be lost to the daemon's rename; running the import again adds it.
 """
 
@@ -100,7 +100,7 @@ def run_import(
     """
     module = load(importer)
     source = Path(source)
-    if hasattr(module, "run_import"):  # an importer writing more than memories (jsonl exports, issue 6)
+    if hasattr(module, "run_import"):  # an importer writing more than memories (jsonl exports)
         return module.run_import(source, Path(board), dry_run=dry_run, project=project, on_problem=on_problem)
     if project is None:
         default = getattr(module, "default_project", None)

@@ -1,4 +1,4 @@
-"""Export everything on the board to one JSONL file, and import such a file (issue 6).
+"""Export everything on the board to one JSONL file, and import such a file.
 
 File format (``memoryd-export`` v1), one JSON object per line::
 

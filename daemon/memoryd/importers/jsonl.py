@@ -1,4 +1,4 @@
-"""Importer for memoryd's own export files (``export_database`` / ``memoryd export``; issue 6).
+"""Importer for memoryd's own export files (``export_database`` / ``memoryd export``).
 
 Unlike the other importers, an export holds more than memories (briefs and tasks, session turns and
 summaries), so this module defines :func:`run_import`, which :func:`memoryd.importers.apply.run_import`

@@ -1,4 +1,4 @@
-"""Importer for the memo server's ``memo.jsonl`` (the MCP tutorial's memo tools; issue 6).
+"""Importer for the memo server's ``memo.jsonl`` (the MCP tutorial's memo tools).
 
 One JSON object per line, ``{"at": <ISO-8601 time>, "text": <str>, "tags": [<str>, ...]}``. Each line
 becomes one memory: its content is ``text``, its tags are ``tags`` (whitespace runs made ``_``, since

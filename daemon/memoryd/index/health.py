@@ -1,4 +1,4 @@
-"""Index facts for ``healthcheck`` (issue 6): records by kind, rows the keyword index does not cover yet,
+"""Index facts for ``healthcheck``: records by kind, rows the keyword index does not cover yet,
 rows still without a vector, and the table version. Read-only; LanceDB stays inside ``memoryd.index``.
 """
 

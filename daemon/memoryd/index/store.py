@@ -60,7 +60,7 @@ TEXT_BOOSTS = (2.0, 1.0)
 
 
 #: Text columns are stored as written: no FSST or general compression. Forgetting is checked by reading
-#: the bytes of the index folder (issue 4 point 5, tests/e2e/test_forgetting.py); compressed text would hide
+#: the bytes of the index folder (tests/e2e/test_forgetting.py); compressed text would hide
 #: words from that check without hiding them from anyone who decodes the file.
 _PLAIN = {"lance-encoding:compression": "none"}
 
@@ -400,8 +400,8 @@ class IndexStore:
                 log.warning("termstats_not_saved", path=str(self._stats_path), error=str(exc))
 
     def _rewrite(self) -> None:
-        """Write the live rows into new data files and rebuild the full-text indexes from them (issue 4
-        point 5; tests/e2e/test_forgetting.py).
+        """Write the live rows into new data files and rebuild the full-text indexes from them
+        (tests/e2e/test_forgetting.py).
 
         LanceDB's compaction leaves a fragment with few deleted rows as it is (a deletion file hides them;
         their text stays in the data file), and an index refresh keeps the terms of deleted rows. After an

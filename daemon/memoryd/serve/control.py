@@ -9,7 +9,7 @@ Wire (contract §4 terms; the connection carries exactly one exchange, then the 
     client -> {"memoryd":"forget","v":1}
     daemon -> {"memoryd":"forget","v":1,"forget":{...}}   or   {"memoryd":"error","message":"..."}
 
-``forget`` (issue 4 point 5) makes the daemon's one index writer re-read the whole board (so every
+``forget`` makes the daemon's one index writer re-read the whole board (so every
 deletion on disk is applied), rewrite the live rows and drop every old LanceDB version, and answers once
 that is done: :func:`forget_now` describes the answer. Only a peer with the daemon's uid gets this far
 (:mod:`memoryd.serve.listener`).

@@ -17,7 +17,7 @@ writer per index, and an index of another board is refused) -> prove an old sock
 -> bind 0600 and listen -> answer handshakes at once -> load the engine in the background (tools report
 "warming up" meanwhile).
 
-Under a service manager (issue 7) the socket may be passed in instead (systemd ``LISTEN_FDS``, launchd
+Under a service manager the socket may be passed in instead (systemd ``LISTEN_FDS``, launchd
 ``launch_activate_socket``; :func:`memoryd.serve.socketfile.activated`): the locks are still taken, but the
 stale-socket check and the bind are skipped and the manager's socket file is never removed, so
 connections made while the service restarts wait in its backlog. ``MEMORYD_LOG_FILE`` (set by the plist

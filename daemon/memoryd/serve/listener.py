@@ -135,7 +135,7 @@ class Listener:
         if control.is_status_request(line):
             await out.send(control.status_line(await self._status()))
             return
-        if control.is_forget_request(line):  # memoryd forget --now (issue 4 point 5)
+        if control.is_forget_request(line):  # memoryd forget --now
             clog.info("forget_requested")
             await out.send(await control.forget_answer(self.app.engine))
             return

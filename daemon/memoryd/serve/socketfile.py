@@ -1,14 +1,14 @@
 """The Unix socket on disk: a 0700 directory owned by the user, a 0600 socket, stale-socket replacement.
 
-Security rules (issue 4 item 7): the socket lives in a directory of mode 0700 owned by the daemon's user;
+Security rules: the socket lives in a directory of mode 0700 owned by the daemon's user;
 the socket itself is 0600. The peer-uid check on every connection is in :mod:`memoryd.serve.listener`.
 
-Socket activation (issue 7): under systemd (``LISTEN_FDS``/``LISTEN_PID``, sd_listen_fds(3)) or launchd
+Socket activation: under systemd (``LISTEN_FDS``/``LISTEN_PID``, sd_listen_fds(3)) or launchd
 (``launch_activate_socket``, launch(3), the plist's ``Sockets`` entry ``Listeners``) the service manager
 owns the listening socket and its file; :func:`activated` takes it over and the daemon neither binds nor
 removes the file, so connections made while the daemon restarts wait in the backlog.
 
-Stale-socket rule (issue 3): a socket file left by ``kill -9`` is removed only while holding the lock
+Stale-socket rule: a socket file left by ``kill -9`` is removed only while holding the lock
 (:mod:`memoryd.serve.lock`) and only after ``connect()`` to it is refused. Anything at the path that is not a
 socket (a regular file, a directory, a symlink) is never removed: we refuse to start instead.
 """

@@ -2,9 +2,9 @@
 
 * :data:`DATA_NOTE` goes into every answer holding text from the board (``"note"`` in the structured
   content and the same sentence in the text), because that text was written by the developer or a past
-  agent and may contain instructions aimed at whoever reads it (issue 4, point 6).
+  agent and may contain instructions aimed at whoever reads it.
 * :class:`Scrub` redacts every stored string at answer time (:func:`memoryd.index.redact.redact`): a
-  secret that reached a file after it was indexed is still never handed out (issue 4, point 3). Texts
+  secret that reached a file after it was indexed is still never handed out. Texts
   that were redacted as they were read (briefs and tasks from :class:`memoryd.kinds.briefs.reader.BoardReader`)
   are not redacted twice: ``Scrub(read_redacted=True)`` only bounds them. Either way it counts the
   placeholders an answer hands out, so the answer can say ``"redacted": {"aws-secret-key": 1}``.

@@ -1,4 +1,4 @@
-"""Per-tool call metrics since the daemon started: redacted telemetry only (issue 6).
+"""Per-tool call metrics since the daemon started: redacted telemetry only.
 
 What is recorded per call: the tool name, success or failure, the duration, and the sizes in bytes of
 the arguments and of the answer text. Never the arguments or the results themselves.

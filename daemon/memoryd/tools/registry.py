@@ -45,7 +45,7 @@ from memoryd.errors import Envelope, InvalidParams
 from memoryd.index.redact import redact
 from memoryd.textcheck import first_lone_surrogate
 
-#: Tool names: the MCP spec's recommendation narrowed to what every client accepts (issue 3).
+#: Tool names: the MCP spec's recommendation narrowed to what every client accepts.
 TOOL_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _MAX_ERROR_TEXT = 400
 #: What a call keeps of its budget for its own work after waiting for a loading engine (seconds).

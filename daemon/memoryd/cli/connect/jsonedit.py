@@ -9,7 +9,7 @@ New text follows the file's own layout: the indentation of the sibling members (
 the file's indent unit), the file's ``":"`` spacing, and one line for files written on one line.
 
 Files with ``//`` or ``/* */`` comments or trailing commas (JSONC, as VS Code writes) are *not* rewritten:
-:func:`classify` reports them so the caller prints the snippet instead (issue 8).
+:func:`classify` reports them so the caller prints the snippet instead.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Writing another application's config file safely (issue 8, "because these files belong to other apps").
+"""Writing another application's config file safely.
 
 * Symlinks are followed to the real file (dotfile setups), and the write replaces that file.
 * A one-time backup ``<file>.memoryd-backup`` (beside the path the agent uses, mode 0600) keeps the bytes

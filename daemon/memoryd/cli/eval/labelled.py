@@ -148,7 +148,7 @@ def corpus_eval(
 ) -> dict:
     """Index a corpus (one record per line) and score ``queries`` by their ``relevant`` ids.
 
-    ``records="memory"`` (the default, issue 5 "LoCoMo as memories"): every line becomes a memory
+    ``records="memory"`` (the default: LoCoMo as memories): every line becomes a memory
     (:func:`corpus_memories`) indexed as a ``memory`` record and searched as ``search_memories`` searches
     (kind ``memory``, :data:`memoryd.kinds.memories.ranking.MEMORY_RANKING`); ``records="corpus"``: the older
     ``corpus`` records of :func:`memoryd.index.records.corpus_record`, kept for comparison.

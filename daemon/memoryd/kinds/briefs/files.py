@@ -39,7 +39,7 @@ class Task:
 class Screen:
     """Screen ``n`` of a brief; it exists only while ``screens/<n>.png`` exists and passes the gate.
 
-    ``text`` is the OCR/accessibility text of ``<n>.txt``: searchable, never handed out (issue 4, point 4).
+    ``text`` is the OCR/accessibility text of ``<n>.txt``: searchable, never handed out.
     """
 
     n: str

@@ -1,7 +1,7 @@
 """Read a board (format v1, contract §3) through the gate, tolerating every broken file.
 
 Only the board root itself can make a read fail (:class:`BoardUnreadable`: missing, not a directory, no
-permission), because "no history" and "cannot read the history" must never look alike (issue 3). Every
+permission), because "no history" and "cannot read the history" must never look alike. Every
 other problem - bad JSON, invalid UTF-8, a half-written file, a wrong or mismatched id, a missing required
 field, a symlink, FIFO, socket, device or hard link - skips that one file (or that brief, when it is its
 ``brief.json``), is logged as a warning and recorded in :attr:`BoardSnapshot.skipped`, and the rest loads.

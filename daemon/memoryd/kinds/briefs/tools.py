@@ -1,6 +1,6 @@
 """The ``briefs`` tool group (the default): search, list and read the board's history, and save an outcome.
 
-Tools (issue 3, "The five tools"); arguments are schema-checked before a handler runs
+Tools; arguments are schema-checked before a handler runs
 (:mod:`memoryd.kinds.briefs.schemas`), answers are shaped in :mod:`memoryd.kinds.briefs.render`:
 
 * ``search_briefs(query, project?, limit=10)`` -> ``{"shown","matched","mode","project","results":[...]}``

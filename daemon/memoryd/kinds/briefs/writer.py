@@ -3,7 +3,7 @@
 ``save_outcome`` writes only into a real directory directly under a real ``briefs/`` (each component
 opened with ``O_NOFOLLOW | O_DIRECTORY`` from the board root's descriptor), through a temp file in that
 same folder, fsync, and a rename over ``outcome.md``. A rename replaces a symlinked ``outcome.md`` itself
-instead of writing through it (issue 3 "save_outcome", issue 4 point 1).
+instead of writing through it.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The ``memo`` tool group: the MCP tutorial's memo server surface on memoryd's memories (issue 6).
+"""The ``memo`` tool group: the MCP tutorial's memo server surface on memoryd's memories.
 
 * ``memo_add(text, tags?)`` -> ``"saved: <timestamp>"`` (structured ``{"saved","id","isNew","tags"}``)
 * ``memo_search(query, limit=10)`` -> the count first (``"3 of 120 memos contain ..."``), newest first,

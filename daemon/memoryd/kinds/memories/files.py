@@ -1,4 +1,4 @@
-"""Memory files on the board (issue 5): ``memories/<hash>.md``, one human-readable file per memory.
+"""Memory files on the board: ``memories/<hash>.md``, one human-readable file per memory.
 
 The format, the identity (hash) rule and what a hand edit means are in :mod:`memoryd.kinds.memories.format`
 (re-exported here, so callers import everything from this module).

@@ -1,4 +1,4 @@
-"""The memory file format (issue 5): ``memories/<hash>.md``, identity, front matter, parsing and rendering.
+"""The memory file format: ``memories/<hash>.md``, identity, front matter, parsing and rendering.
 
 Identity
     ``<hash>`` is the SHA-256 (64 lowercase hex) of the memory's content after :func:`normalize_content`:

@@ -1,10 +1,10 @@
-"""The index record of a memory (kind ``"memory"``, issue 5), derived from its board file.
+"""The index record of a memory (kind ``"memory"``), derived from its board file.
 
 One record per memory file, id = the file's hash (:attr:`memoryd.kinds.memories.files.Memory.id`), so a
 search hit names the memory directly. Columns: ``project`` (filterable), ``status`` = ``memory_type``
 (so search can filter by type), ``created_at``, ``line`` = the first line of the content. Keyword
 terms: content and tags in ``text_main``, the project in ``text_aux``. The embedded text is the
-content plus its tags (issue 5: tags are what an agent files a memory under). Every stored text is
+content plus its tags (tags are what an agent files a memory under). Every stored text is
 redacted as a whole first (:meth:`memoryd.kinds.memories.files.Memory.redacted`), so no secret reaches the
 keyword index or a vector. Importance and ``accessed_at`` are not part of the record: they change often and only re-rank
 (:mod:`memoryd.kinds.memories.ranking`), so a search that touches ``accessed_at`` rewrites nothing here.

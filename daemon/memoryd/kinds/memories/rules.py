@@ -1,4 +1,4 @@
-"""The rules every memory write obeys, whoever calls (tools, memo, importers): memdb's limits (issue 5).
+"""The rules every memory write obeys, whoever calls (tools, memo, importers): memdb's limits.
 
 Content 1–100,000 characters after normalisation (:func:`memoryd.kinds.memories.files.normalize_content`); at
 most 100 tags, each 1–50 characters without whitespace (duplicates dropped, order kept); importance an

@@ -1,4 +1,4 @@
-"""JSON Schemas of the ``memories`` tools: memdb's arguments and limits (issue 5), checked before a handler.
+"""JSON Schemas of the ``memories`` tools: memdb's arguments and limits, checked before a handler.
 
 A violation is refused before anything is touched (an ``E_INVALID_ARG`` answer from MCP 2025-11-25 on,
 JSON-RPC ``-32602`` before it: :mod:`memoryd.kinds.memories.tools`), so hashes are pattern-checked (64 lowercase

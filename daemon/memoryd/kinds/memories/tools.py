@@ -1,4 +1,4 @@
-"""The ``memories`` tool group: memdb's twelve tools and its usage guide, on the shared board (issue 5).
+"""The ``memories`` tool group: memdb's twelve tools and its usage guide, on the shared board.
 
 ``store_memory``, ``store_memories``, ``get_memory``, ``update_memory``, ``delete_memory``,
 ``delete_memories``, ``search_memories``, ``recall``, ``create_relationship``, ``get_relationships``,

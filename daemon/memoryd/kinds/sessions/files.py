@@ -1,4 +1,4 @@
-"""Session files on the board (issue 6): agent interactions and session summaries, Memory Core's shapes.
+"""Session files on the board: agent interactions and session summaries, Memory Core's shapes.
 
 Layout (board-relative)::
 

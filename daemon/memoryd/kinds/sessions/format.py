@@ -1,4 +1,4 @@
-"""Session records (issue 6): ids, :class:`Interaction` and :class:`Summary`, and their validation.
+"""Session records: ids, :class:`Interaction` and :class:`Summary`, and their validation.
 
 The shapes are Neo.mjs Memory Core's ``Memory`` and ``Summary`` (see :mod:`memoryd.kinds.sessions.files` for
 the files that hold them). Session ids match :data:`SESSION_ID_PATTERN` (ASCII letters, digits, ``_`` and

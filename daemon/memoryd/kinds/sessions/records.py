@@ -1,4 +1,4 @@
-"""Index records of session files (issue 6): kinds ``interaction`` and ``summary``.
+"""Index records of session files: kinds ``interaction`` and ``summary``.
 
 Both kinds share the records table with briefs and memories and are found by the same hybrid search.
 Every stored text is redacted as a whole (``Interaction.redacted`` / ``Summary.redacted``) before it

@@ -1,4 +1,4 @@
-"""JSON Schemas of the ``sessions`` tools (Neo.mjs Memory Core's names and parameters, issue 6).
+"""JSON Schemas of the ``sessions`` tools (Neo.mjs Memory Core's names and parameters).
 
 Parameter names, defaults and bounds follow Memory Core's OpenAPI description (``AddMemoryRequest``,
 ``QueryMemoriesRequest`` with ``nResults`` 1-100 default 10, ``get_session_memories`` ``limit`` 100 /

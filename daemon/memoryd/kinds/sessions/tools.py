@@ -1,4 +1,4 @@
-"""The ``sessions`` tool group: Neo.mjs Memory Core's ten tools on memoryd's board and index (issue 6).
+"""The ``sessions`` tool group: Neo.mjs Memory Core's ten tools on memoryd's board and index.
 
 * ``add_memory(prompt, thought, response, sessionId?)`` -> ``{"id","sessionId","timestamp","message"}``
   (a new session id when none is given); the line is fsync-ed and indexed before the answer.
