@@ -1,5 +1,7 @@
 """Export everything on the board to one JSONL file, and import such a file.
 
+Export and import share one module (~410 lines) because they share the format below line for line.
+
 File format (``memoryd-export`` v1), one JSON object per line::
 
     {"kind":"header","format":"memoryd-export","version":1,"created_at","include":[...],"counts":{...},

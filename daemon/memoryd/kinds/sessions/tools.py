@@ -1,5 +1,7 @@
 """The ``sessions`` tool group: Neo.mjs Memory Core's ten tools on memoryd's board and index.
 
+The ten handlers and their specs sit together (~400 lines) like the other groups: one file is the surface.
+
 * ``add_memory(prompt, thought, response, sessionId?)`` -> ``{"id","sessionId","timestamp","message"}``
   (a new session id when none is given); the line is fsync-ed and indexed before the answer.
 * ``get_session_memories(sessionId, limit=100, offset=0)`` -> ``{"sessionId","count","total","memories"}``
