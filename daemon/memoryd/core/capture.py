@@ -136,7 +136,14 @@ class Capture:
             )
         state.project, state.task, state.brief = project, task_id, brief_id
         state.prompt, state.captured_at = clean.text, time.time()
-        log.info("capture.prompt", brief=brief_id, task=task_id, filed=decision.reason, project=project)
+        log.info(
+            "capture.prompt",
+            brief=brief_id,
+            task=task_id,
+            filed=decision.reason,
+            score=round(decision.score, 3),
+            project=project,
+        )
         joined = decision.task is not None
         context = (
             f'{MARKER} memoryd filed this prompt as brief {brief_id} in task {task_id} ("{title}"'
