@@ -128,6 +128,12 @@ def render_digest(data: DigestInput, budget: int, count: Callable[[str], int] = 
                 used += cost
         if kept:
             body += [heading, *kept]
-    if not body:
-        return ""
-    return "\n".join(head + body + tail)
+    # A tokenizer may count the joined text a little differently from its lines: drop items until it fits.
+    while body:
+        text = "\n".join(head + body + tail)
+        if count(text) <= budget:
+            return text
+        body.pop()
+        if body and body[-1].startswith("## "):
+            body.pop()
+    return ""

@@ -12,9 +12,9 @@ decides, with no I/O:
 * otherwise it joins the best-matching open task when that match is clear (at least
   :attr:`Thresholds.join`), else starts a new task.
 
-The default thresholds were tuned on the labelled prompt sequences of ``memoryd eval --filing``
-(:mod:`memoryd.cli.eval.filing`; the README gives the accuracy), separately for hybrid search and for
-keyword-only search (scores of the two modes are not on one scale).
+The default thresholds are set by hand from a few trial runs (keyword-only search on a handful of
+prompts); they are not yet tuned on a labelled set (scores of the two search modes are not on one scale,
+hence two profiles).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ class Thresholds:
     new_words: int
 
 
-#: Tuned on the labelled filing set (see the module docstring); "hybrid" = model warm, "keyword" = not.
+#: Hand-set (see the module docstring); "hybrid" = model warm, "keyword" = not.
 DEFAULTS: dict[str, Thresholds] = {
     "hybrid": Thresholds(join=0.55, switch=0.6, margin=0.15, fresh=0.3, new_words=12),
     "keyword": Thresholds(join=0.45, switch=0.5, margin=0.15, fresh=0.2, new_words=12),
