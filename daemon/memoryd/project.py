@@ -1,23 +1,86 @@
-"""The project of a session: the folder name of the git work tree around the agent's working directory.
+"""The project of a working directory: one name per git repository, however it is checked out.
 
-The shim sends its working directory in the hello (contract §4). A memory stored from that session is
-filed under the name of the enclosing git root (the nearest folder upwards holding ``.git``, a folder in a
-clone or a file in a worktree/submodule), the same name briefs use for ``project``. Outside any work tree
-(or with no working directory, e.g. ``/``) there is no project: ``""``.
+Used by capture (a prompt's brief), ``save_outcome``'s brief, memories' scoping and the session-start digest,
+so the same folder always lands in the same project.
+
+The rule, from the working directory upwards:
+
+* inside a git work tree, the project is the repository's **common directory** (``git rev-parse
+  --git-common-dir``): the ``.git`` folder of a clone, or the main clone's ``.git`` that every linked
+  worktree's ``.git`` file points to (``gitdir:`` then ``commondir``). Its name is the ``origin`` remote's
+  last path component (``git@host:team/shopfront.git`` -> ``shopfront``), so two clones of one remote are
+  one project; without an ``origin`` it is the folder holding the common directory;
+* outside any work tree, the working directory's own folder name; the file-system root and ``$HOME``
+  itself are no project (``""``), nor is a missing or relative path.
+
+Git is never run (the answer must cost microseconds in the daemon and in hooks): the few files above are
+read directly. Names are cut to :data:`PROJECT_CHARS`.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from functools import lru_cache
 from pathlib import Path
 
 PROJECT_CHARS = 100
+_ORIGIN = re.compile(r'^\s*\[remote\s+"origin"\]\s*$')
+_SECTION = re.compile(r"^\s*\[")
+_URL = re.compile(r"^\s*url\s*=\s*(?P<url>\S+)\s*$")
+
+
+def _read_small(path: Path, limit: int = 1 << 16) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read(limit)
+    except OSError:
+        return ""
+
+
+def common_dir(dot_git: Path) -> Path | None:
+    """The repository's common directory for a ``.git`` entry (folder or ``gitdir:`` file); None if unusable."""
+    if dot_git.is_dir():
+        return dot_git
+    text = _read_small(dot_git, 4096).strip()
+    if not text.startswith("gitdir:"):
+        return None
+    gitdir = Path(text[len("gitdir:") :].strip())
+    if not gitdir.is_absolute():
+        gitdir = (dot_git.parent / gitdir).resolve()
+    pointer = _read_small(gitdir / "commondir", 4096).strip()
+    if pointer:
+        common = Path(pointer)
+        return common if common.is_absolute() else (gitdir / common).resolve()
+    return gitdir  # a submodule's own git dir, or a worktree of an older git
+
+
+def origin_name(common: Path) -> str:
+    """The last path component of ``remote.origin.url`` in ``<common>/config`` (``.git`` dropped), or ``""``."""
+    in_origin = False
+    for line in _read_small(common / "config").splitlines():
+        if _SECTION.match(line):
+            in_origin = bool(_ORIGIN.match(line))
+            continue
+        m = _URL.match(line) if in_origin else None
+        if m:
+            tail = re.split(r"[/:\\]", m.group("url").rstrip("/"))[-1]
+            return tail[:-4] if tail.endswith(".git") else tail
+    return ""
+
+
+def _repo_name(common: Path) -> str:
+    name = origin_name(common)
+    if name:
+        return name
+    # <repo>/.git -> "repo"; a bare repository "shopfront.git" -> "shopfront"
+    folder = common.parent if common.name == ".git" else common
+    return folder.name[:-4] if folder.name.endswith(".git") else folder.name
 
 
 @lru_cache(maxsize=256)
 def project_of(cwd: str | None) -> str:
-    """The git root's folder name for ``cwd`` (an absolute path), or ``""``. Never raises."""
+    """The project name for ``cwd`` (an absolute path), by the module's rule; ``""`` for none. Never raises."""
     if not cwd or not os.path.isabs(cwd):
         return ""
     try:
@@ -25,8 +88,41 @@ def project_of(cwd: str | None) -> str:
         for folder in (here, *here.parents):
             if folder == folder.parent:  # the file-system root is never a project
                 break
-            if os.path.lexists(folder / ".git"):
-                return folder.name[:PROJECT_CHARS]
+            dot_git = folder / ".git"
+            if os.path.lexists(dot_git):
+                common = common_dir(dot_git)
+                name = _repo_name(common) if common is not None else folder.name
+                return (name or folder.name)[:PROJECT_CHARS]
+        home = os.environ.get("HOME")
+        if here == here.parent or (home and os.path.abspath(home) == os.path.abspath(cwd)):
+            return ""
+        return here.name[:PROJECT_CHARS]
+    except (OSError, ValueError):
+        return ""
+
+
+def branch_of(cwd: str | None) -> str:
+    """The checked-out branch of the work tree around ``cwd`` (``HEAD``'s ``refs/heads/...``), else ``""``."""
+    if not cwd or not os.path.isabs(cwd):
+        return ""
+    try:
+        here = Path(cwd)
+        for folder in (here, *here.parents):
+            if folder == folder.parent:
+                return ""
+            dot_git = folder / ".git"
+            if os.path.lexists(dot_git):
+                if dot_git.is_dir():
+                    gitdir = dot_git
+                else:
+                    text = _read_small(dot_git, 4096).strip()
+                    if not text.startswith("gitdir:"):
+                        return ""
+                    gitdir = Path(text[len("gitdir:") :].strip())
+                    gitdir = gitdir if gitdir.is_absolute() else (folder / gitdir).resolve()
+                head = _read_small(gitdir / "HEAD", 4096).strip()
+                prefix = "ref: refs/heads/"
+                return head[len(prefix) :][:PROJECT_CHARS] if head.startswith(prefix) else ""
     except (OSError, ValueError):
         return ""
     return ""

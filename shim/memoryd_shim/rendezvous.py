@@ -37,6 +37,11 @@ DEFAULT_TOOL_GROUPS = ("briefs",)
 FALLBACK_HASH_CHARS = 16
 #: stderr of a daemon started by a shim goes here, under the state dir.
 SPAWN_LOG_NAME = "memoryd-spawned.log"
+#: Hook events no daemon could take go here, under the state dir, one JSON request a line; the daemon
+#: takes them in when its engine starts (:mod:`memoryd.core.spool`).
+CAPTURE_SPOOL_NAME = "capture-spool.jsonl"
+#: A spool past this size takes no more lines (a daemon that never comes back must not fill the disk).
+CAPTURE_SPOOL_MAX_BYTES = 16 * 1024 * 1024
 _SPACED = (", ", ": ")  # the separators json.dumps uses by default, kept for the daemon's lines
 
 
@@ -151,6 +156,11 @@ def serve_argv(python: str, socket: str | None = None) -> list[str]:
 def spawn_log_path_str(env: Mapping[str, str] | None = None, platform: str | None = None) -> str:
     """``<state>/memoryd-spawned.log``: the stderr of a daemon a shim started."""
     return os.path.join(state_dir_str(env, platform), SPAWN_LOG_NAME)
+
+
+def capture_spool_path_str(env: Mapping[str, str] | None = None, platform: str | None = None) -> str:
+    """``<state>/capture-spool.jsonl``: where hooks leave what they could not deliver."""
+    return os.path.join(state_dir_str(env, platform), CAPTURE_SPOOL_NAME)
 
 
 def parse_tool_groups(spec: str | None) -> list[str]:

@@ -71,7 +71,7 @@ def test_connect_disconnect_keep_everything_else(fake_home: FakeHome):
     settings = claude_settings(fh.home)
     before = snapshot(fh, settings)
 
-    outcomes = {o.agent: o for a in agents.values() for o in manage.connect(a, server)}
+    outcomes = {o.agent: o for a in agents.values() for o in manage.connect(a, server, capture=False)}
     assert not leftovers(fh)
 
     for name, agent in agents.items():
@@ -123,7 +123,7 @@ def test_connect_disconnect_keep_everything_else(fake_home: FakeHome):
     backups = {
         p: safewrite.backup_path(p).read_bytes() for p in after_first if safewrite.backup_path(p).exists()
     }
-    again = [o for a in agents.values() for o in manage.connect(a, server)]
+    again = [o for a in agents.values() for o in manage.connect(a, server, capture=False)]
     assert {o.state for o in again} <= {manage.UNCHANGED, manage.SKIPPED}
     assert snapshot(fh, settings) == after_first
 
@@ -151,7 +151,7 @@ def test_connect_disconnect_keep_everything_else(fake_home: FakeHome):
 
     # Connect again after disconnect: the new backups hold the same originals.
     for agent in agents.values():
-        manage.connect(agent, server)
+        manage.connect(agent, server, capture=False)
     for path, data in backups.items():
         assert safewrite.backup_path(path).read_bytes() == data
     assert not leftovers(fh)
@@ -162,7 +162,9 @@ def test_dry_run_writes_nothing_and_shows_the_diff(fake_home: FakeHome):
     agents = agents_of(fh)
     settings = claude_settings(fh.home)
     before = snapshot(fh, settings)
-    outcomes = [o for a in agents.values() for o in manage.connect(a, server_entry(), dry_run=True)]
+    outcomes = [
+        o for a in agents.values() for o in manage.connect(a, server_entry(), dry_run=True, capture=False)
+    ]
     assert snapshot(fh, settings) == before
     assert not list(fh.home.rglob("*.memoryd-backup"))
     diffs = {o.agent: o.diff for o in outcomes if o.state == manage.WOULD_CHANGE}
@@ -177,7 +179,7 @@ def test_files_that_do_not_exist_yet_are_created_and_removed_again(tmp_path):
     agents = {a.name: a for a in known_agents(home=home, platform="linux", env={"HOME": str(home)})}
     server = server_entry(tools="briefs,memo")
     for name in ("codex", "gemini"):
-        [outcome] = manage.connect(agents[name], server)
+        [outcome] = manage.connect(agents[name], server, capture=False)
         assert outcome.state == manage.CONNECTED
         assert oct(os.stat(agents[name].config).st_mode & 0o777) == "0o600"
         entry = manage.edits.read_entry(
@@ -197,7 +199,7 @@ def test_a_file_memoryd_created_stays_once_it_holds_more_than_memoryds_entry(tmp
     home = tmp_path / "home"
     (home / ".cursor").mkdir(parents=True)
     cursor = next(a for a in known_agents(home=home, env={"HOME": str(home)}) if a.name == "cursor")
-    manage.connect(cursor, server_entry())
+    manage.connect(cursor, server_entry(), capture=False)
     value = json.loads(cursor.config.read_text())
     value["mcpServers"]["playwright"] = {"command": "npx"}  # Cursor adds a server of its own
     cursor.config.write_text(json.dumps(value, indent=2))
@@ -212,7 +214,7 @@ def test_a_backup_stays_while_the_file_differs_from_it(tmp_path):
     (home / ".gemini").mkdir(parents=True)
     gemini = next(a for a in known_agents(home=home, env={"HOME": str(home)}) if a.name == "gemini")
     gemini.config.write_text('{\n  "theme": "Dracula"\n}\n')
-    manage.connect(gemini, server_entry())
+    manage.connect(gemini, server_entry(), capture=False)
     gemini.config.write_text(gemini.config.read_text().replace("Dracula", "GitHub"))  # the user's edit
     [gone] = manage.disconnect(gemini)
     assert gone.state == manage.REMOVED and gone.detail == ""
@@ -231,7 +233,7 @@ def test_a_temp_file_left_by_a_killed_connect_goes_at_the_next_write(tmp_path):
     theirs = home / ".cursor" / ".mcp.json.tmp"
     for path in (stale, alive, theirs):
         path.write_text("{")
-    manage.connect(cursor, server_entry())
+    manage.connect(cursor, server_entry(), capture=False)
     assert not stale.exists() and alive.exists() and theirs.exists()
 
 
@@ -247,7 +249,7 @@ def test_a_stale_entry_is_reported_and_connect_fixes_it(tmp_path):
     )
     state = manage.status(cursor, server_entry())
     assert state.state == "entry stale" and "old-venv" in state.detail
-    [outcome] = manage.connect(cursor, server_entry())
+    [outcome] = manage.connect(cursor, server_entry(), capture=False)
     assert outcome.state == manage.UPDATED
     value = json.loads(cursor.config.read_text())
     assert value["mcpServers"]["memoryd"] == server_entry() and value["mcpServers"]["other"] == {
@@ -271,8 +273,41 @@ def test_files_that_are_not_ours_to_rewrite_are_left_alone(tmp_path, kind):
     }[kind]
     gemini.config.parent.mkdir(parents=True)
     gemini.config.write_text(text)
-    [outcome] = manage.connect(gemini, server_entry())
+    [outcome] = manage.connect(gemini, server_entry(), capture=False)
     assert outcome.state == manage.SKIPPED and "left untouched" in outcome.detail
     assert json.loads(outcome.snippet)["mcpServers"]["memoryd"] == server_entry()
     assert gemini.config.read_text() == text
     assert not safewrite.backup_path(gemini.config).exists()
+
+
+def test_capture_hooks_connect_and_disconnect_byte_exactly(fake_home: FakeHome):
+    from memoryd.cli.connect import capturehooks
+
+    fh = fake_home
+    agents = agents_of(fh)
+    server = server_entry()
+    settings = claude_settings(fh.home)
+    before = snapshot(fh, settings)
+    outcomes = {o.agent: o for a in agents.values() for o in manage.connect(a, server, tokens=900)}
+    for name in ("claude-code", "codex", "gemini"):
+        if name in fh.untouched:
+            continue
+        assert outcomes[f"{name} (capture hooks)"].state == manage.CONNECTED, outcomes
+        path = capturehooks.hooks_file(name, agents[name].folder)
+        installed = capturehooks.read(path.read_text())
+        assert set(installed) == set(capturehooks.EVENTS[name])
+        assert installed["SessionStart"].endswith(f"{name} SessionStart --tokens 900")
+        assert manage.capture_state(agents[name]) == "on"
+    claude_hooks = json.loads(settings.read_bytes())["hooks"]
+    assert claude_hooks["Stop"][0] == json.loads(before[settings][0])["hooks"]["Stop"][0]  # theirs, first
+    again = [o for a in agents.values() for o in manage.connect(a, server, tokens=900)]
+    assert {o.state for o in again} <= {manage.UNCHANGED, manage.SKIPPED}
+    off = manage.disconnect_capture(agents["claude-code"])
+    assert off is not None and off.state == manage.REMOVED
+    assert manage.capture_state(agents["claude-code"]) == "off"
+    for a in agents.values():
+        manage.disconnect(a)
+    for path, (old, _mtime) in before.items():
+        assert safewrite.read_bytes(path) == old, path
+    assert not (agents["codex"].folder / "hooks.json").exists()
+    assert not list(fh.home.parent.rglob("*.memoryd-backup"))

@@ -26,6 +26,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "memoryd.cli.forget",
     "memoryd.cli.export",
     "memoryd.cli.service.command",
+    "memoryd.cli.brief",
 )
 
 

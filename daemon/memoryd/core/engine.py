@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from memoryd import __version__
+from memoryd.core.capture import Capture
 from memoryd.core.indexer import Indexer
 from memoryd.core.sources import RecordSource, make_sources
+from memoryd.core.spool import take_spool
 from memoryd.core.sweep import sweep
 from memoryd.index.lock import IndexLock
 from memoryd.index.rwlock import RWLock
@@ -75,6 +77,9 @@ class Engine:
         self.memories = Memories(
             self.board, self.sources, submit=self.submit_paths, search=self.searcher.search
         )
+        #: Agents' hook events -> briefs, turns, summaries, the session-start digest.
+        self.capture = Capture(self.board, self.briefs, self.searcher, self.memories, self._index)
+        self._spool_task: asyncio.Task | None = None
 
     async def submit_paths(self, paths: Sequence[str]) -> None:
         """Index these board-relative paths (none: wait for every earlier write); no-op before start."""
@@ -108,6 +113,10 @@ class Engine:
                 self.watcher.stop()
             raise
         self.indexer.start()
+        # What hooks could not deliver while no daemon ran is filed now, in the order it happened.
+        self._spool_task = asyncio.get_running_loop().create_task(
+            take_spool(self.settings.locations.state, self.capture.handle), name="memoryd-spool"
+        )
         if self.model.state == "loading":
             self._model_task = asyncio.get_running_loop().create_task(
                 self._load_model(), name="memoryd-model"
@@ -177,6 +186,8 @@ class Engine:
             await asyncio.to_thread(self.watcher.stop)
         if self._model_task is not None and not self._model_task.done():
             self._model_task.cancel()
+        if self._spool_task is not None and not self._spool_task.done():
+            self._spool_task.cancel()  # what is left stays in the spool for the next start
         await self.memories.close()  # writes pending accessed_at touches
         if self.indexer is not None:
             await self.indexer.close()
@@ -188,6 +199,12 @@ class Engine:
         if self.indexer is None:
             raise RuntimeError("the engine has not started")
         return self.indexer.snapshot
+
+    async def _index(
+        self, briefs: Sequence[str] = (), tasks: Sequence[str] = (), paths: Sequence[str] = ()
+    ) -> None:
+        if self.indexer is not None:
+            await self.indexer.submit(briefs=briefs, tasks=tasks, paths=paths)
 
     async def _submit_briefs(self, brief_ids: Sequence[str]) -> None:
         if self.indexer is not None:

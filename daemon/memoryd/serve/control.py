@@ -181,3 +181,71 @@ def ask_forget(
     forget line.
     """
     return _ask(socket_path, "forget", timeout)
+
+
+# --- capture ------------------------------------------------------------------------------------------
+
+#: A capture request may carry a long prompt or answer; past this the line is refused (hooks cut before).
+MAX_CAPTURE_BYTES = 1 << 20
+#: How long a capture request waits for an engine that is still loading (the hook has long gone by
+#: then; the request is still filed).
+CAPTURE_ENGINE_WAIT_S = 120.0
+
+
+def is_capture_request(line: bytes) -> bool:
+    """Whether a connection's first line is a capture request
+    ``{"memoryd":"capture","v":1,"request":{...}}`` (:mod:`memoryd.core.capture` describes ``request``)."""
+    return line.startswith(b'{"memoryd": "capture"') or line.startswith(b'{"memoryd":"capture"')
+
+
+async def capture_answer(engine_handle: Any, line: bytes, wait_s: float = CAPTURE_ENGINE_WAIT_S) -> bytes:
+    """The line answering a capture request: ``{"memoryd":"capture","v":1,"capture":{...}}`` with
+    :meth:`memoryd.core.capture.Capture.handle`'s answer, or an error line saying why."""
+    if len(line) > MAX_CAPTURE_BYTES:
+        return rendezvous.error_line(f"capture request longer than {MAX_CAPTURE_BYTES} bytes")
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        return rendezvous.error_line("capture request is not JSON")
+    if not isinstance(msg, dict) or msg.get("v") != rendezvous.WIRE_VERSION:
+        return rendezvous.error_line(f"capture request must be a wire v{rendezvous.WIRE_VERSION} object")
+    try:
+        engine = await engine_handle.get(wait_s=wait_s)
+        return _answer_line("capture", await engine.capture.handle(msg.get("request")))
+    except ValueError as exc:
+        return rendezvous.error_line(f"capture refused: {exc}")
+    except Exception as exc:  # the answer says why; the daemon keeps serving
+        return rendezvous.error_line(f"capture failed: {type(exc).__name__}: {exc}")
+
+
+def ask_capture(
+    socket_path: str | os.PathLike[str] | Path, request: dict[str, Any], timeout: float = 30.0
+) -> dict[str, Any] | None:
+    """Send one capture request (``memoryd brief``); the answer, or ``None`` when no daemon answers.
+
+    Raises ``ValueError`` with the daemon's message when it refuses the request.
+    """
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        try:
+            sock.connect(os.fsencode(socket_path))
+        except OSError:
+            return None
+        line = {"memoryd": "capture", "v": rendezvous.WIRE_VERSION, "request": request}
+        sock.sendall((json.dumps(line, ensure_ascii=False) + "\n").encode())
+        with sock.makefile("rb") as reader:
+            answer_bytes = reader.readline(1 << 24)
+    except (TimeoutError, ConnectionError) as exc:
+        raise ValueError(f"the daemon on {socket_path} did not answer: {exc}") from exc
+    finally:
+        sock.close()
+    try:
+        answer = json.loads(answer_bytes)
+    except ValueError:
+        answer = None
+    if isinstance(answer, dict) and answer.get("memoryd") == "error":
+        raise ValueError(str(answer.get("message", "the daemon refused the request")))
+    if not isinstance(answer, dict) or not isinstance(answer.get("capture"), dict):
+        raise ValueError(f"unexpected answer from {socket_path}: {answer_bytes[:200]!r}")
+    return answer["capture"]

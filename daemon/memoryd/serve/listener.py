@@ -128,6 +128,9 @@ class Listener:
             line = b"x" * (MAX_HELLO_BYTES + 1)
         if line is None:
             return  # connected and left (a liveness probe)
+        if control.is_capture_request(line):  # an agent's hook, or `memoryd brief`
+            await out.send(await control.capture_answer(self.app.engine, line))
+            return
         if len(line) > MAX_HELLO_BYTES:
             clog.info("hello_too_long", bytes=len(line))
             await out.send(rendezvous.error_line(f"hello line longer than {MAX_HELLO_BYTES} bytes"))

@@ -31,7 +31,30 @@ def register(sub) -> None:
     c.add_argument(
         "--status", action="store_true", help="list each agent: connected, not connected, unreadable, stale"
     )
+    c.add_argument(
+        "--no-capture",
+        action="store_true",
+        help="leave out the capture hooks (Claude Code, Codex, Gemini CLI: prompts -> briefs, session digest)",
+    )
+    c.add_argument(
+        "--context-tokens",
+        type=int,
+        metavar="N",
+        help="token budget of the session-start digest (default 1500; 0 turns it off)",
+    )
     c.set_defaults(func=cmd_connect)
+
+    cap = sub.add_parser(
+        "capture",
+        help="switch the capture hooks on or off for agents already connected",
+        description="on: install the capture hooks (prompts become briefs; the session-start digest); "
+        "off: remove them byte-exactly. Without AGENT: every agent with hooks whose config folder exists.",
+    )
+    cap.add_argument("state", choices=("on", "off"))
+    cap.add_argument("agents", nargs="*", metavar="AGENT", help="claude-code, codex, gemini")
+    cap.add_argument("--context-tokens", type=int, metavar="N", help="digest budget (with on)")
+    cap.add_argument("--dry-run", action="store_true", help="show the diff per file; write nothing")
+    cap.set_defaults(func=cmd_capture)
 
     d = sub.add_parser(
         "disconnect", help="remove memoryd from agents' MCP configs (and Claude Code's Stop hook)"
@@ -122,6 +145,8 @@ def cmd_connect(args) -> int:
         for agent in _select(args.agents, True):
             st = manage.status(agent, server)
             hook = f", Stop hook {st.hook}" if st.hook else ""
+            capture_state = manage.capture_state(agent)
+            hook += f", capture {capture_state}" if capture_state else ""
             detail = f" - {st.detail}" if st.detail else ""
             print(f"{agent.name:<16} {st.state}{hook}{detail}  ({agent.config})")
         return EXIT_OK
@@ -154,7 +179,16 @@ def cmd_connect(args) -> int:
             file=sys.stderr,
         )
         return EXIT_PROBLEM
-    outcomes = [o for agent in agents for o in manage.connect(agent, server, dry_run=args.dry_run)]
+    if args.context_tokens is not None and args.context_tokens < 0:
+        print("memoryd connect: --context-tokens must be 0 or more", file=sys.stderr)
+        return EXIT_USAGE
+    outcomes = [
+        o
+        for agent in agents
+        for o in manage.connect(
+            agent, server, dry_run=args.dry_run, capture=not args.no_capture, tokens=args.context_tokens
+        )
+    ]
     code = _print_outcomes(outcomes, "connected")
     if not args.dry_run and any(o.state in (manage.CONNECTED, manage.UPDATED) for o in outcomes):
         print(
@@ -172,6 +206,41 @@ def cmd_disconnect(args) -> int:
         print("memoryd disconnect: no agent config names memoryd.")
         return EXIT_OK
     return _print_outcomes(outcomes, "disconnected")
+
+
+def cmd_capture(args) -> int:
+    from memoryd.cli.connect import capturehooks, manage
+    from memoryd.cli.connect.agents import server_entry
+
+    unknown = [n for n in args.agents if n not in capturehooks.EVENTS]
+    if unknown:
+        print(
+            f"memoryd capture: {', '.join(unknown)} has no capture hooks; agents with hooks: "
+            + ", ".join(capturehooks.EVENTS),
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    if args.context_tokens is not None and args.context_tokens < 0:
+        print("memoryd capture: --context-tokens must be 0 or more", file=sys.stderr)
+        return EXIT_USAGE
+    agents = [a for a in _select(args.agents, False) if a.name in capturehooks.EVENTS]
+    server = server_entry()
+    outcomes = []
+    for agent in agents:
+        if args.state == "on":
+            outcomes.append(
+                manage.connect_capture(
+                    agent, server["command"], args.context_tokens, server.get("env"), args.dry_run
+                )
+            )
+        else:
+            found = manage.disconnect_capture(agent, args.dry_run)
+            if found is not None:
+                outcomes.append(found)
+    if not outcomes:
+        print(f"memoryd capture {args.state}: nothing to change.")
+        return EXIT_OK
+    return _print_outcomes(outcomes, "connected" if args.state == "on" else "disconnected")
 
 
 def cmd_hook(args) -> int:

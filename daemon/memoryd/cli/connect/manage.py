@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memoryd.cli.connect import edits, safewrite
+from memoryd.cli.connect import capturehooks, edits, safewrite
 from memoryd.cli.connect.agents import Agent, claude_settings, command_exists, hook_command
 from memoryd.cli.connect.jsonedit import NotPlainJson
 from memoryd.cli.connect.tomledit import NotToml
@@ -106,8 +106,15 @@ def _apply(
     return Outcome(name, path, action, detail, backup=backup)
 
 
-def connect(agent: Agent, server: dict[str, Any], dry_run: bool = False) -> list[Outcome]:
-    """Add or refresh memoryd's entry in ``agent``'s config (and Claude Code's Stop hook)."""
+def connect(
+    agent: Agent,
+    server: dict[str, Any],
+    dry_run: bool = False,
+    capture: bool = True,
+    tokens: int | None = None,
+) -> list[Outcome]:
+    """Add or refresh memoryd's entry in ``agent``'s config (and Claude Code's Stop hook); with ``capture``,
+    the capture hooks of agents that have them (:mod:`.capturehooks`; ``tokens``: the digest budget)."""
     entry = agent.entry(server)
     paste = edits.snippet(agent.fmt, agent.container, entry)
 
@@ -126,7 +133,76 @@ def connect(agent: Agent, server: dict[str, Any], dry_run: bool = False) -> list
     # The hook asks the agent to call save_outcome: only worth installing where the server is configured.
     if agent.name == "claude-code" and outcomes[0].ok:
         outcomes.append(_connect_hook(agent, server["command"], dry_run))
+    if capture and agent.name in capturehooks.EVENTS and outcomes[0].ok:
+        outcomes.append(connect_capture(agent, server["command"], tokens, server.get("env"), dry_run))
     return outcomes
+
+
+def capture_outcome_name(agent: Agent) -> str:
+    return f"{agent.name} (capture hooks)"
+
+
+def connect_capture(
+    agent: Agent, python: str, tokens: int | None, env: dict[str, str] | None, dry_run: bool = False
+) -> Outcome:
+    """Install (or refresh) memoryd's capture hooks for ``agent`` in its hooks file."""
+    path = capturehooks.hooks_file(agent.name, agent.folder)
+    groups = capturehooks.wanted(agent.name, python, tokens, env)
+    commands = {e: g["hooks"][0]["command"] for e, g in groups.items()}
+    try:
+        previous = capturehooks.read(_decode(safewrite.read_bytes(path)))
+    except (OSError, ValueError):
+        previous = {}
+    return _apply(
+        capture_outcome_name(agent),
+        path,
+        "json",
+        lambda text: capturehooks.set_hooks(text, groups),
+        lambda text: capturehooks.read(text) == commands,
+        dry_run,
+        capturehooks.snippet(groups),
+        UPDATED if previous else CONNECTED,
+    )
+
+
+def disconnect_capture(agent: Agent, dry_run: bool = False) -> Outcome | None:
+    """Remove memoryd's capture hooks from ``agent``'s hooks file; None when there are none."""
+    if agent.name not in capturehooks.EVENTS:
+        return None
+    path = capturehooks.hooks_file(agent.name, agent.folder)
+    try:
+        present = bool(capturehooks.read(_decode(safewrite.read_bytes(path))))
+    except (OSError, ValueError):
+        present = path.exists()
+    if not present:
+        return None
+    had = _had(path, "json")
+    return _apply(
+        capture_outcome_name(agent),
+        path,
+        "json",
+        lambda text: capturehooks.remove_hooks(text, had),
+        lambda text: not capturehooks.read(text),
+        dry_run,
+        None,
+        REMOVED,
+    )
+
+
+def capture_state(agent: Agent) -> str | None:
+    """``"on"`` / ``"off"`` / ``"unreadable"`` for agents with capture hooks; None for the others."""
+    if agent.name not in capturehooks.EVENTS:
+        return None
+    try:
+        return (
+            "on"
+            if capturehooks.read(
+                _decode(safewrite.read_bytes(capturehooks.hooks_file(agent.name, agent.folder)))
+            )
+            else "off"
+        )
+    except (OSError, ValueError):
+        return "unreadable"
 
 
 def _connect_hook(agent: Agent, python: str, dry_run: bool) -> Outcome:
@@ -172,6 +248,9 @@ def disconnect(agent: Agent, dry_run: bool = False) -> list[Outcome]:
             )
         ]
     )
+    capture = disconnect_capture(agent, dry_run)
+    if capture is not None:
+        outcomes.append(capture)
     if agent.name == "claude-code":
         settings = claude_settings(agent.folder.parent)
         try:

@@ -43,6 +43,10 @@ class Briefs:
         self._snapshot = snapshot
         self._submit = submit
 
+    def snapshot(self) -> BoardSnapshot:
+        """The indexer's latest snapshot of the board (tasks and briefs, redacted)."""
+        return self._snapshot()
+
     def tasks(self) -> dict[str, Task]:
         """Every task of the last snapshot, by id."""
         return self._snapshot().tasks

@@ -1,0 +1,106 @@
+"""``memoryd brief`` (a person files a brief, filed like a captured prompt; prints its id) and
+``memoryd tasks`` (the board's tasks, newest activity first, like ``list_tasks``).
+
+``brief`` goes through the running daemon (the capture control request, :mod:`memoryd.core.capture`), so
+the brief is redacted, filed into the task it continues and searchable when the id is printed. With no
+daemon it exits 3 and says how to start one: filing needs the index. ``tasks`` reads the board files.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, EXIT_NOT_RUNNING = 0, 1, 2, 3
+
+
+def register(sub) -> None:
+    b = sub.add_parser("brief", help="file a brief (what you want done); prints its id")
+    b.add_argument("text", help="what you want, in your own words (<private>...</private> is never stored)")
+    b.add_argument("--project", help="default: the project of the current folder")
+    where = b.add_mutually_exclusive_group()
+    where.add_argument("--task", metavar="T", help="add it to this task (default: the task it continues)")
+    where.add_argument("--new-task", metavar="TITLE", help="start a new task with this title")
+    b.add_argument("--screen", metavar="PNG", help="a screenshot to attach")
+    b.add_argument(
+        "--screen-text", metavar="TXT", help="that screenshot's text (searchable, never handed out)"
+    )
+    b.set_defaults(func=cmd_brief)
+
+    t = sub.add_parser("tasks", help="list the board's tasks, newest activity first")
+    t.add_argument("--project")
+    t.add_argument("--status", choices=("open", "done"))
+    t.add_argument("--limit", type=int, default=30)
+    t.set_defaults(func=cmd_tasks)
+
+
+def cmd_brief(args) -> int:
+    from memoryd.paths import resolve
+    from memoryd.serve.control import ask_capture
+
+    if args.screen_text and not args.screen:
+        print("memoryd brief: --screen-text needs --screen", file=sys.stderr)
+        return EXIT_USAGE
+    screens = []
+    if args.screen:
+        for path in filter(None, (args.screen, args.screen_text)):
+            if not os.path.isfile(path):
+                print(f"memoryd brief: no file {path}", file=sys.stderr)
+                return EXIT_USAGE
+        screens.append(
+            [os.path.abspath(args.screen), os.path.abspath(args.screen_text) if args.screen_text else None]
+        )
+    request = {"event": "brief", "text": args.text, "cwd": os.getcwd(), "screens": screens}
+    for key, value in (("project", args.project), ("task", args.task), ("new_task", args.new_task)):
+        if value:
+            request[key] = value
+    socket = resolve().socket
+    try:
+        answer = ask_capture(socket, request)
+    except ValueError as exc:
+        print(f"memoryd brief: {exc}", file=sys.stderr)
+        return EXIT_PROBLEM
+    if answer is None:
+        print(
+            f"memoryd brief: no daemon answers on {socket}; start one with `memoryd serve`", file=sys.stderr
+        )
+        return EXIT_NOT_RUNNING
+    print(answer["brief"])
+    print(
+        f"task {answer['task']} ({answer['filed']}), project {answer.get('project') or '-'}", file=sys.stderr
+    )
+    return EXIT_OK
+
+
+def cmd_tasks(args) -> int:
+    from memoryd.kinds.briefs.reader import BoardReader, BoardUnreadable
+    from memoryd.paths import resolve
+    from memoryd.serve.control import ask_status
+
+    locations = resolve()
+    board = locations.board
+    try:
+        status = ask_status(locations.socket, timeout=1.0)
+        if status and status.get("board"):
+            board = type(board)(status["board"])
+    except (OSError, ValueError):
+        pass
+    try:
+        snap = BoardReader(board).load()
+    except BoardUnreadable as exc:
+        print(f"memoryd tasks: {exc}", file=sys.stderr)
+        return EXIT_PROBLEM
+    activity: dict[str, tuple[str, int]] = {}
+    for b in snap.briefs.values():
+        last, n = activity.get(b.task, ("", 0))
+        activity[b.task] = (max(last, b.created_at), n + 1)
+    rows = [
+        (t, max(activity.get(t.id, ("", 0))[0], t.created_at), activity.get(t.id, ("", 0))[1])
+        for t in snap.tasks.values()
+        if (not args.project or t.project == args.project) and (not args.status or t.status == args.status)
+    ]
+    rows.sort(key=lambda r: (r[1], r[0].id), reverse=True)
+    print(f"{len(rows)} task(s) on {board}")
+    for task, last, n in rows[: max(1, args.limit)]:
+        print(f"{task.id}  {task.status:<4}  {last[:10]}  {n:>3} brief(s)  [{task.project}] {task.title}")
+    return EXIT_OK

@@ -1,0 +1,344 @@
+"""Capture: agents' hook events become briefs, session turns, summaries and the session-start digest.
+
+One :class:`Capture` per engine. Its :meth:`Capture.handle` takes one neutral request (the hooks in
+:mod:`memoryd_shim.hooks` translate each agent's JSON into it; ``memoryd brief`` sends one too)::
+
+    {"event": "prompt", "agent", "session", "cwd", "prompt"}              -> {"brief", "task", "filed", "skipped", "context"}
+    {"event": "stop",   "agent", "session", "cwd", "response", "stop_active"} -> {"block", "turn"}
+    {"event": "start",  "agent", "session", "cwd", "source", "tokens"}    -> {"context"}
+    {"event": "end",    "agent", "session", "cwd", "reason"}              -> {"summary"}
+    {"event": "brief",  "text", "cwd"?, "project"?, "task"?, "new_task"?, "screens"?: [[png, txt|null]]}
+                                                                         -> {"brief", "task", "filed"}
+
+Every write is indexed through the engine's one writer before the answer goes out. What each session
+filed last (its task and brief, the prompt, whether the agent was already asked for an outcome) lives in
+memory: a daemon restart forgets it, and the next prompt of that session is filed by search alone.
+Raises ``ValueError`` for a request it cannot use (the control line answers with the message).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import re
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memoryd.board.ids import BRIEF_ID_PATTERN, is_task_id
+from memoryd.index.redact import redact
+from memoryd.kinds.briefs import capture as cap
+from memoryd.kinds.briefs import digest as dig
+from memoryd.kinds.briefs import filing
+from memoryd.kinds.sessions import files as sessions
+from memoryd.kinds.sessions.summarize import extractive
+from memoryd.logs import get_logger
+from memoryd.project import branch_of, project_of
+
+log = get_logger("memoryd.core.capture")
+
+MARKER = "[memoryd]"
+SEARCH_POOL = 30
+_BRIEF_ID = re.compile(rf"(?<![0-9A-Za-z_-])({BRIEF_ID_PATTERN})(?![0-9A-Za-z_-])", re.ASCII)
+_TRUNK = frozenset({"main", "master", "trunk", "develop", "dev", "HEAD", ""})
+
+#: ``index(briefs=, tasks=, paths=)``: hand changes to the writer; resolves once they are searchable.
+IndexFn = Callable[..., Awaitable[Any]]
+
+
+@dataclass
+class SessionState:
+    """What one agent session filed last; ``asked``: briefs the agent was already asked to report on."""
+
+    project: str = ""
+    task: str | None = None
+    brief: str | None = None
+    prompt: str = ""
+    captured_at: float = 0.0
+    asked: set[str] = field(default_factory=set)
+
+
+def session_file_id(agent: str, session: str) -> str:
+    """The ``sessions/<id>.jsonl`` id of an agent session: its own id when it fits the pattern."""
+    if sessions.is_session_id(session):
+        return session
+    digest = hashlib.sha256(f"{agent}\0{session}".encode()).hexdigest()[:32]
+    return f"{(agent or 'agent')[:20].replace('.', '-')}-{digest}"
+
+
+def reason_for(briefs: list[str]) -> str:
+    """The instruction a Stop hook hands back when an outcome is missing (asked once per brief)."""
+    ids = ", ".join(briefs)
+    return (
+        f"{MARKER} This turn worked on memoryd brief {ids}, and no outcome has been saved for it yet. "
+        f"Before you stop, call the memoryd tool save_outcome with brief_id={briefs[0]!r}"
+        + (" (and once for each other brief)" if len(briefs) > 1 else "")
+        + ": `did` = what you did, `open` = what is still open or unverified (plus `decided`, `files`, "
+        "`retired` when they apply). Then finish your answer."
+    )
+
+
+def _text(req: dict, key: str) -> str:
+    value = req.get(key)
+    return value if isinstance(value, str) else ""
+
+
+class Capture:
+    """Built by the engine from its collaborators (see the module docstring); never sees the engine."""
+
+    def __init__(self, board: Path, briefs: Any, searcher: Any, memories: Any, index: IndexFn) -> None:
+        self.board = Path(board)
+        self.briefs = briefs  #: :class:`memoryd.kinds.briefs.api.Briefs`
+        self.searcher = searcher  #: :class:`memoryd.index.searcher.Searcher`
+        self.memories = memories  #: :class:`memoryd.kinds.memories.api.Memories`
+        self._index = index
+        self._sessions: dict[tuple[str, str], SessionState] = {}
+        self._filing = asyncio.Lock()  # two prompts at once must not both start "the" new task
+
+    async def handle(self, req: Any) -> dict[str, Any]:
+        """Answer one request (shapes in the module docstring). Raises ``ValueError`` for a bad one."""
+        if not isinstance(req, dict):
+            raise ValueError("a capture request must be a JSON object")
+        event = req.get("event")
+        handler = {
+            "prompt": self.prompt,
+            "stop": self.stop,
+            "start": self.start,
+            "end": self.end,
+            "brief": self.person_brief,
+        }.get(event)
+        if handler is None:
+            raise ValueError(f"unknown capture event {event!r}")
+        return await handler(req)
+
+    def _state(self, req: dict) -> SessionState:
+        key = (_text(req, "agent"), _text(req, "session"))
+        if key not in self._sessions:
+            if len(self._sessions) > 4096:  # a long-lived daemon: forget the oldest sessions
+                self._sessions.pop(next(iter(self._sessions)))
+            self._sessions[key] = SessionState()
+        return self._sessions[key]
+
+    # -- prompt submitted ---------------------------------------------------------------------------------
+    async def prompt(self, req: dict) -> dict[str, Any]:
+        clean = cap.clean_prompt(_text(req, "prompt"))
+        if not clean.is_brief:
+            return {"brief": None, "task": None, "filed": None, "skipped": clean.reason, "context": None}
+        project = project_of(_text(req, "cwd") or None)
+        state = self._state(req)
+        async with self._filing:
+            current = state.task if state.project == project and self._is_open(state.task) else None
+            decision = await self._decide(clean.text, project, current)
+            brief_id, task_id, title = await self._write(
+                clean.text, clean.text, project, decision.task, None, (), self._captured(req)
+            )
+        state.project, state.task, state.brief = project, task_id, brief_id
+        state.prompt, state.captured_at = clean.text, time.time()
+        log.info(
+            "capture.prompt",
+            brief=brief_id,
+            task=task_id,
+            filed=decision.reason,
+            score=round(decision.score, 3),
+            project=project,
+        )
+        joined = decision.task is not None
+        context = (
+            f'{MARKER} memoryd filed this prompt as brief {brief_id} in task {task_id} ("{title}"'
+            + (", which continues earlier work: get_task shows its history" if joined else ", a new task")
+            + f"). When you finish, call the memoryd tool save_outcome with brief_id={brief_id!r}."
+        )
+        return {
+            "brief": brief_id,
+            "task": task_id,
+            "filed": decision.reason,
+            "skipped": None,
+            "context": context,
+        }
+
+    def _is_open(self, task_id: str | None) -> bool:
+        task = self.briefs.tasks().get(task_id) if task_id else None
+        return task is not None and task.status == "open"
+
+    @staticmethod
+    def _captured(req: dict) -> dict[str, str]:
+        return {k: _text(req, k)[:200] for k in ("agent", "session") if _text(req, k)}
+
+    async def _decide(self, text: str, project: str, current: str | None) -> filing.Filing:
+        open_ids = {t.id for t in self.briefs.tasks().values() if t.status == "open" and t.project == project}
+        if not open_ids:
+            return filing.Filing(current, 0.0, "new") if current else filing.Filing(None, 0.0, "new")
+        result = await self.searcher.search(
+            text, project=project, kind="brief", status="open", limit=SEARCH_POOL
+        )
+        scores = filing.task_scores(((h.task, h.score) for h in result.hits), open_ids)
+        thresholds = filing.DEFAULTS["hybrid" if result.mode == "hybrid" else "keyword"]
+        return filing.choose_task(scores, current, len(text.split()), thresholds)
+
+    async def _write(
+        self,
+        said: str,
+        prompt: str,
+        project: str,
+        task_id: str | None,
+        new_title: str | None,
+        screens: tuple,
+        captured: dict | None,
+    ) -> tuple[str, str, str]:
+        """Write a brief (and its new task when ``task_id`` is None); index both; ``(brief, task, title)``."""
+        now = cap.now_iso()
+        title = cap.title_of(said)
+        new_tasks: list[str] = []
+        if task_id is None:
+            for _ in range(5):  # a random id that happens to exist: draw again
+                task_id = cap.new_id("t")
+                try:
+                    await asyncio.to_thread(
+                        cap.write_task, self.board, task_id, cap.title_of(new_title or said), project, now
+                    )
+                    break
+                except FileExistsError:
+                    continue
+            new_tasks.append(task_id)
+        brief = cap.NewBrief(
+            id=cap.new_id("b"),
+            task=task_id,
+            project=project,
+            created_at=now,
+            title=title,
+            summary=cap.summary_of(said),
+            said=said,
+            prompt=prompt,
+            screens=screens,
+            captured=captured,
+        )
+        await asyncio.to_thread(cap.write_brief, self.board, brief)
+        await self._index(briefs=[brief.id], tasks=new_tasks)
+        return brief.id, task_id, title
+
+    # -- a person files a brief -----------------------------------------------------------------------------
+    async def person_brief(self, req: dict) -> dict[str, Any]:
+        clean = cap.clean_prompt(_text(req, "text"))
+        if not clean.text:
+            raise ValueError("the brief is empty (after removing <private> text)")
+        project = _text(req, "project") or project_of(_text(req, "cwd") or None)
+        task = req.get("task")
+        if task is not None:
+            if not is_task_id(task) or task not in self.briefs.tasks():
+                raise ValueError(f"no task {str(task)[:40]!r} on the board (memoryd tasks lists them)")
+            if not _text(req, "project"):
+                project = self.briefs.tasks()[task].project
+        screens = []
+        for pair in req.get("screens") or ():
+            png, txt = pair[0], pair[1] if len(pair) > 1 else None
+            data = await asyncio.to_thread(Path(png).read_bytes)
+            text = await asyncio.to_thread(Path(txt).read_text, "utf-8") if txt else None
+            screens.append((data, text))
+        new_title = _text(req, "new_task") or None
+        async with self._filing:
+            if task is None and new_title is None:
+                decision = await self._decide(clean.text, project, None)
+                task, filed = decision.task, decision.reason
+            else:
+                filed = "given" if task else "new"
+            brief_id, task_id, _ = await self._write(
+                clean.text, clean.text, project, task, new_title, tuple(screens), {"agent": "person"}
+            )
+        return {"brief": brief_id, "task": task_id, "filed": filed, "project": project}
+
+    # -- turn stopped ----------------------------------------------------------------------------------------
+    async def stop(self, req: dict) -> dict[str, Any]:
+        state = self._state(req)
+        response, _ = cap.strip_private(_text(req, "response"))
+        response = redact(response).text.strip()
+        turn = False
+        session = _text(req, "session")
+        if response and session:
+            item = sessions.Interaction.new(
+                session_file_id(_text(req, "agent"), session), state.prompt, "", response
+            )
+            path = await asyncio.to_thread(sessions.append_interaction, self.board, item)
+            await self._index(paths=[path.relative_to(self.board).as_posix()])
+            turn = True
+        block = None
+        if req.get("stop_active") is not True and state.brief:
+            wanted = list(dict.fromkeys([state.brief, *_BRIEF_ID.findall(state.prompt)]))
+            pending = [
+                b for b in wanted if b not in state.asked and not self._outcome_since(b, state.captured_at)
+            ]
+            if pending:
+                state.asked.update(pending)
+                block = reason_for(pending)
+        return {"block": block, "turn": turn}
+
+    def _outcome_since(self, brief: str, since: float) -> bool:
+        folder = self.board / "briefs" / brief
+        if not folder.is_dir():
+            return True  # nothing to report on
+        try:
+            return (folder / "outcome.md").stat().st_mtime >= since - 1.0
+        except OSError:
+            return False
+
+    # -- session end / compaction ------------------------------------------------------------------------------
+    async def end(self, req: dict) -> dict[str, Any]:
+        session = _text(req, "session")
+        if not session:
+            return {"summary": False}
+        sid = session_file_id(_text(req, "agent"), session)
+        found = await asyncio.to_thread(sessions.read_log, self.board, sid)
+        if found is None or not found.interactions:
+            return {"summary": False}
+        summary = extractive(sid, found.interactions)
+        path = await asyncio.to_thread(sessions.write_summary, self.board, summary)
+        await self._index(paths=[path.relative_to(self.board).as_posix()])
+        return {"summary": True}
+
+    # -- session start ----------------------------------------------------------------------------------------
+    async def start(self, req: dict) -> dict[str, Any]:
+        tokens = req.get("tokens", dig.DEFAULT_TOKENS)
+        if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0:
+            raise ValueError("tokens must be a whole number >= 0")
+        cwd = _text(req, "cwd") or None
+        return {
+            "context": await self.digest(project_of(cwd), tokens, self._state(req).prompt, branch_of(cwd))
+        }
+
+    async def digest(self, project: str, tokens: int, prompt: str = "", branch: str = "") -> str:
+        """The digest of ``project`` within ``tokens`` (:mod:`memoryd.kinds.briefs.digest`)."""
+        if tokens <= 0:
+            return ""
+        rows = await self.briefs.list_tasks(project, "open")
+        tasks = [
+            dig.OpenTask(t.id, t.title, n, last, self._open_items(t.id))
+            for t, last, n in rows[: dig.OPEN_TASKS_MAX]
+        ]
+        recent = sorted(
+            (b for b in self.briefs.snapshot().briefs.values() if b.project == project),
+            key=lambda b: (b.created_at, b.id),
+            reverse=True,
+        )[: dig.BRIEFS_MAX]
+        briefs = [dig.RecentBrief(b.id, b.task, b.created_at, b.title or b.summary) for b in recent]
+        query = prompt or (branch.replace("/", " ").replace("-", " ") if branch not in _TRUNK else "")
+        query = query or (recent[0].title if recent else "")
+        memories: list[str] = []
+        if query:
+            try:
+                found = await self.memories.search(
+                    query, project=project or None, limit=dig.MEMORIES_MAX, touch=False
+                )
+                memories = [redact(s.memory.content).text for s in found.memories]
+            except Exception as exc:  # the digest goes out without memories rather than not at all
+                log.warning("capture.digest_memories_failed", error=str(exc))
+        embedder = self.searcher.embedder
+        count = embedder.count_tokens if embedder is not None else dig.estimate_tokens
+        data = dig.DigestInput(project=project, tasks=tasks, briefs=briefs, memories=memories)
+        return await asyncio.to_thread(dig.render_digest, data, tokens, count)
+
+    def _open_items(self, task_id: str) -> tuple[str, ...]:
+        for brief in reversed(self.briefs.briefs_of(task_id)):
+            if brief.outcome is not None and brief.outcome.open:
+                return brief.outcome.open
+        return ()
