@@ -55,11 +55,13 @@ async def search(
     idf: Callable[[str], float],
     keep: Callable[[list[str]], set[str]],
     column: str,
+    avg: Sequence[float] | None = None,
 ) -> list[tuple[str, float]]:
     """``[(id, score)]`` best first, at most ``limit``: indexed rows from LanceDB (``query`` None: the
     indexes do not exist yet and the tail holds every row) and tail rows scored in memory.
 
-    ``idf``: a query term's IDF; ``keep``: which of some tail ids pass ``where``."""
+    ``idf``: a query term's IDF; ``keep``: which of some tail ids pass ``where``; ``avg``: tokens per row
+    of each text column over every row (LanceDB scores rows outside its indexes with those)."""
     held = tail.ids()  # before LanceDB is asked: a row leaving the tail meanwhile is then in the indexes
     indexed: list[tuple[str, float]] = []
     if query is not None:
@@ -77,7 +79,7 @@ async def search(
     for term, toks in zip(terms, await tokenize_many(table, terms, column), strict=True):
         for tok in toks:
             weights[tok] = max(weights.get(tok, 0.0), idf(term))
-    newer = tail.score(weights, keep)
+    newer = tail.score(weights, keep, avg)
     merged = sorted([*indexed, *newer], key=lambda e: (-e[1], e[0]))
     return merged[:limit]
 

@@ -298,8 +298,10 @@ class IndexStore:
             got = self.mem.rows(ids, [c for c, _, _ in conditions])
             return {i for i, row in got.items() if all((row[c] == v) == eq for c, v, eq in conditions)}
 
+        docs = max(self.stats.docs, 1)
+        avg = [n / docs for n in self.stats.lengths]
         coro = keyword.search(
-            inner, self.tail, q, query_terms, where, limit, self.stats.idf, keep, TEXT_COLUMNS[0]
+            inner, self.tail, q, query_terms, where, limit, self.stats.idf, keep, TEXT_COLUMNS[0], avg
         )
         return asyncio.run_coroutine_threadsafe(coro, LOOP.loop)
 

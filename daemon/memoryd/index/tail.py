@@ -87,9 +87,15 @@ class KeywordTail:
                     if not hits:
                         del post[term]
 
-    def score(self, idf: dict[str, float], keep: Callable[[list[str]], set[str]]) -> list[tuple[str, float]]:
+    def score(
+        self,
+        idf: dict[str, float],
+        keep: Callable[[list[str]], set[str]],
+        avg: Sequence[float] | None = None,
+    ) -> list[tuple[str, float]]:
         """``[(id, BM25)]`` of held rows matching any token of ``idf`` (token as the index makes it -> its
-        IDF), best first; ``keep`` receives the matching ids and returns those that pass the filters."""
+        IDF), best first; ``keep`` receives the matching ids and returns those that pass the filters.
+        ``avg``: tokens per row of each column over every row (as LanceDB uses them); default: the tail's."""
         terms = list(idf)
         scores: dict[str, float] = {}
         with self._lock:
@@ -97,7 +103,8 @@ class KeywordTail:
             if not count or not terms:
                 return []
             for c, boost in enumerate(self.boosts):
-                avg = max(self._lengths[c] / count, 1e-9)
+                mean = avg[c] if avg is not None and avg[c] > 0 else self._lengths[c] / count
+                mean = max(mean, 1e-9)
                 post = self._postings[c]
                 for term in terms:
                     hits = post.get(term)
@@ -105,7 +112,7 @@ class KeywordTail:
                         continue
                     w = boost * idf[term]
                     for rid, tf in hits.items():
-                        norm = tf + K1 * (1 - B + B * self._rows[rid][c][1] / avg)
+                        norm = tf + K1 * (1 - B + B * self._rows[rid][c][1] / mean)
                         scores[rid] = scores.get(rid, 0.0) + w * tf * (K1 + 1) / norm
         if not scores:
             return []
