@@ -140,6 +140,7 @@ BENCHMARKS = [
     ("search", ours("bench_search.py", "--cache", str(CACHE)), None, True),
     ("shim", shim_argv, shim_report, True),
     ("daemon", ours("bench_daemon.py", "--cache", str(CACHE)), None, True),
+    ("users", ours("bench_users.py"), None, True),
 ]
 
 
@@ -266,6 +267,9 @@ def document(results: list[tuple[str, Report | None, str]], info: dict, quick: b
         "overhead, kill -9 recovery).",
         "- `bench/bench_daemon.py`: a real daemon with the model on a copy of board-v1: search through "
         "shims vs a direct socket vs in-process, 16 concurrent agents, save -> searchable, RSS.",
+        "- `bench/bench_users.py`: a fresh board grown by tool calls through the shim (memories one call "
+        "at a time and in batches of 50, briefs written as folders), searched after each size step (200, "
+        "2,000; 10,000 with `--big`), beside a plain SQLite FTS5 store doing the same calls in the same run.",
         "- Boards and indexes above 200 briefs are replicas of board-v1's 200 real briefs: copies with new "
         "ids and the originals' vectors, written with `IndexStore.upsert` in batches and `optimize()` "
         "(embedding 100,000 briefs would take hours). Every text occurs many times, so keyword posting "

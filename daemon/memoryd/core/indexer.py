@@ -30,6 +30,9 @@ log = get_logger("memoryd.core.indexer")
 
 #: Records embedded per backfill step; board changes and saves queued meanwhile are applied between steps.
 BACKFILL_CHUNK = 16
+#: Rows in the store's keyword tail (:mod:`memoryd.index.tail`) from which the text indexes are refreshed
+#: at once rather than at the next scheduled maintenance: scoring the tail grows with it.
+TAIL_MAX = 2000
 
 
 @dataclass
@@ -167,7 +170,9 @@ class Indexer:
                     self._backfill = False
                     log.error("index_backfill_failed", error=f"{type(exc).__name__}: {exc}", exc_info=exc)
             if self.dirty_since is not None and (
-                self._closing or time.monotonic() - self.dirty_since >= self.optimize_interval_s
+                self._closing
+                or time.monotonic() - self.dirty_since >= self.optimize_interval_s
+                or len(self.store.tail) >= TAIL_MAX
             ):
                 try:
                     await asyncio.to_thread(self.maintain)
@@ -179,12 +184,18 @@ class Indexer:
     def _next_maintenance_in(self) -> float | None:
         if self.dirty_since is None:
             return None
+        if len(self.store.tail) >= TAIL_MAX:
+            return 0.05
         return max(0.05, self.optimize_interval_s - (time.monotonic() - self.dirty_since))
 
     def maintain(self, purge: bool | None = None) -> None:
         """Compact, refresh the full-text indexes and drop old versions. After deletions or edits the
         old versions are dropped at once (``purge``): forgotten text leaves the disk."""
         purge = self.purge_due if purge is None else purge
+        if not purge:
+            # the slow part (compaction, folding new rows into the text indexes) keeps old versions,
+            # so searches go on meanwhile; only dropping old versions below waits for them
+            self.store.refresh()
         with self.lock.exclusive():
             self.store.optimize(purge=purge)
         self.dirty_since = None

@@ -40,10 +40,12 @@ from lancedb.index import FTS
 from lancedb.query import MultiMatchQuery
 from lancedb.table import AsyncTable
 
+from memoryd.index import keyword
 from memoryd.index.columns import COLUMNS as MEM_COLUMNS
 from memoryd.index.columns import Columns
 from memoryd.index.lock import DEFAULT_WAIT_S, OWN_FILES, IndexLock
 from memoryd.index.records import Record
+from memoryd.index.tail import KeywordTail
 from memoryd.index.termstats import TermStats
 from memoryd.logs import get_logger
 
@@ -116,7 +118,12 @@ class IndexStore:
         self._fts_ready = self._has_fts()
         self.stats = TermStats()
         self.mem = Columns(dim)
+        #: rows written since the text indexes were last refreshed (:mod:`memoryd.index.keyword`)
+        self.tail = KeywordTail(TEXT_COLUMNS, TEXT_BOOSTS)
         self._load()
+        # rows written after the last refresh by an earlier process (it died first): not in this tail, so
+        # keyword queries scan them in LanceDB until the writer refreshes (open_writer does at once)
+        self._untailed = self._fts_ready and keyword.unindexed(self._table) > 0
 
     # -- lifecycle -------------------------------------------------------------------------------
     @classmethod
@@ -137,6 +144,8 @@ class IndexStore:
                 writer.release()
             raise
         store.writer, store._owns_writer = writer, took
+        if store._untailed:
+            store._refresh()
         return store
 
     def close(self) -> None:
@@ -194,6 +203,8 @@ class IndexStore:
             cfg = FTS(base_tokenizer="whitespace", stem=True, remove_stop_words=False, with_position=False)
             self._table.create_index(col, config=cfg, replace=True)
         self._fts_ready = True
+        self.tail.clear()  # built over every row
+        self._untailed = False
 
     @staticmethod
     def wipe(path: Path) -> None:
@@ -272,14 +283,27 @@ class IndexStore:
                     self._build_fts()
         q = MultiMatchQuery(query_terms, list(TEXT_COLUMNS), boosts=list(TEXT_BOOSTS))
         inner = getattr(self._table, "_table", None)
-        if not isinstance(inner, AsyncTable):  # not the lancedb 0.40 layout: the sync API, same answer
+        conditions = parse_equalities(where) if where else []
+        if not isinstance(inner, AsyncTable) or conditions is None or self._untailed:
+            # not the lancedb 0.40 layout, or a filter the tail cannot apply: LanceDB scans the rows
+            # written since the last refresh itself (slower, same answer)
             done = Future()
             builder = self._table.search(q, query_type="fts").select(["id", "_score"]).limit(limit)
             if where:
                 builder = builder.where(where, prefilter=True)
             done.set_result([(r["id"], float(r["_score"])) for r in builder.to_list()])
             return done
-        return asyncio.run_coroutine_threadsafe(_fts(inner, q, where, limit), LOOP.loop)
+
+        def keep(ids: list[str]) -> set[str]:
+            got = self.mem.rows(ids, [c for c, _, _ in conditions])
+            return {i for i, row in got.items() if all((row[c] == v) == eq for c, v, eq in conditions)}
+
+        docs = max(self.stats.docs, 1)
+        avg = [n / docs for n in self.stats.lengths]
+        coro = keyword.search(
+            inner, self.tail, q, query_terms, where, limit, self.stats.idf, keep, TEXT_COLUMNS[0], avg
+        )
+        return asyncio.run_coroutine_threadsafe(coro, LOOP.loop)
 
     def nearest(self, vector: np.ndarray, where: str | None, limit: int) -> list[tuple[str, float]]:
         """Cosine similarity search over rows that have a vector: ``[(id, cosine)]`` best first.
@@ -340,22 +364,52 @@ class IndexStore:
             row["hash"] = rec.content_hash
             row["embed_hash"] = rec.embed_hash
             data.append(row)
-        table = pa.Table.from_pylist(data, schema=_schema(self.dim))
+        if len({r.id for r in records}) != len(records):  # as LanceDB's merge refuses it
+            raise ValueError("an id occurs twice in one upsert batch")
         with self._write_lock:
             present = [r.id for r in records if r.id in self.mem.snap.pos]
             old = self.rows(present, ("id", *TEXT_COLUMNS))
             snap = self.mem.prepare_upsert(data, vecs)
-            (
-                self._table.merge_insert("id")
-                .when_matched_update_all()
-                .when_not_matched_insert_all()
-                .execute(table)
-            )
+            tokens = self._tail_tokens(records) if self._fts_ready else None
+            fresh = [row for row in data if row["id"] not in old]
+            again = [row for row in data if row["id"] in old]
+            if again:
+                (
+                    self._table.merge_insert("id")
+                    .when_matched_update_all()
+                    .when_not_matched_insert_all()
+                    .execute(pa.Table.from_pylist(again, schema=_schema(self.dim)))
+                )
+            if fresh:  # new ids: an append (a few ms) instead of a merge, which joins on every stored id
+                self._table.add(pa.Table.from_pylist(fresh, schema=_schema(self.dim)))
             self.mem.publish(snap)  # after the table write: a failed write leaves memory as it was
             for row in old.values():
                 self.stats.add(row["text_main"], row["text_aux"], -1)
             for rec in records:
                 self.stats.add(rec.text_main, rec.text_aux)
+            if tokens is not None:
+                for rec, per in zip(records, tokens, strict=True):
+                    self.tail.put(rec.id, per)
+            else:  # the first rows: build the text indexes over them (tens of ms), then nothing is a tail
+                self._build_fts()
+
+    def _tail_tokens(self, records: Sequence[Record]) -> list[list[list[str]]]:
+        """Per record, its tokens per text column (one tokenizer call per column)."""
+        cols = [keyword.tokens(self._table, [getattr(r, c) for r in records], c) for c in TEXT_COLUMNS]
+        return [[col[n] for col in cols] for n in range(len(records))]
+
+    def _refresh(self) -> None:
+        """Compact and fold every row into the text indexes, keeping old versions (readers of an older
+        version need no lock); the tail is then empty."""
+        with self._write_lock:
+            self._table.optimize(cleanup_older_than=timedelta(days=36500))
+            self.tail.clear()
+            self._untailed = False
+
+    def refresh(self) -> None:
+        """Fold the tail into the text indexes (:meth:`_refresh`); safe while searches run."""
+        if len(self.tail) or keyword.unindexed(self._table):
+            self._refresh()
 
     def delete(self, ids: Iterable[str]) -> int:
         """Delete records by id; returns how many ids were asked for."""
@@ -369,6 +423,7 @@ class IndexStore:
                 chunk = ids[start : start + 500]
                 self._table.delete("id IN (" + ", ".join(quote(i) for i in chunk) + ")")
             self.mem.publish(snap)
+            self.tail.drop(ids)
             for row in old.values():
                 self.stats.add(row["text_main"], row["text_aux"], -1)
         return len(ids)
@@ -392,6 +447,8 @@ class IndexStore:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # the "removes every version" warning is what we want
                 self._table.optimize(cleanup_older_than=keep, delete_unverified=purge)
+            self.tail.clear()  # every row is in the text indexes now
+            self._untailed = False
             # purge: deleted text leaves this process's memory too, not only the disk
             self.mem.compact(0.0 if purge else 0.1)
             try:
@@ -417,16 +474,6 @@ class IndexStore:
 
     def version(self) -> int:
         return self._table.version
-
-
-async def _fts(
-    table: AsyncTable, query: MultiMatchQuery, where: str | None, limit: int
-) -> list[tuple[str, float]]:
-    q = table.query().nearest_to_text(query).select(["id", "_score"]).limit(limit)
-    if where:
-        q = q.where(where)  # a filter before ranking, as the sync API's prefilter=True
-    got = await q.to_arrow()
-    return list(zip(got.column("id").to_pylist(), got.column("_score").to_pylist(), strict=True))
 
 
 _TERM = re.compile(r"\s*\(*\s*(\w+)\s*(=|!=)\s*'((?:[^']|'')*)'\s*\)*\s*")

@@ -19,20 +19,25 @@ from memoryd.logs import get_logger
 
 log = get_logger("memoryd.index.termstats")
 
-FORMAT = 1
+FORMAT = 2  # 2: with the token lengths of the two columns
 
 
 class TermStats:
-    """``df``: term -> number of records holding it (in either keyword column); ``docs``: records."""
+    """``df``: term -> number of records holding it (in either keyword column); ``docs``: records;
+    ``lengths``: terms in each of the two keyword columns over every record (BM25's average lengths)."""
 
     def __init__(self) -> None:
         self.df: Counter[str] = Counter()
         self.docs = 0
+        self.lengths = [0, 0]
 
     def add(self, text_main: str, text_aux: str, sign: int = 1) -> None:
         """Count (``sign`` 1) or uncount (-1) one record's two term strings."""
-        terms = set(text_main.split())
-        terms.update(text_aux.split())
+        main, aux = text_main.split(), text_aux.split()
+        self.lengths[0] += sign * len(main)
+        self.lengths[1] += sign * len(aux)
+        terms = set(main)
+        terms.update(aux)
         if sign > 0:
             self.df.update(terms)  # an iterable takes Counter's C loop; a mapping a Python one
         else:
@@ -53,6 +58,7 @@ class TermStats:
             "version": version,
             "rows": rows,
             "docs": self.docs,
+            "lengths": self.lengths,
             "terms": "\n".join(t for t, _ in live),  # terms never hold whitespace
             "counts": [n for _, n in live],
         }
@@ -74,6 +80,7 @@ class TermStats:
             stats = cls()
             stats.df = Counter(dict(zip(terms, doc["counts"], strict=True)))
             stats.docs = doc["docs"]
+            stats.lengths = [int(n) for n in doc["lengths"]][:2]
             return stats
         except FileNotFoundError:
             return None

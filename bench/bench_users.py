@@ -1,0 +1,333 @@
+"""Memories and briefs as users meet them: a fresh board grown by tool calls, searched after each step.
+
+    .venv/bin/python bench/bench_users.py [--sizes 200,2000] [--big] [--searches 100] [--batches 4]
+                                          [--quick] [--out FILE]
+
+One ``memoryd serve`` with the default model on an empty board, and ``memoryd-shim --no-start`` agents
+speaking raw MCP lines, the way the peers' harness (``shared/bench-peers``) compares memory servers: no
+pre-built index, every memory arrives through a tool call, so LanceDB holds what single-row writes
+leave behind. For each size step (``--sizes``; ``--big`` adds 10,000, which takes long on 2 cores):
+
+* memories: ``store_memory`` one call at a time until the board holds the step's number of memories
+  (per-call p50/p95), then ``--batches`` ``store_memories`` calls of 50 (memories/s, beside the model's
+  own passage throughput measured in this process on the same texts);
+* ``search_memories`` through the shim (``--searches`` queries, p50/p95);
+* briefs written as files (board-v1's 200 real briefs, copied with new ids) one folder at a time until the
+  board holds the step's number of briefs; save -> searchable for a few of them (a made-up word polled
+  with ``search_briefs``), then ``search_briefs`` p50/p95 on board-v1's dev queries;
+* the daemon's RSS after each step (and its peak while the calls ran);
+* the same calls, in the same run, on a plain SQLite FTS5 store (stdlib ``sqlite3``, one commit per store,
+  no embedding, no MCP): the floor each figure is divided by;
+* load averages at the start and the end (the report's).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+import shutil
+import sqlite3
+import string
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _daemon import Daemon, engine_ready, hybrid_ready
+from _util import BOARD_V1, MODELS, Report, arg_parser, dev_queries, quiet_env, summary
+from bench_daemon import RssSampler, Shim
+from bench_memories import BATCH, MemShim, memory_text, queries
+
+LOST_AFTER_S = 20
+
+
+class UserShim(MemShim):
+    """An agent with the memories and the briefs tools."""
+
+    def __init__(self, socket: Path) -> None:
+        Shim.__init__(self, socket, tools="memories,briefs")
+        self.ids = itertools.count(1)
+
+
+class Floor:
+    """The same calls on a plain SQLite FTS5 table: insert + commit per store (fsynced), BM25 search."""
+
+    def __init__(self, path: Path) -> None:
+        self.db = sqlite3.connect(path, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=FULL")
+        self.db.execute("CREATE VIRTUAL TABLE notes USING fts5(content, tags)")
+
+    def store(self, items: list[tuple[str, str]]) -> None:
+        self.db.execute("BEGIN")
+        self.db.executemany("INSERT INTO notes(content, tags) VALUES (?, ?)", items)
+        self.db.execute("COMMIT")
+
+    def search(self, query: str, limit: int = 10) -> list:
+        words = ["".join(ch for ch in w if ch.isalnum()) for w in query.split()]
+        match = " OR ".join(f'"{w}"' for w in words if w)
+        if not match:
+            return []
+        sql = "SELECT rowid FROM notes WHERE notes MATCH ? ORDER BY rank LIMIT ?"
+        return self.db.execute(sql, (match, limit)).fetchall()
+
+
+def timed(fn, *args) -> float:
+    t = time.perf_counter()
+    fn(*args)
+    return (time.perf_counter() - t) * 1000
+
+
+def records(d: Daemon) -> int:
+    status = d.status() or {}
+    return ((status.get("raw") or {}).get("engine") or {}).get("records") or status.get("records") or 0
+
+
+class Briefs:
+    """Copies of board-v1's briefs (new ids, same tasks) written into a live board, one folder each."""
+
+    def __init__(self, board: Path) -> None:
+        self.board = board
+        self.sources = sorted(p for p in (BOARD_V1 / "briefs").iterdir() if p.is_dir())
+        (board / "tasks").mkdir(exist_ok=True)
+        (board / "briefs").mkdir(exist_ok=True)
+        for task in (BOARD_V1 / "tasks").glob("*.json"):
+            (board / "tasks" / task.name).write_bytes(task.read_bytes())
+        self.count = 0
+
+    def write(self, word: str = "") -> str:
+        """Write the next copy; ``word`` goes into its said text. Returns its id."""
+        src = self.sources[self.count % len(self.sources)]
+        brief_id = f"b-20261201-{self.count:06x}"
+        self.count += 1
+        out = self.board / "briefs" / brief_id
+        tmp = self.board / "briefs" / f".{brief_id}.tmp"
+        shutil.copytree(src, tmp)
+        doc = json.loads((src / "brief.json").read_text())
+        (tmp / "brief.json").write_text(json.dumps({**doc, "id": brief_id}, ensure_ascii=False))
+        if word:
+            said = tmp / "said.txt"
+            said.write_text(f"{said.read_text() if said.exists() else ''}\n({word})\n")
+        tmp.rename(out)  # the folder appears whole, as a saving agent's does
+        return brief_id
+
+
+def model_throughput(texts: list[str]) -> float:
+    """Passages per second of the model itself (this process), in batches of :data:`BATCH`."""
+    from memoryd.index.embed import load_embedder
+
+    embedder, status = load_embedder(None, MODELS)
+    if embedder is None:
+        raise SystemExit(f"model unavailable: {status.detail}")
+    embedder.embed_passages(texts[:8])  # warm
+    t0 = time.perf_counter()
+    for at in range(0, len(texts), BATCH):
+        embedder.embed_passages(texts[at : at + BATCH])
+    return len(texts) / (time.perf_counter() - t0)
+
+
+def step(
+    report: Report, size: int, d: Daemon, shim: UserShim, briefs: Briefs, floor: Floor, args, st
+) -> None:
+    rng, label = st["rng"], f"{size:,}"
+
+    def item() -> dict:
+        mtype, content, tags = memory_text(rng, st["made"])
+        st["made"] += 1
+        return {"content": content, "tags": tags or ["bench"], "memory_type": mtype, "importance": 3}
+
+    singles, floor_singles = [], []
+    with RssSampler(d.pid) as sampler:
+        while st["memories"] < size:
+            one = item()
+            singles.append(timed(shim.tool, "store_memory", one))
+            floor_singles.append(timed(floor.store, [(one["content"], " ".join(one["tags"]))]))
+            st["memories"] += 1
+        batch_items = [[item() for _ in range(BATCH)] for _ in range(args.batches)]
+        t0 = time.perf_counter()
+        for items in batch_items:
+            shim.tool("store_memories", {"items": items})
+        batch_rate = args.batches * BATCH / (time.perf_counter() - t0)
+        st["memories"] += args.batches * BATCH
+        t0 = time.perf_counter()
+        for items in batch_items:
+            floor.store([(i["content"], " ".join(i["tags"])) for i in items])
+        floor_batch_rate = args.batches * BATCH / (time.perf_counter() - t0)
+        qs = queries(args.searches + 10, seed=size)
+        for q in qs[:10]:
+            shim.tool("search_memories", {"query": q})
+        search = [timed(shim.tool, "search_memories", {"query": q}) for q in qs[10:]]
+        floor_search = [timed(floor.search, q) for q in qs[10:]]
+        saves, lost = brief_steps(d, shim, briefs, size, floor, st["memories"])
+        bq = dev_queries()[: args.searches]
+        brief_search = [timed(shim.tool, "search_briefs", {"query": q}) for q in bq]
+    s1, fs1, ss, fss, bs = map(summary, (singles, floor_singles, search, floor_search, brief_search))
+    n_single = len(singles)
+    report.row(
+        f"{label}: store_memory p50",
+        s1["p50"],
+        "ms",
+        baseline=fs1["p50"],
+        baseline_label="FTS5",
+        target="<= 60 ms",
+        met=s1["p50"] <= 60,
+        note=f"{n_single} calls since the last step (then {args.batches} batches of {BATCH})",
+    )
+    report.row(
+        f"{label}: store_memory p95",
+        s1["p95"],
+        "ms",
+        baseline=fs1["p95"],
+        baseline_label="FTS5",
+        target="<= 150 ms",
+        met=s1["p95"] <= 150,
+    )
+    report.row(
+        f"{label}: store_memories, batches of {BATCH}",
+        batch_rate,
+        "memories/s",
+        baseline=st["model_rate"],
+        baseline_label="the model alone (passages/s)",
+        target=">= 0.8 x the model",
+        met=batch_rate >= 0.8 * st["model_rate"],
+        note=f"FTS5: {floor_batch_rate:,.0f}/s",
+    )
+    for name, s, f in (("search_memories", ss, fss), ("search_briefs", bs, fss)):
+        report.row(
+            f"{label}: {name} p50",
+            s["p50"],
+            "ms",
+            baseline=f["p50"],
+            baseline_label="FTS5",
+            target="<= 20 ms",
+            met=s["p50"] <= 20,
+        )
+        report.row(
+            f"{label}: {name} p95",
+            s["p95"],
+            "ms",
+            baseline=f["p95"],
+            baseline_label="FTS5",
+            target="<= 50 ms",
+            met=s["p95"] <= 50,
+        )
+    if saves:
+        sv = summary(saves)
+        report.row(
+            f"{label}: brief file saved -> searchable p50 / p95",
+            f"{sv['p50']:.0f} / {sv['p95']:.0f} ms",
+            note=f"{len(saves)} saves, {lost} never found within {LOST_AFTER_S} s",
+        )
+    report.row(
+        f"{label}: daemon RSS after the step / peak during it", f"{d.rss_mb():.0f} / {sampler.peak:.0f} MB"
+    )
+    report.raw[f"size_{size}"] = {
+        "store_ms": s1,
+        "floor_store_ms": fs1,
+        "search_ms": ss,
+        "floor_search_ms": fss,
+        "brief_search_ms": bs,
+        "batch_per_s": batch_rate,
+        "saves_ms": saves,
+    }
+    print(
+        f"step {label}: store p50 {s1['p50']:.0f} p95 {s1['p95']:.0f} ms; search {ss['p50']:.0f}/"
+        f"{ss['p95']:.0f} ms; briefs {bs['p50']:.0f}/{bs['p95']:.0f} ms",
+        flush=True,
+    )
+
+
+def brief_steps(
+    d: Daemon, shim: UserShim, briefs: Briefs, size: int, floor: Floor, st_memories: int
+) -> tuple[list[float], int]:
+    """Write briefs until ``size``; a few carry a made-up word polled for. (save ms list, lost count)."""
+    rng = random.Random(size)
+    probes = set(range(briefs.count, size, max(1, (size - briefs.count) // 10)))
+    saves, lost = [], 0
+    while briefs.count < size:
+        word = (
+            "zq" + "".join(rng.choice(string.ascii_lowercase) for _ in range(8))
+            if briefs.count in probes
+            else ""
+        )
+        if word:  # a probe: once the writer has indexed the briefs before it (no backlog in the figure)
+            wait_indexed(d, st_memories + briefs.count)
+        t0 = time.perf_counter()
+        brief_id = briefs.write(word)
+        floor.store([(word or brief_id, "")])
+        while word:
+            answer = shim.tool("search_briefs", {"query": word})
+            results = answer.get("results") or (answer.get("result") or {}).get("results") or []
+            if any(r.get("brief_id") == brief_id for r in results):
+                saves.append((time.perf_counter() - t0) * 1000)
+                break
+            if time.perf_counter() - t0 > LOST_AFTER_S:
+                lost += 1
+                break
+            time.sleep(0.02)
+    wait_indexed(d, size + st_memories)
+    return saves, lost
+
+
+def wait_indexed(d: Daemon, count: int, timeout: float = 600.0) -> None:
+    deadline = time.perf_counter() + timeout
+    while records(d) < count and time.perf_counter() < deadline:
+        time.sleep(0.2)
+
+
+def main() -> int:
+    parser = arg_parser(__doc__)
+    parser.add_argument("--sizes", default="200,2000", help="comma-separated step sizes (default 200,2000)")
+    parser.add_argument("--big", action="store_true", help="also 10,000 (long on 2 cores)")
+    parser.add_argument("--searches", type=int, default=100)
+    parser.add_argument("--batches", type=int, default=4, help=f"store_memories calls of {BATCH} per step")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")] + ([10_000] if args.big else [])
+    if args.quick:
+        sizes, args.searches, args.batches = [200], 40, 2
+    quiet_env()
+    report = Report("users", "Memories and briefs grown by tool calls, searched through the shim")
+    work = Path(tempfile.mkdtemp(prefix="md-bench-users-"))
+    rng = random.Random(11)
+    sample = [memory_text(random.Random(5), 10**6 + n)[1] for n in range(args.batches * BATCH)]
+    st = {"rng": rng, "made": 0, "memories": 0, "first": sizes[0], "model_rate": model_throughput(sample)}
+    report.row(
+        "the model's own passage throughput (this process)",
+        st["model_rate"],
+        "passages/s",
+        note=f"{len(sample)} memory texts in batches of {BATCH}",
+    )
+    board, index = work / "board", work / "index"
+    board.mkdir()
+    d = Daemon(board, index)
+    try:
+        d.start()
+        d.wait(lambda s: engine_ready(s) and hybrid_ready(s), timeout=600)
+        briefs, floor = Briefs(board), Floor(work / "floor.db")
+        shim = UserShim(d.socket)
+        try:
+            for size in sizes:
+                step(report, size, d, shim, briefs, floor, args, st)
+        finally:
+            shim.close()
+    except BaseException:
+        d.stop(keep_log=True)
+        raise
+    finally:
+        d.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    report.note(
+        "fresh board and index; every memory arrives through a tool call (no pre-built index); briefs "
+        "are board-v1's real briefs copied with new ids, written as folders while the daemon runs"
+    )
+    report.note(
+        "FTS5 floor: stdlib sqlite3, WAL, synchronous=FULL, one commit per store, OR of the query's "
+        "words ranked by bm25; in this process (no MCP, no shim, no embedding)"
+    )
+    report.finish(args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

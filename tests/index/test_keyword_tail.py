@@ -1,0 +1,118 @@
+"""The keyword tail: rows written since the text indexes were refreshed are found at once, exactly once.
+
+Real LanceDB (no model needed: records carry made-up vectors). A row must be returned by the keyword
+half as soon as its write returns, never twice (tail and index both holding it, as while a refresh
+finishes), and never after its delete; a reader of a folder whose writer died before refreshing finds
+the rows too.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from memoryd.index.records import Record
+from memoryd.index.store import IndexStore, quote
+from memoryd.index.text import term_string
+
+DIM = 384
+
+
+def rec(i: int, words: str, kind: str = "memory", project: str = "p") -> Record:
+    return Record(
+        id=f"r-{i:05d}",
+        kind=kind,
+        project=project,
+        task="",
+        status="",
+        created_at="2026-01-01T00:00:00Z",
+        title=f"title {i}",
+        line=words[:40],
+        text_main=term_string(words),
+        text_aux="",
+        embed_text=words,
+    )
+
+
+def vecs(n: int, seed: int = 1) -> np.ndarray:
+    v = np.random.default_rng(seed).standard_normal((n, DIM)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def ids(store: IndexStore, words: str, where: str | None = None, limit: int = 50) -> list[str]:
+    got = [i for i, _ in store.keyword(term_string(words, query=True), where, limit)]
+    assert len(got) == len(set(got)), got  # never a row twice
+    return got
+
+
+def filled(tmp_path) -> IndexStore:
+    store = IndexStore(tmp_path / "index")
+    base = [rec(i, f"deploy pipeline note {i} about caching") for i in range(30)]
+    store.upsert(base, vecs(30), "m")
+    store.optimize()  # the text indexes exist and cover these rows
+    assert len(store.tail) == 0
+    return store
+
+
+def test_rows_written_after_the_refresh_are_found_at_once_and_once(tmp_path):
+    store = filled(tmp_path)
+    store.upsert([rec(100, "zebrafish protocol for the staging cluster")], vecs(1, 2), "m")
+    assert "r-00100" in store.tail
+    assert ids(store, "zebrafish") == ["r-00100"]
+    assert "r-00100" in ids(store, "staging caching")  # a tail row and indexed rows in one answer
+    # stemming as the index does it: "protocols" matches "protocol"
+    assert ids(store, "protocols") == ["r-00100"]
+    # filters apply to tail rows as to indexed ones
+    store.upsert([rec(101, "zebrafish in another project", project="q")], vecs(1, 3), "m")
+    assert ids(store, "zebrafish", f"project = {quote('q')}") == ["r-00101"]
+    assert set(ids(store, "zebrafish")) == {"r-00100", "r-00101"}
+    store.refresh()
+    assert len(store.tail) == 0
+    assert set(ids(store, "zebrafish")) == {"r-00100", "r-00101"}
+
+
+def test_an_updated_row_answers_by_its_new_words_only(tmp_path):
+    store = filled(tmp_path)
+    store.upsert([rec(3, "completely rewritten okapi text")], vecs(1, 4), "m")  # was indexed
+    assert ids(store, "okapi") == ["r-00003"]
+    assert "r-00003" not in ids(store, "pipeline note 3")  # its old text is gone
+    store.upsert([rec(3, "rewritten again narwhal")], vecs(1, 5), "m")  # now in the tail: replaced there
+    assert ids(store, "okapi") == []
+    assert ids(store, "narwhal") == ["r-00003"]
+
+
+def test_a_deleted_row_is_never_returned(tmp_path):
+    store = filled(tmp_path)
+    store.upsert([rec(200, "quokka survey results")], vecs(1, 6), "m")
+    assert ids(store, "quokka") == ["r-00200"]
+    store.delete(["r-00200", "r-00005"])  # one from the tail, one from the indexes
+    assert ids(store, "quokka") == []
+    assert "r-00005" not in ids(store, "deploy pipeline note 5")
+    store.refresh()
+    assert ids(store, "quokka") == []
+
+
+def test_a_refresh_finishing_during_a_query_returns_no_row_twice(tmp_path):
+    store = filled(tmp_path)
+    store.upsert([rec(300, "axolotl migration plan")], vecs(1, 7), "m")
+    # the indexes now cover the row while the tail still holds it: the moment a refresh commits
+    store._table.optimize()
+    assert "r-00300" in store.tail
+    assert ids(store, "axolotl") == ["r-00300"]
+    assert ids(store, "axolotl migration deploy").count("r-00300") == 1
+
+
+def test_a_reader_finds_rows_a_dead_writer_never_refreshed(tmp_path):
+    store = filled(tmp_path)
+    store.upsert([rec(400, "pangolin incident review")], vecs(1, 8), "m")
+    # the writer dies here (no refresh, no close): the row is in LanceDB, outside the text indexes
+    reader = IndexStore(tmp_path / "index")
+    assert len(reader.tail) == 0
+    assert ids(reader, "pangolin") == ["r-00400"]
+
+
+def test_the_first_rows_of_an_empty_index_are_found(tmp_path):
+    store = IndexStore(tmp_path / "index")
+    store.upsert([rec(1, "first ever memory about wombats")], vecs(1, 9), "m")
+    assert ids(store, "wombats") == ["r-00001"]
+    store.upsert([rec(2, "second memory about wombats")], vecs(1, 10), "m")
+    assert set(ids(store, "wombats")) == {"r-00001", "r-00002"}
