@@ -15,8 +15,8 @@ import shutil
 import signal
 import threading
 
-from memories_e2e import MemShim, unique, wait_engine_ready
-from memoryd_e2e import DaemonProcess, short_tmpdir
+from support.daemon import DaemonProcess, short_tmpdir
+from support.memories import MemShim, unique, wait_engine_ready
 
 
 def found(shim: MemShim, word: str) -> list[str]:
