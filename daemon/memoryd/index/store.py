@@ -1,5 +1,8 @@
 """The LanceDB table of records: the only module that talks to LanceDB.
 
+It is ~500 lines on purpose: keeping every LanceDB call in one module is what lets a LanceDB upgrade be
+checked in one place; the in-memory columns, the keyword tail and the BM25 scoring live beside it.
+
 One table, ``records``: filter columns (kind, project, task, status, created_at), two keyword columns
 with BM25 full-text indexes (``text_main`` weighted above ``text_aux``), a vector column for the
 meaning half, and the hashes that make syncing incremental. Everything here is derived from the board

@@ -1,5 +1,7 @@
 """The engine-level memory API (``engine.memories``): every memory tool, and the memo tools, call this.
 
+One class (~430 lines) holds every memory operation because all of them share its write lock and view.
+
 Writes go to the board first (:mod:`memoryd.kinds.memories.writes`: atomic files), then the changed paths
 are submitted to the indexer and awaited, so a memory is searchable (and visible to :meth:`Memories.get`
 and the graph) when a call returns. Board mutations run one at a time under one asyncio lock, each
