@@ -8,8 +8,8 @@
   board-v1, written as folders, with an index holding the originals' vectors), after 20 searches, and while
   ``--agents`` shims search at once (peak and end); with a breakdown from ``/proc/<pid>/smaps_rollup``;
 * the new-agent path with the daemon warm: spawn a shim -> ``initialize`` -> ``initialized`` ->
-  ``tools/call search_briefs`` answered (p50/p95), interleaved with ``python -c pass`` (the floor) and
-  ``python -S -c pass``; and the shim's RSS after its first search.
+  ``tools/call search_briefs`` answered (p50/p95), for each way of starting the shim (:data:`SHIMS`),
+  interleaved with ``python -c pass`` (the floor) and ``python -S -c pass``; the shim's RSS then.
 
 Speed and memory are measured here only. The machine's load average is printed at start and end.
 """
@@ -27,7 +27,7 @@ from pathlib import Path
 
 from _daemon import Daemon, engine_ready, hybrid_ready, wait_post_model_pass
 from _replica import build_index, load_base, with_vectors, write_board
-from _util import MODELS, Report, arg_parser, dev_queries, quiet_env, rss_mb, summary
+from _util import MODELS, REPO, Report, arg_parser, dev_queries, quiet_env, rss_mb, summary
 from bench_daemon import INIT, INITIALIZED, SHIM, Shim, line, run_agents, search_call
 
 STEPS = r"""
@@ -118,11 +118,11 @@ def daemon_rss(report: Report, d: Daemon, label: str, queries: list[str], env: d
     report.row(f"daemon RSS idle after the agents, {label}", d.rss_mb(), "MB")
 
 
-def first_search(socket: Path, env: dict, query: str) -> tuple[float, float]:
+def first_search(socket: Path, env: dict, query: str, shim: list[str]) -> tuple[float, float]:
     """Spawn -> initialize -> initialized -> search_briefs answered (ms), and the shim's RSS then (MB)."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(
-        [str(SHIM), "--socket", str(socket), "--no-start"],
+        [*shim, "--socket", str(socket), "--no-start"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         env=env,
@@ -145,37 +145,58 @@ def first_search(socket: Path, env: dict, query: str) -> tuple[float, float]:
     return elapsed, rss
 
 
+# how an agent can start the shim: what ``memoryd connect`` writes (``-m`` imports runpy), the console
+# script, and the package's __main__.py run as a file, with and without site (``-S``: no .pth files read)
+MAIN_FILE = str(REPO / "shim" / "memoryd_shim" / "__main__.py")
+SHIMS = {
+    "python -m memoryd_shim": [sys.executable, "-m", "memoryd_shim"],
+    "memoryd-shim script": [str(SHIM)],
+    "python <shim>/__main__.py": [sys.executable, MAIN_FILE],
+    "python -S <shim>/__main__.py": [sys.executable, "-S", MAIN_FILE],
+}
+
+
 def new_agent_path(report: Report, d: Daemon, env: dict, queries: list[str], runs: int) -> None:
-    floor, floor_s, spawn, rss = [], [], [], []
-    for k in range(runs):  # interleaved, so the load moves all three alike
-        for argv, into in (
-            ([sys.executable, "-c", "pass"], floor),
-            ([sys.executable, "-S", "-c", "pass"], floor_s),
-        ):
+    times: dict[str, list[float]] = {"python -c pass": [], "python -S -c pass": [], **{k: [] for k in SHIMS}}
+    rss: list[float] = []
+    floors = {
+        "python -c pass": [sys.executable, "-c", "pass"],
+        "python -S -c pass": [sys.executable, "-S", "-c", "pass"],
+    }
+    for k in range(runs):  # interleaved, so the load moves all of them alike
+        for name, argv in floors.items():
             t0 = time.perf_counter()
             subprocess.run(argv, check=True, env=env)
-            into.append((time.perf_counter() - t0) * 1000)
-        ms, mb = first_search(d.socket, env, queries[k % len(queries)])
-        spawn.append(ms)
-        rss.append(mb)
-    s, f, fs = summary(spawn), summary(floor), summary(floor_s)
-    report.raw |= {"first_search_ms": s, "python_floor_ms": f, "python_S_floor_ms": fs}
-    label = "spawn shim -> initialize -> first search_briefs answered"
-    report.row(f"{label} p50", s["p50"], "ms", baseline=f["p50"], baseline_label="python -c pass",
-               target="<= 60 ms", met=s["p50"] <= 60)  # fmt: skip
-    report.row(f"{label} p95", s["p95"], "ms", baseline=f["p95"], baseline_label="python -c pass")
-    report.row("python -S -c pass p50 (no site: the interpreter alone)", fs["p50"], "ms")
+            times[name].append((time.perf_counter() - t0) * 1000)
+        for name, argv in SHIMS.items():
+            ms, mb = first_search(d.socket, env, queries[k % len(queries)], argv)
+            times[name].append(ms)
+            rss.append(mb)
+    s = {name: summary(values) for name, values in times.items()}
+    report.raw["first_search_ms"] = s
+    f, fs = s["python -c pass"], s["python -S -c pass"]
+    label = "spawn -> initialize -> first search_briefs answered"
+    for name in SHIMS:
+        floor, floor_label = (fs, "python -S -c pass") if "-S" in name else (f, "python -c pass")
+        report.row(f"{label}, {name}: p50", s[name]["p50"], "ms", baseline=floor["p50"], baseline_label=floor_label,
+                   target="<= 60 ms", met=s[name]["p50"] <= 60)  # fmt: skip
+        report.row(
+            f"{label}, {name}: p95", s[name]["p95"], "ms", baseline=floor["p95"], baseline_label=floor_label
+        )
     report.row("shim RSS after its first search (max)", max(rss), "MB", target="<= 15 MB", met=max(rss) <= 15)
 
 
 def main() -> int:
     parser = arg_parser(__doc__)
     parser.add_argument("--size", type=int, default=10000, help="briefs of the big board (0: skip it)")
+    parser.add_argument("--no-empty", action="store_true", help="skip the empty board and the spawn figures")
     parser.add_argument("--agents", type=int, default=16)
     parser.add_argument("--searches", type=int, default=100, help="searches per agent")
     parser.add_argument("--spawns", type=int, default=40)
     parser.add_argument("--cache", type=Path, help="folder for the base vectors shared by benchmarks")
+    parser.add_argument("--daemon-env", action="append", default=[], help="KEY=VALUE for memoryd serve")
     args = parser.parse_args()
+    daemon_env = dict(kv.split("=", 1) for kv in args.daemon_env)
     quiet_env()
     report = Report("footprint", "Daemon memory and the new-agent path")
     model_steps(report)
@@ -187,10 +208,11 @@ def main() -> int:
         empty_board, empty_index = work / "empty", work / "empty-index"
         (empty_board / "briefs").mkdir(parents=True)
         (empty_board / "tasks").mkdir()
-        with Daemon(empty_board, empty_index) as d:
-            d.wait(hybrid_ready, timeout=300)
-            daemon_rss(report, d, "empty board", queries, env, args.agents, args.searches)
-            new_agent_path(report, d, env, queries, args.spawns)
+        if not args.no_empty:
+            with Daemon(empty_board, empty_index, env=daemon_env) as d:
+                d.wait(hybrid_ready, timeout=300)
+                daemon_rss(report, d, "empty board", queries, env, args.agents, args.searches)
+                new_agent_path(report, d, env, queries, args.spawns)
         if args.size:
             from memoryd.index.embed import load_embedder
             from memoryd.index.store import IndexStore
@@ -202,7 +224,7 @@ def main() -> int:
             with_vectors(base, embedder, args.cache)
             build_index(IndexStore(index), base, args.size)
             del embedder
-            with Daemon(board, index) as d:
+            with Daemon(board, index, env=daemon_env) as d:
                 d.wait(engine_ready, timeout=600)
                 first = d.status()["raw"]["engine"].get("last_indexed_at")
                 d.wait(hybrid_ready, timeout=600)
