@@ -197,6 +197,12 @@ def main() -> int:
     parser.add_argument("--daemon-env", action="append", default=[], help="KEY=VALUE for memoryd serve")
     args = parser.parse_args()
     daemon_env = dict(kv.split("=", 1) for kv in args.daemon_env)
+    if args.quick:
+        args.size, args.searches, args.spawns = (
+            min(args.size, 2000),
+            min(args.searches, 30),
+            min(args.spawns, 15),
+        )
     quiet_env()
     report = Report("footprint", "Daemon memory and the new-agent path")
     model_steps(report)

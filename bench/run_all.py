@@ -140,6 +140,7 @@ BENCHMARKS = [
     ("search", ours("bench_search.py", "--cache", str(CACHE)), None, True),
     ("shim", shim_argv, shim_report, True),
     ("daemon", ours("bench_daemon.py", "--cache", str(CACHE)), None, True),
+    ("footprint", ours("bench_footprint.py", "--cache", str(CACHE)), None, True),
 ]
 
 
@@ -266,6 +267,9 @@ def document(results: list[tuple[str, Report | None, str]], info: dict, quick: b
         "overhead, kill -9 recovery).",
         "- `bench/bench_daemon.py`: a real daemon with the model on a copy of board-v1: search through "
         "shims vs a direct socket vs in-process, 16 concurrent agents, save -> searchable, RSS.",
+        "- `bench/bench_footprint.py`: where the model's memory goes (a fresh process, step by step); the "
+        "daemon's RSS idle, after searches and under 16 agents, on an empty board and at 10,000 briefs; spawn -> "
+        "first search through the shim for each way of starting it, beside `python -c pass`.",
         "- Boards and indexes above 200 briefs are replicas of board-v1's 200 real briefs: copies with new "
         "ids and the originals' vectors, written with `IndexStore.upsert` in batches and `optimize()` "
         "(embedding 100,000 briefs would take hours). Every text occurs many times, so keyword posting "
