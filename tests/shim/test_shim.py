@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+import memoryd_shim
 from memoryd_shim import rendezvous
 from support.shim import SHIM_SCRIPT, kill_session, wait_until
 
@@ -115,6 +116,20 @@ def test_minimal_env_and_root_cwd_find_the_socket_from_home(shims, peers, short_
     assert hello["cwd"] == "/" and hello["tools"] == ["briefs"] and hello["pid"] == shim.proc.pid
     shim.close_stdin()
     assert shim.wait() == 0
+
+
+@pytest.mark.parametrize("flags", [[], ["-S"]], ids=["site", "no-site"])
+def test_the_package_main_runs_as_a_file_without_runpy_or_site(shims, peers, sock_path, flags):
+    """``python [-S] <...>/memoryd_shim/__main__.py``: the quickest start (no runpy, optionally no site)."""
+    main_file = Path(memoryd_shim.__file__).with_name("__main__.py")
+    peer = peers(sock_path)
+    shim = shims("--socket", sock_path, "--no-start", command=[sys.executable, *flags, str(main_file)])
+    handshake(shim, peer)
+    shim.send(req(1))
+    assert shim.recv()["result"]["method"] == "tools/list"
+    shim.close_stdin()
+    assert shim.wait() == 0
+    assert shim.stdout_is_only_jsonrpc()
 
 
 def test_relays_lines_verbatim_both_ways(shims, peers, sock_path):

@@ -152,9 +152,14 @@ class ShimProc:
     """A ``memoryd-shim`` subprocess with line access to its stdout and a copy of its stderr."""
 
     def __init__(
-        self, args: list[str], env: dict | None = None, cwd: str | None = None, script: bool = False
+        self,
+        args: list[str],
+        env: dict | None = None,
+        cwd: str | None = None,
+        script: bool = False,
+        command: list[str] | None = None,
     ):
-        cmd = [str(SHIM_SCRIPT)] if script else [sys.executable, "-m", "memoryd_shim"]
+        cmd = command or ([str(SHIM_SCRIPT)] if script else [sys.executable, "-m", "memoryd_shim"])
         self.started = time.monotonic()
         self.proc = subprocess.Popen(
             [*cmd, *args],

