@@ -51,9 +51,15 @@ def _answer_line(op: str, payload: dict[str, Any]) -> bytes:
     return (json.dumps(answer, ensure_ascii=False, default=str) + "\n").encode()
 
 
-def _ask(socket_path: str | os.PathLike[str] | Path, op: str, timeout: float) -> dict[str, Any] | None:
-    """One exchange of the control line: send the ``op`` request, return the answer's ``op`` object, or
-    ``None`` when nothing answers on ``socket_path`` (not running).
+def _ask(
+    socket_path: str | os.PathLike[str] | Path,
+    op: str,
+    timeout: float,
+    fields: dict[str, Any] | None = None,
+    limit: int = 1 << 20,
+) -> dict[str, Any] | None:
+    """One exchange of the control line: send the ``op`` request (with ``fields``), return the answer's
+    ``op`` object (a line of at most ``limit`` bytes), or ``None`` when nothing answers on ``socket_path``.
 
     Raises ``ValueError`` with the daemon's message when it answers with an error line, or with what it got
     when the answer is not an ``op`` line (another program, a daemon speaking another wire version).
@@ -65,9 +71,10 @@ def _ask(socket_path: str | os.PathLike[str] | Path, op: str, timeout: float) ->
             sock.connect(os.fsencode(socket_path))
         except OSError:
             return None
-        sock.sendall((json.dumps({"memoryd": op, "v": rendezvous.WIRE_VERSION}) + "\n").encode())
+        request = {"memoryd": op, "v": rendezvous.WIRE_VERSION, **(fields or {})}
+        sock.sendall((json.dumps(request, ensure_ascii=False) + "\n").encode())
         with sock.makefile("rb") as reader:
-            line = reader.readline(1 << 20)
+            line = reader.readline(limit)
     except (TimeoutError, ConnectionError) as exc:
         raise ValueError(f"the daemon on {socket_path} did not answer the {op} request: {exc}") from exc
     finally:
@@ -225,27 +232,4 @@ def ask_capture(
 
     Raises ``ValueError`` with the daemon's message when it refuses the request.
     """
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(timeout)
-    try:
-        try:
-            sock.connect(os.fsencode(socket_path))
-        except OSError:
-            return None
-        line = {"memoryd": "capture", "v": rendezvous.WIRE_VERSION, "request": request}
-        sock.sendall((json.dumps(line, ensure_ascii=False) + "\n").encode())
-        with sock.makefile("rb") as reader:
-            answer_bytes = reader.readline(1 << 24)
-    except (TimeoutError, ConnectionError) as exc:
-        raise ValueError(f"the daemon on {socket_path} did not answer: {exc}") from exc
-    finally:
-        sock.close()
-    try:
-        answer = json.loads(answer_bytes)
-    except ValueError:
-        answer = None
-    if isinstance(answer, dict) and answer.get("memoryd") == "error":
-        raise ValueError(str(answer.get("message", "the daemon refused the request")))
-    if not isinstance(answer, dict) or not isinstance(answer.get("capture"), dict):
-        raise ValueError(f"unexpected answer from {socket_path}: {answer_bytes[:200]!r}")
-    return answer["capture"]
+    return _ask(socket_path, "capture", timeout, {"request": request}, limit=1 << 24)
