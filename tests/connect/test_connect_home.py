@@ -195,6 +195,24 @@ def test_files_that_do_not_exist_yet_are_created_and_removed_again(tmp_path):
     assert list(tmp_path.iterdir()) == [home] and list(home.iterdir()) == []  # files, markers, folders gone
 
 
+def test_a_fresh_home_is_left_as_it_was_with_capture_hooks_and_the_stop_hook_in_one_file(tmp_path):
+    # Claude Code's settings.json gets two memoryd entries (the Stop hook and the capture hooks), Gemini's one
+    # file the MCP entry and the capture hooks: each removal but the last leaves memoryd's own entry behind.
+    home = tmp_path / "home"
+    home.mkdir()
+    agents = {a.name: a for a in known_agents(home=home, platform="linux", env={"HOME": str(home)})}
+    server = server_entry()
+    for name in ("claude-code", "codex", "gemini"):
+        outcomes = manage.connect(agents[name], server)
+        assert all(o.state == manage.CONNECTED for o in outcomes), outcomes
+    assert (home / ".claude" / "settings.json").exists() and (home / ".gemini" / "settings.json").exists()
+    for name in ("claude-code", "codex", "gemini"):
+        for outcome in manage.disconnect(agents[name]):
+            assert outcome.state in (manage.REMOVED, manage.UNCHANGED), outcome
+    left = sorted(str(p.relative_to(home)) for p in home.rglob("*"))
+    assert left == [], f"disconnect left {left} in a home that had none of it"
+
+
 def test_a_file_memoryd_created_stays_once_it_holds_more_than_memoryds_entry(tmp_path):
     home = tmp_path / "home"
     (home / ".cursor").mkdir(parents=True)

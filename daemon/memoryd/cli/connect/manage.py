@@ -102,8 +102,21 @@ def _apply(
         )
     except safewrite.WriteError as exc:
         return Outcome(name, path, FAILED, str(exc), fallback)
-    detail = (safewrite.after_removal(path, edits.is_empty(new, fmt)) or "") if removal else ""
+    if removal:
+        detail = safewrite.after_removal(path, edits.is_empty(new, fmt), _holds_ours(new, fmt)) or ""
+    else:
+        detail = ""
     return Outcome(name, path, action, detail, backup=backup)
+
+
+def _holds_ours(text: str, fmt: str) -> bool:
+    """Whether a config text still holds one of memoryd's hooks (the Stop hook or a capture hook)."""
+    if fmt != "json":
+        return False
+    try:
+        return bool(capturehooks.read(text)) or edits.read_hook(text) is not None
+    except (NotPlainJson, ValueError, TypeError, AttributeError):
+        return False
 
 
 def connect(

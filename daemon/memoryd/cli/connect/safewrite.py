@@ -200,12 +200,21 @@ def write(path: Path, new: bytes, old: bytes | None, verify: Callable[[bytes], b
     return made_backup
 
 
-def after_removal(path: Path, empty: bool) -> str | None:
+def _hand_over(directory: Path, dirs: list[str]) -> None:
+    """The folders memoryd created and could not remove yet, because another file memoryd created is still
+    in ``directory``: that file's marker takes them over, so its removal removes them."""
+    for other in sorted(directory.glob("*" + CREATED_SUFFIX)):
+        known = _created_dirs(other)
+        _replace(other, json.dumps({"dirs": dirs + [d for d in known if d not in dirs]}).encode() + b"\n", 0o600)
+        return
+
+
+def after_removal(path: Path, empty: bool, ours_left: bool = False) -> str | None:
     """Tidy up after memoryd's entry left ``path`` (``empty``: nothing else is in it now).
 
     A file memoryd created (its marker exists) that is empty is deleted, with the marker and the folders
-    memoryd created for it (innermost first, each only while empty); one that holds other content now is
-    the user's: only the marker goes. A backup goes when the file is byte for byte what it holds. Returns
+    memoryd created for it (innermost first, each only while empty); one that holds other content stays and
+    is the user's (the marker goes), unless ``ours_left``: another memoryd entry is still in it. A backup goes when the file is byte for byte what it holds. Returns
     what was done, for people (``None``: nothing). Never raises: a leftover is better than a failed
     disconnect.
     """
@@ -213,16 +222,24 @@ def after_removal(path: Path, empty: bool) -> str | None:
     try:
         if os.path.lexists(marker):
             dirs = _created_dirs(marker)
-            if not empty or path.is_symlink():
+            if path.is_symlink():
                 marker.unlink()
+                return None
+            if not empty:
+                # Another memoryd entry is still in it (the capture hooks beside the Stop hook): the marker
+                # stays, so the removal that empties it deletes the file instead of backing it up. Content
+                # that is not ours makes the file the user's: only the marker goes.
+                if not ours_left:
+                    marker.unlink()
                 return None
             path.unlink(missing_ok=True)
             backup.unlink(missing_ok=True)
             marker.unlink()
-            for d in reversed(dirs):
+            for i in reversed(range(len(dirs))):
                 try:
-                    os.rmdir(d)  # only an empty folder; a symlink or a file is refused
+                    os.rmdir(dirs[i])  # only an empty folder; a symlink or a file is refused
                 except OSError:
+                    _hand_over(Path(dirs[i]), dirs[: i + 1])
                     break
             return "memoryd had created this file: deleted"
         if os.path.lexists(backup) and read_bytes(path) == backup.read_bytes():
