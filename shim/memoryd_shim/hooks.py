@@ -134,10 +134,25 @@ def render(agent: str, event: str, answer: dict) -> dict | None:
     return None
 
 
+def _without_private(value):
+    """``value`` with every ``<private>…</private>`` span cut from its strings (an unclosed tag hides the
+    rest): private text never reaches a file, not even the spool. Secrets are redacted by the daemon when
+    it files the spool (the redactor is not standard library)."""
+    import re
+
+    if isinstance(value, str):
+        return re.sub(r"<private>.*?(?:</private>|\Z)", "", value, flags=re.IGNORECASE | re.DOTALL)
+    if isinstance(value, dict):
+        return {k: _without_private(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_private(v) for v in value]
+    return value
+
+
 def spool(request: dict, path: str | None = None) -> bool:
     """Append ``request`` to the capture spool (one line, one write); False when it could not."""
     path = path or rendezvous.capture_spool_path_str()
-    line = (json.dumps(request, ensure_ascii=False) + "\n").encode("utf-8")
+    line = (json.dumps(_without_private(request), ensure_ascii=False) + "\n").encode("utf-8")
     try:
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)

@@ -220,7 +220,7 @@ def test_with_the_daemon_stopped_hooks_exit_0_and_the_spool_is_taken_in_at_start
     daemon, home, commands, repo = setup
     daemon.kill()
     payloads = {
-        "claude-code": [("UserPromptSubmit", claude("UserPromptSubmit", repo, "off-1", prompt="Spooled: fix the flaky cart test")),
+        "claude-code": [("UserPromptSubmit", claude("UserPromptSubmit", repo, "off-1", prompt="Spooled: fix the flaky cart test <private>my home address is 12 Elm St</private>")),
                         ("Stop", claude("Stop", repo, "off-1", stop_hook_active=False, last_assistant_message="fixed")),
                         ("SessionStart", claude("SessionStart", repo, "off-1", source="startup")),
                         ("SessionEnd", claude("SessionEnd", repo, "off-1", reason="exit")),
@@ -242,6 +242,7 @@ def test_with_the_daemon_stopped_hooks_exit_0_and_the_spool_is_taken_in_at_start
             assert out.stdout == ("{}\n" if agent == "gemini" else ""), (agent, event)
     spool = daemon.root / "home" / "state" / "capture-spool.jsonl"
     assert spool.exists() and len(spool.read_text().splitlines()) == 11  # every event but the three starts
+    assert "Elm St" not in spool.read_text() and "private>" not in spool.read_text()  # never on disk
     again = make_daemon(daemon.root, socket_path=daemon.socket, board=daemon.board).start()
     wait_engine_ready(again)
     wait_for(lambda: len(briefs(again.board)) == 3)
