@@ -91,14 +91,14 @@ def transcript(tmp_path) -> Transcript:
     return Transcript(tmp_path / "5f1c.jsonl", start).user("hi").say("Hello! What are we working on?")
 
 
-def run_hook(stdin: str) -> subprocess.CompletedProcess:
+def run_hook(stdin: str, home: Path | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "memoryd", "hook", "claude-stop"],
         input=stdin,
         capture_output=True,
         text=True,
         timeout=60,
-        env={**os.environ},
+        env={**os.environ, **({"HOME": str(home)} if home else {})},
     )
 
 
@@ -133,6 +133,22 @@ def test_the_brief_turn_without_an_outcome_blocks_once(board, transcript):
     assert BRIEF in answer["reason"] and "save_outcome" in answer["reason"]
     # Claude Code continues and stops again with stop_hook_active: never a second block.
     assert blocked(run_hook(payload(path, active=True))) is None
+
+
+def test_with_the_capture_stop_hook_installed_it_leaves_the_asking_to_that_hook(board, transcript, tmp_path):
+    from memoryd.cli.connect import capturehooks
+
+    path = transcript.user(ARRIVED).say("Looking at the checkout code.").write()
+    home = tmp_path / "home"
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    groups = capturehooks.wanted("claude-code", sys.executable, None, None)
+    settings.write_text(capturehooks.set_hooks("{}", groups))
+    assert blocked(run_hook(payload(path), home=home)) is None  # one reminder per turn, from capture
+    settings.write_text("{}")
+    assert (
+        blocked(run_hook(payload(path), home=home))["decision"] == "block"
+    )  # without capture, this one asks
 
 
 def test_an_outcome_saved_on_the_board_since_the_brief_arrived_allows(board, transcript):

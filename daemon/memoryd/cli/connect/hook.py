@@ -196,11 +196,25 @@ def decide(payload: Any, board: Path | None = None) -> dict[str, str] | None:
     return {"decision": "block", "reason": reason_for(pending)}
 
 
+def capture_stop_installed(settings: Path | None = None) -> bool:
+    """Whether Claude Code's user settings hold memoryd's capture Stop hook."""
+    from memoryd.cli.connect import capturehooks
+
+    path = settings or Path.home() / ".claude" / "settings.json"
+    try:
+        return "Stop" in capturehooks.read(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+
+
 def main(stdin: TextIO | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
     """Run the hook on ``stdin``; always returns 0 (an error means "allow" plus a line on ``stderr``)."""
     stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
     try:
-        answer = decide(json.loads(stdin.read()))
+        payload = json.loads(stdin.read())
+        # With memoryd's capture hooks installed, their Stop hook asks for the outcome (of captured briefs and
+        # of briefs the prompt names): asking here too would make the agent hear it twice in one turn.
+        answer = None if capture_stop_installed() else decide(payload)
     except Exception as exc:  # noqa: BLE001 - the hook must never fail the agent's stop
         print(f"memoryd hook claude-stop: allowing the stop ({type(exc).__name__}: {exc})", file=stderr)
         return 0
