@@ -140,7 +140,8 @@ def test_a_memory_file_renamed_by_hand_keeps_its_relations_on_disk_and_in_answer
         w = unique()
         with MemShim(daemon.socket, daemon.env).initialize() as s:
             a, b, c = (
-                s.ok("store_memory", content=f"{n} {w}", tags=["g"])["hash"] for n in ("one", "two", "three")
+                s.ok("store_memory", content=f"{n} {w}", tags=["g"])["hash"]
+                for n in ("alpha", "two", "three")  # "one" is a filler word in queries
             )
             s.ok("create_relationship", from_hash=a, to_hash=b, relation_type="needs")  # held by a's file
             s.ok("create_relationship", from_hash=b, to_hash=c, relation_type="then")  # held by b's file
@@ -160,7 +161,7 @@ def test_a_memory_file_renamed_by_hand_keeps_its_relations_on_disk_and_in_answer
                 (renamed, c, "then"),
                 (c, renamed, "also"),
             }
-            assert {m["id"] for m in s.ok("recall", query=f"one {w}", depth=2, limit=1)["memories"]} == {
+            assert {m["id"] for m in s.ok("recall", query=f"alpha {w}", depth=2, limit=1)["memories"]} == {
                 a,
                 renamed,
                 c,
