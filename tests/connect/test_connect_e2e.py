@@ -105,7 +105,7 @@ def test_the_installed_stop_hook_command_runs_and_blocks(served, tmp_path):
     home = root / "h2"
     (home / ".claude").mkdir(parents=True)
     claude = next(a for a in known_agents(home=home, env={"HOME": str(home)}) if a.name == "claude-code")
-    manage.connect(claude, server_entry())
+    manage.connect(claude, server_entry(), capture=False)  # with capture, the capture Stop hook asks instead
     command = json.loads(claude_settings(home).read_text())["hooks"]["Stop"][0]["hooks"][0]["command"]
     transcript = tmp_path / "t.jsonl"
     line = {"type": "user", "timestamp": "2026-11-29T09:02:00.000Z",
