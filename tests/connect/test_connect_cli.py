@@ -12,6 +12,7 @@ import tomlkit
 
 from conftest import build_home
 from memoryd.cli.connect import safewrite
+from memoryd.cli.connect.agents import SHIM_MAIN
 
 
 def memoryd(home, *args: str, check_rc: int | None = 0) -> subprocess.CompletedProcess:
@@ -65,7 +66,7 @@ def test_print_gives_snippets_that_parse_and_writes_nothing(tmp_path):
     generic = memoryd(home, "connect", "--print", "--tools", "all").stdout
     json_part, toml_part = generic.split("# Codex CLI")
     body = json.loads(json_part[json_part.index("{") :])
-    assert body["mcpServers"]["memoryd"]["args"] == ["-m", "memoryd_shim", "--tools", "all"]
+    assert body["mcpServers"]["memoryd"]["args"] == ["-S", SHIM_MAIN, "--tools", "all"]
     assert os.path.isabs(body["mcpServers"]["memoryd"]["command"])
     toml_body = tomlkit.parse(toml_part.split("\n", 1)[1]).unwrap()
     assert toml_body["mcp_servers"]["memoryd"]["args"][-1] == "all"

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from memoryd.cli.connect import manage
-from memoryd.cli.connect.agents import claude_settings, known_agents, server_entry
+from memoryd.cli.connect.agents import SHIM_MAIN, claude_settings, known_agents, server_entry
 from support.daemon import DaemonProcess, short_tmpdir
 
 TASK = "t-20261129-c0ffee"
@@ -75,7 +75,7 @@ def test_the_written_entry_runs_under_an_agents_minimal_environment(served):
     assert outcome.state == manage.CONNECTED
 
     entry = json.loads(cursor.config.read_text())["mcpServers"]["memoryd"]
-    assert os.path.isabs(entry["command"]) and entry["args"][:2] == ["-m", "memoryd_shim"]
+    assert os.path.isabs(entry["command"]) and entry["args"][:2] == ["-S", SHIM_MAIN]
     assert entry["env"]["MEMORYD_HOME"] == os.environ["MEMORYD_HOME"]
     assert not any(Path(p, "memoryd-shim").exists() for p in ("/usr/bin", "/bin")), (
         "PATH must not find memoryd"

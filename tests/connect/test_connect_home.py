@@ -19,7 +19,7 @@ import tomlkit
 
 from conftest import FakeHome
 from memoryd.cli.connect import edits, manage, safewrite
-from memoryd.cli.connect.agents import claude_settings, hook_command, known_agents, server_entry
+from memoryd.cli.connect.agents import SHIM_MAIN, claude_settings, hook_command, known_agents, server_entry
 
 
 def agents_of(fh: FakeHome):
@@ -185,7 +185,7 @@ def test_files_that_do_not_exist_yet_are_created_and_removed_again(tmp_path):
         entry = manage.edits.read_entry(
             agents[name].config.read_text(), agents[name].fmt, agents[name].container
         )
-        assert entry["args"] == ["-m", "memoryd_shim", "--tools", "briefs,memo"]
+        assert entry["args"] == ["-S", SHIM_MAIN, "--tools", "briefs,memo"]
         assert not safewrite.backup_path(agents[name].config).exists()  # nothing from before to keep
         assert json.loads(safewrite.created_path(agents[name].config).read_text()) == {
             "dirs": [str(agents[name].config.parent)]
@@ -329,3 +329,17 @@ def test_capture_hooks_connect_and_disconnect_byte_exactly(fake_home: FakeHome):
         assert safewrite.read_bytes(path) == old, path
     assert not (agents["codex"].folder / "hooks.json").exists()
     assert not list(fh.home.parent.rglob("*.memoryd-backup"))
+
+
+def test_an_entry_whose_shim_file_is_gone_is_stale(tmp_path):
+    """A checkout moved after connect: the interpreter still exists, the shim's file does not."""
+    agent = next(a for a in known_agents(tmp_path) if a.name == "cursor")
+    agent.config.parent.mkdir(parents=True)
+    gone = str(tmp_path / "old-checkout" / "shim" / "memoryd_shim" / "__main__.py")
+    agent.config.write_text(
+        json.dumps({"mcpServers": {"memoryd": {"command": sys.executable, "args": ["-S", gone]}}})
+    )
+    state = manage.status(agent)
+    assert state.state == "entry stale" and "old-checkout" in state.detail
+    agent.config.write_text(json.dumps({"mcpServers": {"memoryd": server_entry()}}))
+    assert manage.status(agent).state == "connected"

@@ -56,6 +56,7 @@ from typing import Any
 from memoryd import logs
 from memoryd.core.warmup import EngineFactory, EngineHandle
 from memoryd.errors import AlreadyRunning, StartupError
+from memoryd.index import memory
 from memoryd.logs import get_logger
 from memoryd.serve import lock, socketfile
 from memoryd.serve.config import ServeConfig
@@ -319,6 +320,7 @@ def run(
     given, ``memoryd.core.engine.open_engine(settings)``.
     """
     logs.use_service_log()  # MEMORYD_LOG_FILE (set by the LaunchAgent/systemd unit): rotating JSON log too
+    memory.limit_arenas()  # before the model, LanceDB and the event loop start their threads
     try:
         if config is None:
             from memoryd.settings import Settings

@@ -31,11 +31,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import memoryd_shim
 from memoryd.paths import interpreter
 from memoryd_shim import rendezvous
 
 SERVER_NAME = "memoryd"
-SHIM_MODULE = "memoryd_shim"
+#: The shim's ``__main__.py`` run as a file with ``-S``: no runpy and no site-packages scan, the quickest
+#: start the interpreter allows (it puts its own package folder on the path; standard library only).
+SHIM_MAIN = str(Path(memoryd_shim.__file__).resolve().with_name("__main__.py"))
 #: memoryd's own path variables, carried into the entry when set, so the agent's shim finds the same daemon.
 PATH_VARIABLES = ("MEMORYD_HOME", "MEMORYD_BOARD", "MEMORYD_INDEX", "MEMORYD_MODELS", "MEMORYD_SOCKET")
 HOOK_ARGS = ("-m", "memoryd", "hook", "claude-stop")
@@ -127,12 +130,12 @@ def claude_settings(home: Path) -> Path:
 def server_entry(
     tools: str | None = None, python: str | None = None, env: Mapping[str, str] | None = None
 ) -> dict[str, Any]:
-    """``{"command": <python>, "args": ["-m", "memoryd_shim", ...], "env"?: {...}}``.
+    """``{"command": <python>, "args": ["-S", "<...>/memoryd_shim/__main__.py", ...], "env"?: {...}}``.
 
     ``tools`` is a ``--tools`` value (checked with :func:`memoryd_shim.rendezvous.parse_tool_groups`;
     raises ``ValueError``). ``env`` carries memoryd's path variables that are set now, made absolute.
     """
-    args = ["-m", SHIM_MODULE]
+    args = ["-S", SHIM_MAIN]
     if tools:
         rendezvous.parse_tool_groups(tools)
         args += ["--tools", ",".join(part.strip() for part in tools.split(",") if part.strip())]

@@ -8,6 +8,7 @@ never written: their outcome carries the snippet to paste instead.
 from __future__ import annotations
 
 import difflib
+import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -293,6 +294,10 @@ def _entry_state(entry: Any, wanted: dict[str, Any] | None) -> tuple[str, str]:
     command = entry.get("command") if isinstance(entry, dict) else None
     if not command_exists(command):
         return "entry stale", f"{command!r} no longer exists; `{memoryd_command()} connect` fixes it"
+    args = entry.get("args") if isinstance(entry.get("args"), list) else []
+    script = next((a for a in args if isinstance(a, str) and a.endswith(".py")), None)
+    if script is not None and not os.path.isfile(script):
+        return "entry stale", f"{script!r} no longer exists; `{memoryd_command()} connect` fixes it"
     if wanted is not None and entry != wanted:
         return (
             "connected",
