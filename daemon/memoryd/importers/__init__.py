@@ -50,6 +50,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import ModuleType
 
 #: Importer name (``memoryd import --from NAME``) -> module defining ``iter_items(path)``.
@@ -66,6 +67,21 @@ MEMORY_TYPES = ("general", "fact", "plan", "decision", "reflection", "lesson", "
 
 class SourceUnreadable(Exception):
     """The source as a whole cannot be read (``str(exc)`` says why); nothing is imported."""
+
+
+def read_lines(path: str | Path) -> list[bytes]:
+    """The lines of a line-per-record source, each with its ``\\n`` (a torn last line has none).
+
+    Raises :class:`SourceUnreadable` when the file is missing, a directory or unreadable."""
+    try:
+        with open(Path(path), "rb") as fh:
+            return list(fh)
+    except FileNotFoundError:
+        raise SourceUnreadable(f"{path} does not exist") from None
+    except IsADirectoryError:
+        raise SourceUnreadable(f"{path} is a directory") from None
+    except OSError as exc:
+        raise SourceUnreadable(f"{path}: {exc.strerror}") from None
 
 
 @dataclass(frozen=True)
@@ -161,4 +177,5 @@ __all__ = [
     "SourceUnreadable",
     "available",
     "load",
+    "read_lines",
 ]

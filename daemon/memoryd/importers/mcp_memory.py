@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memoryd.importers import ImportItem, ImportProblem, ImportRelation, SourceUnreadable
+from memoryd.importers import ImportItem, ImportProblem, ImportRelation, read_lines
 from memoryd.importers.values import MAX_TAG_CHARS, iso_utc, unique, word
 
 DESCRIPTION = "the reference MCP memory server's knowledge graph (memory.jsonl)"
@@ -50,18 +50,6 @@ def render(name: str, entity_type: str, observations: list[str]) -> str:
     return head + "\n\n" + "\n".join(f"- {o}" for o in observations)
 
 
-def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
-    try:
-        with open(path, "rb") as fh:
-            yield from enumerate(fh, 1)
-    except FileNotFoundError:
-        raise SourceUnreadable(f"{path} does not exist") from None
-    except IsADirectoryError:
-        raise SourceUnreadable(f"{path} is a directory") from None
-    except OSError as exc:
-        raise SourceUnreadable(f"{path}: {exc.strerror}") from None
-
-
 def _strings(value: object) -> bool:
     return isinstance(value, list) and all(isinstance(x, str) for x in value)
 
@@ -72,7 +60,7 @@ def iter_items(path: Path) -> Iterator[ImportItem | ImportRelation | ImportProbl
 
     entities: dict[str, _Entity] = {}
     relations: list[ImportRelation] = []
-    for n, raw in _lines(Path(path)):
+    for n, raw in enumerate(read_lines(path), 1):
         where = f"line {n}"
         if not raw.strip():
             continue

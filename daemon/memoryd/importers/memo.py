@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from memoryd.importers import ImportItem, ImportProblem, SourceUnreadable
+from memoryd.importers import ImportItem, ImportProblem, read_lines
 from memoryd.importers.values import iso_utc, word
 
 DESCRIPTION = 'the memo tutorial server\'s memo.jsonl ({"at","text","tags"} per line)'
@@ -21,15 +21,7 @@ DESCRIPTION = 'the memo tutorial server\'s memo.jsonl ({"at","text","tags"} per 
 
 def iter_items(path: Path) -> Iterator[ImportItem | ImportProblem]:
     """One :class:`ImportItem` per readable line, an :class:`ImportProblem` per broken one."""
-    try:
-        with open(Path(path), "rb") as fh:
-            lines = list(fh)
-    except FileNotFoundError:
-        raise SourceUnreadable(f"{path} does not exist") from None
-    except IsADirectoryError:
-        raise SourceUnreadable(f"{path} is a directory") from None
-    except OSError as exc:
-        raise SourceUnreadable(f"{path}: {exc.strerror}") from None
+    lines = read_lines(path)
     for n, raw in enumerate(lines, 1):
         where = f"line {n}"
         if not raw.strip():

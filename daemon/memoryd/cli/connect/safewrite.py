@@ -99,10 +99,7 @@ def _replace(target: Path, data: bytes, mode: int) -> None:
     try:
         try:
             os.fchmod(fd, mode)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
+            _write_all(fd, data)
         finally:
             os.close(fd)
         os.replace(tmp, target)
@@ -120,13 +117,18 @@ def _make_backup(path: Path, data: bytes) -> bool:
     except FileExistsError:
         return False
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
+        _write_all(fd, data)
     finally:
         os.close(fd)
     return True
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Every byte of ``data`` to ``fd`` (a short write goes on), then ``fsync``."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.fsync(fd)
 
 
 def _missing_dirs(directory: Path) -> list[Path]:
