@@ -13,7 +13,14 @@ import pytest
 from memoryd.core.warmup import EngineHandle
 from memoryd.errors import EngineUnavailable, InvalidParams, WarmingUp
 from memoryd.serve import jsonrpc
-from memoryd.tools import ToolRegistry, ToolResult, ToolSpec, build_registry
+from memoryd.tools import (
+    ResourceSpec,
+    ResourceTemplateSpec,
+    ToolRegistry,
+    ToolResult,
+    ToolSpec,
+    build_registry,
+)
 
 
 def reply_of(line: bytes):
@@ -138,6 +145,25 @@ def test_arguments_and_outputs_are_checked():
     assert json.loads(tool.to_result({"ok": False}).content[0].text) == {"ok": False}
     with pytest.raises(ValueError, match="output_schema"):
         tool.to_result({"ok": "yes"})
+
+
+def test_resource_templates_match_one_decoded_segment_and_list_apart_from_fixed_uris():
+    async def read(ctx, values=None):
+        return ""
+
+    template = ResourceTemplateSpec("briefs://context/{project}", "t", "d", read)
+    assert template.match("briefs://context/shop%20front") == {"project": "shop front"}
+    assert template.match("briefs://context/a%2Fb") == {"project": "a/b"}
+    for other in ("briefs://context/", "briefs://context/a/b", "briefs://context", "briefs://context/%20"):
+        assert template.match(other) is None, other
+    assert template.match("briefs://context/" + "x" * 201) is None
+    registry = ToolRegistry()
+    registry.add_resources("briefs", [ResourceSpec("briefs://context", "c", "d", read), template])
+    assert list(registry.visible_resources(["briefs"])) == ["briefs://context"]
+    assert registry.visible_templates(["briefs"]) == [template] and registry.visible_templates(["memo"]) == []
+    assert template.wire.uri_template == "briefs://context/{project}"
+    with pytest.raises(ValueError, match="twice"):
+        registry.add_resources("memo", [ResourceTemplateSpec("briefs://context/{project}", "t", "d", read)])
 
 
 def test_default_registry_has_test_tools_only_when_asked():

@@ -28,7 +28,7 @@ CLI_TIMEOUT_S = 120
 #: What the pinned TypeScript SDK speaks: its latest version, and one before argument errors became
 #: tool execution errors (it forces the older one by rewriting its own initialize request).
 VERSIONS = ["2025-11-25", "2025-06-18"]
-ALL_TOOLS = 29
+ALL_TOOLS = 30
 
 
 def run_cli(world, node: Path, node_modules: Path, name: str, *args: str, cwd: Path | None = None):

@@ -77,6 +77,10 @@ function cases(board, era) {
     ['save_outcome', 'valid', () => ({ brief_id: board.brief_id, did: [`checked the retry path (${tag})`], open: [] })],
     ['save_outcome', 'invalid', () => ({ brief_id: board.brief_id, open: [] }), 'did'],
     ['save_outcome', 'missing', () => ({ brief_id: 'b-20200101-abcdef', did: ['x'], open: [] }), 'nowhere to save its outcome'],
+    ['get_context', 'valid', () => ({}), (r) => typeof r.structuredContent.context === 'string'],
+    ['get_context', 'valid', () => ({ project: 'shopfront', tokens: 300 }),
+      (r) => r.structuredContent.tokens <= 300 && r.structuredContent.budget === 300],
+    ['get_context', 'invalid', () => ({ tokens: -1 }), 'tokens'],
     // --- memories (memdb's envelope: {"ok": true|false, ...})
     ['store_memory', 'valid', (s) => ({ content: `Retries must reuse the idempotency key (${tag})`, tags: ['payments'] }),
       (r, s) => (s.hash1 = r.structuredContent.result.hash)],

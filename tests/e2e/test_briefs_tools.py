@@ -1,4 +1,4 @@
-"""The five ``briefs`` tools end to end: a real daemon on a copy of the sample board, the real shim, the
+"""The six ``briefs`` tools end to end: a real daemon on a copy of the sample board, the real shim, the
 official SDK client and raw JSON-RPC lines; plus ``memoryd status`` and ``memoryd search``.
 
 The daemon runs keyword-only (``--model none``) to stay fast; the model is covered elsewhere.
@@ -19,7 +19,7 @@ from support.briefs import NOTE, SHIM, Shim, assert_equivalent, board_files, cop
 from support.daemon import REPO, DaemonProcess, short_tmpdir
 
 MEMORYD = REPO / ".venv" / "bin" / "memoryd"
-TOOLS = {"search_briefs", "list_tasks", "get_task", "get_brief", "save_outcome"}
+TOOLS = {"search_briefs", "list_tasks", "get_task", "get_brief", "save_outcome", "get_context"}
 
 # On the sample board: a task with three briefs (one with an outcome), and the brief whose screen 2 lost its .png.
 TASK = "t-20260903-e84499"
@@ -57,7 +57,7 @@ def shim(served):
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
-def test_official_sdk_client_sees_and_calls_the_five_tools(served, mode):
+def test_official_sdk_client_sees_and_calls_the_six_tools(served, mode):
     from mcp.client import Client
     from mcp.client.stdio import StdioServerParameters
 
@@ -86,6 +86,7 @@ def test_official_sdk_client_sees_and_calls_the_five_tools(served, mode):
                 ("list_tasks", {"project": "payments-api", "limit": 3}),
                 ("get_task", {"task_id": TASK}),
                 ("get_brief", {"brief_id": TASK_BRIEFS[2]}),
+                ("get_context", {"project": "payments-api", "tokens": 400}),
             ]
             for name, arguments in calls:
                 result = await client.call_tool(name, arguments)

@@ -26,7 +26,7 @@ from support.privacy import TEXT_SUFFIXES, board_text, files_containing, forget_
 
 pytestmark = pytest.mark.skipif(not SHIM.exists(), reason="no .venv/bin/memoryd-shim (run make setup)")
 
-BRIEF_TOOLS = {"search_briefs", "list_tasks", "get_task", "get_brief", "save_outcome"}
+BRIEF_TOOLS = {"search_briefs", "list_tasks", "get_task", "get_brief", "save_outcome", "get_context"}
 KEY_ID = re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])")
 SECRET_KEY = re.compile(r"(?i)aws_secret_access_key\s*[=:]\s*[\"']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])")
 BAD_IDS = [
@@ -196,11 +196,20 @@ def sweep(shim: Shim, board: Path, planted: Planted, negatives: list[dict]) -> d
     for brief in briefs:
         ok("get_brief", brief_id=brief)
 
+    # get_context: every project at every budget, after the saves (so Open items carry the secrets), and
+    # memories related to queries close to the planted material.
+    for project in [None, *projects]:
+        for tokens in (0, 120, 1500, 10_000):
+            ok("get_context", **({"project": project} if project else {}), tokens=tokens)
+    for query in queries[-12:]:
+        ok("get_context", query=query[:1000], tokens=10_000)
+
     # Refused arguments never touch a file, and leak nothing either.
     for bad in BAD_IDS:
         invalid("get_brief", brief_id=bad)
         invalid("get_task", task_id=bad.replace("b-", "t-"))
         invalid("save_outcome", brief_id=bad, did=["x"], open=[])
+        invalid("get_context", project=bad, tokens=-1)
     return calls
 
 
@@ -267,6 +276,10 @@ def test_every_tool_and_every_answer_with_stored_text_says_it_is_data(served):
             shim.ok("list_tasks", limit=5),
             shim.ok("get_task", task_id=task),
             shim.ok("get_brief", brief_id=brief),
+            shim.ok(
+                "get_context",
+                project=json.loads((daemon.board / "tasks" / f"{task}.json").read_text())["project"],
+            ),
         ]
         texts = [
             shim.call("get_brief", brief_id=brief)["result"]["content"][0]["text"],

@@ -45,15 +45,17 @@ class Shim:
     """``memoryd-shim --socket S --no-start`` as a subprocess, spoken to in raw JSON-RPC lines; every byte
     it prints is kept in :attr:`output`."""
 
-    def __init__(self, socket_path: Path, env: dict[str, str]) -> None:
+    def __init__(
+        self, socket_path: Path, env: dict[str, str], cwd: str = "/", tools: str | None = None
+    ) -> None:
         self.version = "2025-11-25"  # what initialize() negotiates unless told otherwise
         self.proc = subprocess.Popen(
-            [str(SHIM), "--socket", str(socket_path), "--no-start"],
+            [str(SHIM), "--socket", str(socket_path), "--no-start", *(["--tools", tools] if tools else [])],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             env=env,
-            cwd="/",
+            cwd=cwd,
         )
         self.output = bytearray()
         self._lines: queue.Queue[bytes] = queue.Queue()

@@ -32,6 +32,7 @@ from memoryd.index.redact import redact
 from memoryd.kinds.briefs import capture as cap
 from memoryd.kinds.briefs import digest as dig
 from memoryd.kinds.briefs import filing
+from memoryd.kinds.briefs.context import Target
 from memoryd.kinds.sessions import files as sessions
 from memoryd.kinds.sessions.summarize import extractive
 from memoryd.logs import get_logger
@@ -42,7 +43,6 @@ log = get_logger("memoryd.core.capture")
 MARKER = "[memoryd]"
 SEARCH_POOL = 30
 _BRIEF_ID = re.compile(rf"(?<![0-9A-Za-z_-])({BRIEF_ID_PATTERN})(?![0-9A-Za-z_-])", re.ASCII)
-_TRUNK = frozenset({"main", "master", "trunk", "develop", "dev", "HEAD", ""})
 
 #: ``index(briefs=, tasks=, paths=)``: hand changes to the writer; resolves once they are searchable.
 IndexFn = Callable[..., Awaitable[Any]]
@@ -88,11 +88,11 @@ def _text(req: dict, key: str) -> str:
 class Capture:
     """Built by the engine from its collaborators (see the module docstring); never sees the engine."""
 
-    def __init__(self, board: Path, briefs: Any, searcher: Any, memories: Any, index: IndexFn) -> None:
+    def __init__(self, board: Path, briefs: Any, searcher: Any, context: Any, index: IndexFn) -> None:
         self.board = Path(board)
         self.briefs = briefs  #: :class:`memoryd.kinds.briefs.api.Briefs`
         self.searcher = searcher  #: :class:`memoryd.index.searcher.Searcher`
-        self.memories = memories  #: :class:`memoryd.kinds.memories.api.Memories`
+        self.context = context  #: :class:`memoryd.kinds.briefs.context.Context` (the digest's builder)
         self._index = index
         self._sessions: dict[tuple[str, str], SessionState] = {}
         self._filing = asyncio.Lock()  # two prompts at once must not both start "the" new task
@@ -302,43 +302,6 @@ class Capture:
         if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0:
             raise ValueError("tokens must be a whole number >= 0")
         cwd = _text(req, "cwd") or None
-        return {
-            "context": await self.digest(project_of(cwd), tokens, self._state(req).prompt, branch_of(cwd))
-        }
-
-    async def digest(self, project: str, tokens: int, prompt: str = "", branch: str = "") -> str:
-        """The digest of ``project`` within ``tokens`` (:mod:`memoryd.kinds.briefs.digest`)."""
-        if tokens <= 0:
-            return ""
-        rows = await self.briefs.list_tasks(project, "open")
-        tasks = [
-            dig.OpenTask(t.id, t.title, n, last, self._open_items(t.id))
-            for t, last, n in rows[: dig.OPEN_TASKS_MAX]
-        ]
-        recent = sorted(
-            (b for b in self.briefs.snapshot().briefs.values() if b.project == project),
-            key=lambda b: (b.created_at, b.id),
-            reverse=True,
-        )[: dig.BRIEFS_MAX]
-        briefs = [dig.RecentBrief(b.id, b.task, b.created_at, b.title or b.summary) for b in recent]
-        query = prompt or (branch.replace("/", " ").replace("-", " ") if branch not in _TRUNK else "")
-        query = query or (recent[0].title if recent else "")
-        memories: list[str] = []
-        if query:
-            try:
-                found = await self.memories.search(
-                    query, project=project or None, limit=dig.MEMORIES_MAX, touch=False
-                )
-                memories = [redact(s.memory.content).text for s in found.memories]
-            except Exception as exc:  # the digest goes out without memories rather than not at all
-                log.warning("capture.digest_memories_failed", error=str(exc))
-        embedder = self.searcher.embedder
-        count = embedder.count_tokens if embedder is not None else dig.estimate_tokens
-        data = dig.DigestInput(project=project, tasks=tasks, briefs=briefs, memories=memories)
-        return await asyncio.to_thread(dig.render_digest, data, tokens, count)
-
-    def _open_items(self, task_id: str) -> tuple[str, ...]:
-        for brief in reversed(self.briefs.briefs_of(task_id)):
-            if brief.outcome is not None and brief.outcome.open:
-                return brief.outcome.open
-        return ()
+        target = Target(project_of(cwd), "cwd", branch_of(cwd))
+        built = await self.context.digest(target, tokens, self._state(req).prompt)
+        return {"context": built.text}

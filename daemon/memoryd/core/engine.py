@@ -25,6 +25,7 @@ from memoryd.index.rwlock import RWLock
 from memoryd.index.searcher import Searcher
 from memoryd.index.store import IndexStore
 from memoryd.kinds.briefs.api import Briefs, check_board
+from memoryd.kinds.briefs.context import Context
 from memoryd.kinds.briefs.reader import BoardReader, BoardSnapshot, BoardUnreadable
 from memoryd.kinds.briefs.writer import ensure_board
 from memoryd.kinds.memories.api import Memories
@@ -77,8 +78,10 @@ class Engine:
         self.memories = Memories(
             self.board, self.sources, submit=self.submit_paths, search=self.searcher.search
         )
+        #: The session-start digest, for the capture hook, the get_context tool and its resources.
+        self.context = Context(self.briefs, self.searcher, self.memories)
         #: Agents' hook events -> briefs, turns, summaries, the session-start digest.
-        self.capture = Capture(self.board, self.briefs, self.searcher, self.memories, self._index)
+        self.capture = Capture(self.board, self.briefs, self.searcher, self.context, self._index)
         self._spool_task: asyncio.Task | None = None
 
     async def submit_paths(self, paths: Sequence[str]) -> None:

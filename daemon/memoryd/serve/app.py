@@ -22,14 +22,16 @@ duration, sizes; never its content).
 
 Resources (MCP spec "Resources"): the fixed-URI text resources of the session's groups
 (:class:`memoryd.tools.registry.ResourceSpec`, a group module's optional ``resources()``) are listed by
-``resources/list`` and read by ``resources/read``; an unknown URI is ``-32002``.
+``resources/list``, their templates (:class:`~memoryd.tools.registry.ResourceTemplateSpec`) by
+``resources/templates/list``; ``resources/read`` takes a fixed URI or one a template matches; any other URI
+is ``-32002``.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,10 +81,15 @@ class SessionState:
     log: Any = field(default=None, repr=False)
     #: URI -> :class:`memoryd.tools.registry.ResourceSpec` of the session's groups.
     resources: Mapping[str, Any] = field(default_factory=dict)
+    #: The :class:`memoryd.tools.registry.ResourceTemplateSpec` of the session's groups.
+    templates: Sequence[Any] = ()
 
     def __post_init__(self) -> None:
         self.listing = types.ListToolsResult(tools=[t.wire for t in self.tools.values()])
         self.resource_listing = types.ListResourcesResult(resources=[r.wire for r in self.resources.values()])
+        self.template_listing = types.ListResourceTemplatesResult(
+            resource_templates=[t.wire for t in self.templates]
+        )
         if self.log is None:
             self.log = log.bind(conn=self.id)
 
@@ -109,6 +116,7 @@ class McpApp:
             on_call_tool=self._call_tool,
             on_list_resources=self._list_resources,
             on_read_resource=self._read_resource,
+            on_list_resource_templates=self._list_resource_templates,
         )
         # The default OpenTelemetry middleware opens a span per message; we export no traces, and the
         # relay budget is about a millisecond per call.
@@ -127,6 +135,11 @@ class McpApp:
     ) -> types.ListResourcesResult:
         return ctx.lifespan_context.resource_listing
 
+    async def _list_resource_templates(
+        self, ctx: ServerRequestContext[SessionState], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        return ctx.lifespan_context.template_listing
+
     async def _read_resource(
         self, ctx: ServerRequestContext[SessionState], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
@@ -138,6 +151,11 @@ class McpApp:
         session = ctx.lifespan_context
         uri = str(params.uri)
         spec = session.resources.get(uri)
+        values = None  # a template's variables, when a template matched
+        for template in session.templates if spec is None else ():
+            if (values := template.match(uri)) is not None:
+                spec = template
+                break
         if spec is None:
             raise MCPError(code=RESOURCE_NOT_FOUND, message=f"Resource not found: {uri}", data={"uri": uri})
         started = time.monotonic()
@@ -156,7 +174,7 @@ class McpApp:
         )
         try:
             with anyio.fail_after(self.tool_timeout_s):
-                text = await spec.read(rctx)
+                text = await (spec.read(rctx) if values is None else spec.read(rctx, values))
         except Exception as exc:
             failure = exc
             result = tool_failure_result(failure, uri, rctx.log)

@@ -154,6 +154,7 @@ class Listener:
             groups=groups,
             tools=self.registry.visible(groups),
             resources=self.registry.visible_resources(groups),
+            templates=self.registry.visible_templates(groups),
             cwd=hello.get("cwd") if isinstance(hello.get("cwd"), str) else None,
             client_pid=hello.get("pid") if isinstance(hello.get("pid"), int) else None,
             log=clog,

@@ -13,6 +13,7 @@ import importlib.util
 from memoryd.tools.registry import (
     RegisteredTool,
     ResourceSpec,
+    ResourceTemplateSpec,
     ToolContext,
     ToolRegistry,
     ToolResult,
@@ -24,6 +25,7 @@ __all__ = [
     "GROUP_MODULES",
     "RegisteredTool",
     "ResourceSpec",
+    "ResourceTemplateSpec",
     "ToolContext",
     "ToolRegistry",
     "ToolResult",
@@ -51,7 +53,7 @@ def build_registry(test_tools: bool = False) -> ToolRegistry:
             continue  # not written yet; an import error inside an existing module still raises
         module = importlib.import_module(module_name)
         registry.add_group(group, module.tools())
-        if hasattr(module, "resources"):  # optional: the group's MCP resources (ResourceSpec)
+        if hasattr(module, "resources"):  # optional: the group's MCP resources (and templates)
             registry.add_resources(group, module.resources())
     if test_tools:
         from memoryd.tools import diagnostics as _diagnostics

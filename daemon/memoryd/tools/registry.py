@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import re
 import time
+import urllib.parse
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -243,9 +244,9 @@ class ToolRegistry:
         chosen = [*groups, *(g for g in self._always if g not in groups)]
         return {t.spec.name: t for g in chosen for t in self._groups.get(g, ())}
 
-    def add_resources(self, group: str, resources: Iterable[ResourceSpec]) -> None:
-        """Register the MCP resources of ``group`` (a group module's optional ``resources()``).
-        Raises ``ValueError`` for a URI that is already registered."""
+    def add_resources(self, group: str, resources: Iterable[ResourceSpec | ResourceTemplateSpec]) -> None:
+        """Register the MCP resources and resource templates of ``group`` (a group module's optional
+        ``resources()``). Raises ``ValueError`` for a URI or URI template that is already registered."""
         known = {r.uri for lst in self._resources.values() for r in lst}
         specs = list(resources)
         for spec in specs:
@@ -254,11 +255,27 @@ class ToolRegistry:
             known.add(spec.uri)
         self._resources.setdefault(group, []).extend(specs)
 
-    def visible_resources(self, groups: Iterable[str]) -> dict[str, ResourceSpec]:
-        """URI -> resource for a session that asked for ``groups`` (plus the always-on groups)."""
+    def _chosen(self, groups: Iterable[str]) -> list[str]:
         groups = list(groups)
-        chosen = [*groups, *(g for g in self._always if g not in groups)]
-        return {r.uri: r for g in chosen for r in self._resources.get(g, ())}
+        return [*groups, *(g for g in self._always if g not in groups)]
+
+    def visible_resources(self, groups: Iterable[str]) -> dict[str, ResourceSpec]:
+        """URI -> fixed-URI resource for a session that asked for ``groups`` (plus the always-on groups)."""
+        return {
+            r.uri: r
+            for g in self._chosen(groups)
+            for r in self._resources.get(g, ())
+            if isinstance(r, ResourceSpec)
+        }
+
+    def visible_templates(self, groups: Iterable[str]) -> list[ResourceTemplateSpec]:
+        """The resource templates of a session that asked for ``groups``, in registration order."""
+        return [
+            r
+            for g in self._chosen(groups)
+            for r in self._resources.get(g, ())
+            if isinstance(r, ResourceTemplateSpec)
+        ]
 
 
 ResourceReader = Callable[[ToolContext], Awaitable[str]]
@@ -281,6 +298,52 @@ class ResourceSpec:
     def wire(self) -> types.Resource:
         return types.Resource(
             uri=self.uri,
+            name=self.name,
+            title=self.title,
+            description=self.description,
+            mime_type=self.mime_type,
+        )
+
+
+TemplateReader = Callable[[ToolContext, Mapping[str, str]], Awaitable[str]]
+_TEMPLATE_VAR = re.compile(r"\{([a-z_]+)\}")
+
+
+@dataclass(frozen=True)
+class ResourceTemplateSpec:
+    """A family of text resources (MCP "Resource Templates"): ``uri_template`` holds ``{name}`` variables
+    (RFC 6570 level 1), each matching one non-empty path segment of at most 200 characters, percent-decoded;
+    ``read(ctx, {name: value})`` builds the text. Listed by ``resources/templates/list``; a URI that
+    matches no template is "resource not found"."""
+
+    uri_template: str
+    name: str
+    description: str
+    read: TemplateReader
+    mime_type: str = "text/plain"
+    title: str | None = None
+
+    @property
+    def uri(self) -> str:
+        """The template itself (its key among the registry's resources)."""
+        return self.uri_template
+
+    def match(self, uri: str) -> dict[str, str] | None:
+        """The variables of ``uri`` when it is one of this template's URIs, else None."""
+        parts = _TEMPLATE_VAR.split(self.uri_template)  # literal, name, literal, name, ..., literal
+        pattern = "".join(
+            re.escape(part) if i % 2 == 0 else f"(?P<{part}>[^/?#]{{1,200}})" for i, part in enumerate(parts)
+        )
+        found = re.fullmatch(pattern, uri)
+        if found is None:
+            return None
+        values = {k: urllib.parse.unquote(v) for k, v in found.groupdict().items()}
+        return values if all(v.strip() for v in values.values()) else None
+
+    @property
+    def wire(self) -> types.ResourceTemplate:
+        return types.ResourceTemplate(
+            uri_template=self.uri_template,
             name=self.name,
             title=self.title,
             description=self.description,

@@ -51,6 +51,15 @@ class Briefs:
         """Every task of the last snapshot, by id."""
         return self._snapshot().tasks
 
+    def spelling(self, project: str) -> str:
+        """The board's spelling of ``project`` when it differs only in case ('Shopfront' -> 'shopfront');
+        ``project`` itself when no project or several match that way."""
+        known = {task.project for task in self.tasks().values()}
+        if project in known:
+            return project
+        folded = [p for p in known if p.casefold() == project.strip().casefold()]
+        return folded[0] if len(folded) == 1 else project
+
     def briefs_of(self, task_id: str) -> list[Brief]:
         """The briefs of ``task_id`` in the last snapshot, oldest first."""
         briefs = [b for b in self._snapshot().briefs.values() if b.task == task_id]

@@ -328,3 +328,56 @@ def render_saved(a: Mapping[str, Any]) -> str:
         f"Saved the outcome of brief {a['brief_id']} to {a['path']} ({counts}). It is searchable now; "
         "calling save_outcome again for this brief replaces it."
     )
+
+
+# --- get_context --------------------------------------------------------------------------------------
+
+_PROJECT_FROM = {
+    "argument": "as asked",
+    "cwd": "the project of your working directory",
+    "recent": "the most recently active project: your working directory names none",
+    "none": "the board has no tasks yet",
+}
+_COUNTED_WITH = {"model": "the embedding model's tokenizer", "estimate": "an estimate, model not loaded"}
+
+
+def context_answer(digest: Any, projects: Iterable[str] = ()) -> dict[str, Any]:
+    """``digest`` is a :class:`memoryd.kinds.briefs.context.Digest`, built from already redacted text (the
+    placeholders are only counted here); ``projects`` are listed when the digest came out empty."""
+    scrub = Scrub(read_redacted=True)
+    answer: dict[str, Any] = {
+        "project": digest.project,
+        "project_from": digest.source,
+        "budget": digest.budget,
+        "tokens": digest.tokens,
+        "counted_with": digest.counter,
+        "context": scrub(digest.text),
+    }
+    if digest.text:
+        answer["note"] = DATA_NOTE
+    elif digest.budget > 0:
+        answer["projects"] = sorted(projects)[:PROJECTS]
+    answer.update(scrub.report())
+    return answer
+
+
+def empty_context(a: Mapping[str, Any]) -> str:
+    """The sentence that stands for an empty digest (the ``briefs://context`` resources hand it out)."""
+    if a["budget"] <= 0:
+        return "No context: the budget is 0 tokens."
+    known = ", ".join(a.get("projects", ())) or "none"
+    return (
+        f"Nothing recorded for project {a['project'] or '(none)'} fits in {a['budget']} tokens. Projects "
+        f"on the board: {known}."
+    )
+
+
+def render_context(a: Mapping[str, Any]) -> str:
+    head = (
+        f"Project {a['project'] or '(none)'} (project_from: {a['project_from']}, "
+        f"{_PROJECT_FROM[a['project_from']]}); {a['tokens']} of {a['budget']} tokens "
+        f"(counted_with: {a['counted_with']}, {_COUNTED_WITH[a['counted_with']]})."
+    )
+    if not a["context"]:
+        return "\n".join([head, empty_context(a), *_tail(a)])
+    return "\n".join([head, a["note"], a["context"], *_tail(a)])

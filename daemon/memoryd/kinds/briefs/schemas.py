@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from memoryd.kinds.briefs.digest import DEFAULT_TOKENS
 from memoryd.kinds.briefs.files import OUTCOME_SECTIONS, TASK_STATUSES
 
 SEARCH_LIMIT_MAX = 50
@@ -19,6 +20,8 @@ TASKS_LIMIT_DEFAULT = 30
 OUTCOME_ITEMS_MAX = 50
 OUTCOME_ITEM_CHARS = 2000
 QUERY_CHARS = 1000
+CONTEXT_TOKENS_DEFAULT = DEFAULT_TOKENS  # the session-start hook's default
+CONTEXT_TOKENS_MAX = 10_000
 PROJECT_CHARS = 100
 ID_CHARS = 17
 
@@ -107,6 +110,30 @@ SAVE_OUTCOME_INPUT = _object(
         "retired": _items("Things that no longer apply: removed code, superseded plans, dropped ideas."),
     },
     ["brief_id", "did", "open"],
+)
+GET_CONTEXT_INPUT = _object(
+    {
+        "project": {
+            **PROJECT,
+            "description": "The project, as named on the board (e.g. 'shopfront'); omit for the project of "
+            "your working directory, or the most recently active project when that has none.",
+        },
+        "tokens": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": CONTEXT_TOKENS_MAX,
+            "default": CONTEXT_TOKENS_DEFAULT,
+            "description": f"The budget in tokens (0-{CONTEXT_TOKENS_MAX}; 0 returns nothing). Whole items "
+            "are dropped to fit, never cut mid-line.",
+        },
+        "query": {
+            "type": "string",
+            "maxLength": QUERY_CHARS,
+            "description": "What you are about to work on, to pick the related memories (default: the "
+            "checked-out branch, else the latest brief's title).",
+        },
+    },
+    [],
 )
 
 # --- outputs ------------------------------------------------------------------------------------------
@@ -235,6 +262,18 @@ GET_BRIEF_OUTPUT = _out(
         "screenshots",
         "note",
     ],
+)
+GET_CONTEXT_OUTPUT = _out(
+    {
+        "project": _STR,
+        "project_from": {"enum": ["argument", "cwd", "recent", "none"]},
+        "budget": _INT,
+        "tokens": _INT,
+        "counted_with": {"enum": ["model", "estimate"]},
+        "context": _STR,
+        "projects": _STR_LIST,
+    },
+    ["project", "project_from", "budget", "tokens", "counted_with", "context"],
 )
 SAVE_OUTCOME_OUTPUT = {
     "type": "object",

@@ -1,0 +1,152 @@
+"""The session-start digest of one project, gathered from the board, the memories and the model's tokenizer.
+
+The one builder of the digest: the session-start hook (:mod:`memoryd.core.capture`), the ``get_context``
+tool and the ``briefs://context`` resources all call :meth:`Context.digest`; the text's shape and the
+budget rules are in :mod:`memoryd.kinds.briefs.digest`.
+
+What goes in, for ``project``:
+
+* its open tasks, newest activity first, each with the Open items of its latest brief that has an outcome
+  with any;
+* its latest briefs, newest first;
+* the memories most related to ``query`` (the agent's last prompt, or what a caller asked for), else to the
+  checked-out branch (unless it is a trunk such as ``main``), else to the latest brief's title.
+
+Texts come from the indexer's snapshot of the board, which the reader redacted as it read each file;
+memories are redacted here. Tokens are counted with the embedding model's tokenizer once it is loaded,
+else with :func:`~memoryd.kinds.briefs.digest.estimate_tokens` (which never counts fewer).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from memoryd.index.redact import redact
+from memoryd.kinds.briefs import digest as dig
+from memoryd.logs import get_logger
+from memoryd.project import branch_of, project_of
+
+if TYPE_CHECKING:  # the tool registry imports this module before the index library loads
+    from memoryd.index.searcher import Searcher
+    from memoryd.kinds.briefs.api import Briefs
+    from memoryd.kinds.memories.api import Memories
+
+log = get_logger("memoryd.kinds.briefs.context")
+
+_TRUNK = frozenset({"main", "master", "trunk", "develop", "dev", "HEAD", ""})
+
+#: Where the project of a digest came from (``Digest.source``).
+SOURCES = ("argument", "cwd", "recent", "none")
+
+
+@dataclass(frozen=True)
+class Digest:
+    """One built digest. ``text`` is ``""`` when the budget is 0 or nothing recorded fits; ``tokens`` is
+    its size counted by ``counter`` (``"model"``: the embedding model's tokenizer; ``"estimate"``)."""
+
+    project: str
+    source: str
+    budget: int
+    text: str
+    tokens: int
+    counter: str
+
+
+@dataclass(frozen=True)
+class Target:
+    """Which project a digest is for, where that came from, and the branch to relate memories to."""
+
+    project: str
+    source: str
+    branch: str = ""
+
+
+class Context:
+    """Built by the engine from the briefs API, the searcher (for its tokenizer) and the memories API."""
+
+    def __init__(self, briefs: Briefs, searcher: Searcher, memories: Memories) -> None:
+        self.briefs = briefs
+        self.searcher = searcher
+        self.memories = memories
+
+    def projects(self) -> set[str]:
+        """Every project that has a task on the board."""
+        return {task.project for task in self.briefs.tasks().values()}
+
+    async def recent_project(self) -> str:
+        """The project of the task with the newest activity (any status), or ``""`` on an empty board."""
+        rows = await self.briefs.list_tasks()
+        return rows[0][0].project if rows else ""
+
+    async def target(self, project: str | None, cwd: str | None) -> Target:
+        """The project a caller means: ``project`` as given (in the board's spelling when it differs only in
+        case); else the project of ``cwd`` (:func:`memoryd.project.project_of`); else the
+        most recently active project on the board; else ``""`` (source ``"none"``). The branch checked out
+        at ``cwd`` comes along when the project is the one of ``cwd``."""
+        if project is not None:
+            project = self.briefs.spelling(project)
+            same = project == project_of(cwd)  # the caller's own project: its branch still helps
+            return Target(project, "argument", branch_of(cwd) if same else "")
+        here = project_of(cwd)
+        if here:
+            return Target(here, "cwd", branch_of(cwd))
+        recent = await self.recent_project()
+        return Target(recent, "recent") if recent else Target("", "none")
+
+    def counter(self) -> tuple[Any, str]:
+        """``(count, name)``: the model's token counter once it is loaded, else the estimate."""
+        embedder = self.searcher.embedder
+        if embedder is not None:
+            return embedder.count_tokens, "model"
+        return dig.estimate_tokens, "estimate"
+
+    async def digest(self, target: Target, budget: int, query: str = "") -> Digest:
+        """The digest of ``target.project`` within ``budget`` tokens (0: off, an empty text).
+
+        Raises :class:`memoryd.kinds.briefs.reader.BoardUnreadable` when the board cannot be read; a failed
+        memory search leaves the memories out rather than failing the digest."""
+        count, counter = self.counter()
+        if budget <= 0:
+            return Digest(target.project, target.source, budget, "", 0, counter)
+        project = target.project
+        rows = await self.briefs.list_tasks(project, "open")
+        tasks = [
+            dig.OpenTask(t.id, t.title, n, last, self._open_items(t.id))
+            for t, last, n in rows[: dig.OPEN_TASKS_MAX]
+        ]
+        recent = sorted(
+            (b for b in self.briefs.snapshot().briefs.values() if b.project == project),
+            key=lambda b: (b.created_at, b.id),
+            reverse=True,
+        )[: dig.BRIEFS_MAX]
+        briefs = [dig.RecentBrief(b.id, b.task, b.created_at, b.title or b.summary) for b in recent]
+        branch = target.branch
+        about = query or (branch.replace("/", " ").replace("-", " ") if branch not in _TRUNK else "")
+        about = about or (recent[0].title if recent else "")
+        memories = await self._memories(about, project) if about else []
+        data = dig.DigestInput(project=project, tasks=tasks, briefs=briefs, memories=memories)
+
+        def render() -> tuple[str, int]:
+            text = dig.render_digest(data, budget, count)
+            return text, count(text) if text else 0
+
+        text, tokens = await asyncio.to_thread(render)
+        return Digest(project, target.source, budget, text, tokens, counter)
+
+    async def _memories(self, query: str, project: str) -> list[str]:
+        try:
+            found = await self.memories.search(
+                query, project=project or None, limit=dig.MEMORIES_MAX, touch=False
+            )
+        except Exception as exc:  # the digest goes out without memories rather than not at all
+            log.warning("context.memories_failed", error=str(exc))
+            return []
+        return [redact(s.memory.content).text for s in found.memories]
+
+    def _open_items(self, task_id: str) -> tuple[str, ...]:
+        for brief in reversed(self.briefs.briefs_of(task_id)):
+            if brief.outcome is not None and brief.outcome.open:
+                return brief.outcome.open
+        return ()
