@@ -34,6 +34,7 @@ eval: $(STAMP)
 	$(VENV)/bin/memoryd eval --corpus ../shared/eval/scifact/corpus.jsonl --queries ../shared/eval/scifact/queries.jsonl --scope global
 	$(VENV)/bin/memoryd eval --corpus ../shared/eval/cosqa/corpus.jsonl --queries ../shared/eval/cosqa/queries.jsonl --scope global
 	$(VENV)/bin/memoryd eval --small ../shared/eval
+	$(VENV)/bin/memoryd eval --filing ../shared/eval
 
 bench: $(STAMP)
 	$(VENV)/bin/python bench/run_all.py

@@ -187,3 +187,14 @@ def test_every_sample_outcome_round_trips_byte_for_byte(shared_board):
 def test_parse_notes():
     assert parse_notes("- one\n\n* two\nthree\n-\n") == ("one", "two", "three")
     assert parse_notes("") == ()
+
+
+def test_parse_brief_json_keeps_who_captured_it():
+    meta = parse_brief_json(
+        json.dumps(BRIEF_JSON | {"captured": {"agent": "codex", "session": "s-1"}}),
+        expected_id="b-20260101-bbbbbb",
+    )
+    assert meta["captured"] == ("codex", "s-1")
+    for odd in ({"agent": "codex"}, {"agent": 1, "session": "s"}, "codex", None):
+        meta = parse_brief_json(json.dumps(BRIEF_JSON | {"captured": odd}), expected_id="b-20260101-bbbbbb")
+        assert "captured" not in meta

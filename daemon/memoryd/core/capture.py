@@ -12,7 +12,10 @@ One :class:`Capture` per engine. Its :meth:`Capture.handle` takes one neutral re
 
 Every write is indexed through the engine's one writer before the answer goes out. What each session
 filed last (its task and brief, the prompt, whether the agent was already asked for an outcome) lives in
-memory: a daemon restart forgets it, and the next prompt of that session is filed by search alone.
+memory; for a session it does not remember (after a restart) it is recovered from the board: the newest
+brief whose ``brief.json`` names that agent and session (``"captured"``) gives its project, task, brief
+and prompt, so the session's next prompt stays in its task. That brief counts as asked for: a restart
+never makes the Stop hook ask twice.
 Raises ``ValueError`` for a request it cannot use (the control line answers with the message).
 """
 
@@ -24,6 +27,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -118,8 +122,28 @@ class Capture:
         if key not in self._sessions:
             if len(self._sessions) > 4096:  # a long-lived daemon: forget the oldest sessions
                 self._sessions.pop(next(iter(self._sessions)))
-            self._sessions[key] = SessionState()
+            self._sessions[key] = self._recover(*key)
         return self._sessions[key]
+
+    def _recover(self, agent: str, session: str) -> SessionState:
+        """The state of a session this process has not seen, from its newest captured brief (or empty)."""
+        if not session:
+            return SessionState()
+        want = (agent[:200], session[:200])  # as :meth:`_captured` stored them
+        newest = None
+        for b in self.briefs.snapshot().briefs.values():
+            if b.captured == want and (
+                newest is None or (b.created_at, b.id) > (newest.created_at, newest.id)
+            ):
+                newest = b
+        if newest is None:
+            return SessionState()
+        try:
+            at = datetime.fromisoformat(newest.created_at).timestamp()
+        except ValueError:
+            at = 0.0
+        log.info("capture.session_recovered", agent=agent, brief=newest.id, task=newest.task)
+        return SessionState(newest.project, newest.task, newest.id, newest.said, at, {newest.id})
 
     # -- prompt submitted ---------------------------------------------------------------------------------
     async def prompt(self, req: dict) -> dict[str, Any]:
@@ -167,15 +191,22 @@ class Capture:
         return {k: _text(req, k)[:200] for k in ("agent", "session") if _text(req, k)}
 
     async def _decide(self, text: str, project: str, current: str | None) -> filing.Filing:
+        scores, mode = await self.filing_scores(text, project)
+        if not scores and current is None:
+            return filing.Filing(None, 0.0, "new")
+        return filing.choose_task(scores, current, len(text.split()), filing.DEFAULTS[mode])
+
+    async def filing_scores(self, text: str, project: str) -> tuple[dict[str, float], str]:
+        """``({open task of project: best 0–1 score of its briefs}, "hybrid"|"keyword")`` for a cleaned prompt:
+        what :func:`memoryd.kinds.briefs.filing.choose_task` decides on (``memoryd eval --filing`` too)."""
         open_ids = {t.id for t in self.briefs.tasks().values() if t.status == "open" and t.project == project}
         if not open_ids:
-            return filing.Filing(current, 0.0, "new") if current else filing.Filing(None, 0.0, "new")
+            return {}, self.searcher.mode
         result = await self.searcher.search(
             text, project=project, kind="brief", status="open", limit=SEARCH_POOL
         )
-        scores = filing.task_scores(((h.task, h.score) for h in result.hits), open_ids)
-        thresholds = filing.DEFAULTS["hybrid" if result.mode == "hybrid" else "keyword"]
-        return filing.choose_task(scores, current, len(text.split()), thresholds)
+        mode = "hybrid" if result.mode == "hybrid" else "keyword"
+        return filing.task_scores(((h.task, h.score) for h in result.hits), open_ids), mode
 
     async def _write(
         self,

@@ -1,7 +1,7 @@
 """``memoryd eval``: score the shipped search on a labelled board, a public corpus, or small stores.
 
 ``--board DIR --queries FILE`` and ``--corpus FILE --queries FILE`` (:mod:`.labelled`); ``--small DIR``
-(:mod:`.small`). Exit codes: 0 scored, 2 a missing file or a bad option.
+(:mod:`.small`); ``--filing DIR`` (:mod:`.filing`: filing captured prompts into tasks). Exit codes: 0 scored, 2 a missing file or a bad option.
 """
 
 from __future__ import annotations
@@ -23,6 +23,13 @@ def register(sub) -> None:
         metavar="DIR",
         help="stores of 1, 3, 10 and 50 records cut from DIR (shared/eval)",
     )
+    src.add_argument(
+        "--filing",
+        type=Path,
+        metavar="DIR",
+        help="file the labelled prompt sequences built from DIR (shared/eval) into tasks; tune thresholds",
+    )
+    e.add_argument("--dump-set", type=Path, metavar="FILE", help="--filing: also write the set as JSON lines")
     e.add_argument("--queries", type=Path, help="the labelled queries (--board, --corpus)")
     e.add_argument("--seeds", type=int, default=8, help="--small: slices per set and size (default 8)")
     e.add_argument("--scope", choices=("prefix", "global"), default="global")
@@ -47,6 +54,8 @@ def cmd_eval(args) -> int:
     settings = Settings.load(model=args.model)
     if args.small:
         return _eval_small(args, settings)
+    if args.filing:
+        return _eval_filing(args, settings)
     if args.queries is None:
         print("memoryd eval: --queries is required with --board and --corpus", file=sys.stderr)
         return 2
@@ -77,4 +86,20 @@ def _eval_small(args, settings) -> int:
         return 2
     report = small.small_store_eval(args.small, _load_embedder(settings), seeds=args.seeds)
     print(json.dumps(report) if args.json else small.format_small(report))
+    return 0
+
+
+def _eval_filing(args, settings) -> int:
+    from memoryd.cli.eval import filing, filingset
+
+    for part in ("board-v1", "locomo"):
+        if not (args.filing / part).exists():
+            print(f"memoryd eval: {args.filing / part} does not exist", file=sys.stderr)
+            return 2
+    if args.dump_set:
+        filingset.dump(filingset.build_set(args.filing), args.dump_set)
+    report = filing.filing_eval(args.filing, settings.locations.models, settings.model)
+    if report["model"] != "ready" and settings.model != "none":
+        print(f"memoryd: embedding model {report['model']}; keyword-only filing", file=sys.stderr)
+    print(json.dumps(report, ensure_ascii=False) if args.json else filing.format_filing(report))
     return 0

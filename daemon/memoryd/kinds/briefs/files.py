@@ -99,7 +99,8 @@ class Brief:
 
     ``screens`` holds only screens whose ``.png`` exists; ``screen_pngs`` are their board-relative paths
     (``briefs/<id>/screens/<n>.png``), the only screen data that may be handed out. ``outcome`` is None when
-    there is no (readable) ``outcome.md``.
+    there is no (readable) ``outcome.md``. ``captured``: ``brief.json``'s optional ``"captured":
+    {"agent", "session"}`` (written by capture), None when absent or not two strings.
     """
 
     id: str
@@ -114,6 +115,7 @@ class Brief:
     outcome: Outcome | None = None
     screens: tuple[Screen, ...] = ()
     screen_pngs: tuple[str, ...] = field(default=())
+    captured: tuple[str, str] | None = None  # (agent, session) that sent it as a prompt, when captured
 
 
 # --- JSON files ---------------------------------------------------------------------------------------
@@ -170,8 +172,9 @@ def parse_task(text: str, expected_id: str | None = None) -> Task:
     )
 
 
-def parse_brief_json(text: str, expected_id: str | None = None) -> dict[str, str]:
-    """Parse ``briefs/<id>/brief.json`` into the six metadata fields of :class:`Brief`.
+def parse_brief_json(text: str, expected_id: str | None = None) -> dict[str, Any]:
+    """Parse ``briefs/<id>/brief.json`` into the six metadata fields of :class:`Brief`, plus ``captured``
+    when the optional ``"captured": {"agent", "session"}`` object holds two strings (else it is ignored).
 
     ``expected_id`` (the folder name) must equal the ``id`` field; ``task`` must be a task id.
     Raises FormatError like :func:`parse_task`.
@@ -184,7 +187,7 @@ def parse_brief_json(text: str, expected_id: str | None = None) -> dict[str, str
         raise FormatError(str(exc)) from None
     if expected_id is not None and brief_id != expected_id:
         raise FormatError(f"id {brief_id!r} does not match its folder name {expected_id!r}")
-    return {
+    meta: dict[str, Any] = {
         "id": brief_id,
         "task": task_id,
         "project": _require_str(data, "project"),
@@ -192,6 +195,12 @@ def parse_brief_json(text: str, expected_id: str | None = None) -> dict[str, str
         "title": _require_str(data, "title"),
         "summary": _require_str(data, "summary"),
     }
+    captured = data.get("captured")
+    if isinstance(captured, dict):
+        agent, session = captured.get("agent"), captured.get("session")
+        if isinstance(agent, str) and isinstance(session, str):
+            meta["captured"] = (agent, session)
+    return meta
 
 
 def parse_screen_json(text: str) -> tuple[str | None, str | None]:
