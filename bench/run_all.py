@@ -144,6 +144,7 @@ BENCHMARKS = [
     ("daemon", ours("bench_daemon.py", "--cache", str(CACHE)), None, True),
     ("users", ours("bench_users.py"), None, True),
     ("footprint", ours("bench_footprint.py", "--cache", str(CACHE)), None, True),
+    ("capture", ours("bench_capture.py", "--cache", str(CACHE)), None, True),
 ]
 
 
@@ -285,6 +286,9 @@ HOW = """## How the figures are made
 - `bench/bench_footprint.py`: where the model's memory goes (a fresh process, step by step); the daemon's RSS
   idle, after searches and under 16 agents, on an empty board and at 10,000 briefs; spawn -> first search
   through the shim for each way of starting it, beside `python -c pass`.
+- `bench/bench_capture.py`: the capture hooks exactly as `memoryd connect` writes them (UserPromptSubmit,
+  SessionStart), spawn -> exit through `/bin/sh -c` against a warm daemon at 10,000 briefs, beside
+  `python -c pass`; the same requests straight on the socket (digest build, filing).
 - Boards and indexes above 200 briefs are replicas of board-v1's 200 real briefs: copies with new ids and the
   originals' vectors, written with `IndexStore.upsert` in batches and `optimize()` (embedding 100,000 briefs
   would take hours). Every text occurs many times, so keyword posting lists are longer than on a real board of

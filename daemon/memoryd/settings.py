@@ -133,6 +133,31 @@ class Settings:
         return out
 
 
+def check_env(env: Mapping[str, str] | None = None) -> list[tuple[str, str, str]]:
+    """What is wrong with the ``MEMORYD_*`` behaviour variables of ``env`` (default ``os.environ``), for
+    ``memoryd status`` and ``memoryd doctor``: ``[(variable, "refused" | "clamped", message)]``, in
+    :data:`VARS` order. "refused": the value is unusable and a daemon started with it exits 1 (the message
+    is :class:`SettingsError`'s); "clamped": an integer outside its range, used as its nearest bound."""
+    env = os.environ if env is None else env
+    found: list[tuple[str, str, str]] = []
+    for var in VARS:
+        raw = env.get(var.env)
+        try:
+            value = var.parse(raw)
+        except SettingsError as exc:
+            found.append((var.env, "refused", str(exc)))
+            continue
+        clamped = (
+            isinstance(value, int)
+            and not isinstance(value, bool)
+            and int((raw or "").strip() or value) != value
+        )
+        if clamped:
+            message = f"{var.env}={(raw or '').strip()} is outside {var.lo} to {var.hi}: {value} is used"
+            found.append((var.env, "clamped", message))
+    return found
+
+
 def _check_table() -> None:
     names = {f.name for f in fields(Settings)} - {"locations"}
     declared = {v.field for v in VARS}

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from support.board import BRIEF, TASK
+from support.daemon import PYTHON
 from support.npm import npm_ci, registry_unreachable
 
 HERE = Path(__file__).resolve().parent
@@ -97,6 +98,28 @@ def test_gemini_cli_reports_memoryd_connected_in_a_trusted_folder(world, node, n
     listed = run_cli(world, node, node_modules, "gemini", "mcp", "list")
     lines = [line for line in listed.splitlines() if "memoryd:" in line]
     assert len(lines) == 1 and lines[0].rstrip().endswith("Connected"), listed
+
+
+def test_doctor_says_where_gemini_cli_runs_memoryd(world, node, node_modules):
+    """Gemini CLI disables every MCP server in a folder it does not trust; memoryd doctor says so there (a
+    warning) and not in the trusted project, and reads the pinned Gemini CLI's version."""
+    elsewhere = world.root / "untrusted"
+    elsewhere.mkdir(exist_ok=True)
+    listed = run_cli(world, node, node_modules, "gemini", "mcp", "list", cwd=elsewhere)
+    lines = [line for line in listed.splitlines() if "memoryd:" in line]
+    assert len(lines) == 1 and lines[0].rstrip().endswith("Disabled"), listed
+    env = {**world.cli_env(node), "PATH": f"{node_modules / '.bin'}:{node.parent}:/usr/bin:/bin",
+           "MEMORYD_HOME": str(world.root / "mh"), "MEMORYD_SOCKET": str(world.socket)}  # fmt: skip
+    verdicts = {}
+    for folder in (elsewhere, world.project):
+        done = subprocess.run([PYTHON, "-m", "memoryd", "doctor", "--json"], env=env, cwd=folder,
+                              capture_output=True, text=True, timeout=CLI_TIMEOUT_S)  # fmt: skip
+        verdicts[folder] = {c["name"]: c for c in json.loads(done.stdout)["checks"]}
+    trust = verdicts[elsewhere]["gemini folder trust"]
+    assert trust["state"] == "warn" and "MCP server disabled" in trust["detail"], trust
+    assert verdicts[world.project]["gemini folder trust"]["state"] == "ok"
+    enabled = verdicts[world.project]["capture gemini enabled"]
+    assert enabled["state"] == "ok" and "Gemini CLI 0.61.0" in enabled["detail"], enabled
 
 
 def test_codex_reads_the_entry(world, node, node_modules):

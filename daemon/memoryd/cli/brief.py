@@ -3,7 +3,9 @@
 
 ``brief`` goes through the running daemon (the capture control request, :mod:`memoryd.core.capture`), so
 the brief is redacted, filed into the task it continues and searchable when the id is printed. With no
-daemon it exits 3 and says how to start one: filing needs the index. ``tasks`` reads the board files.
+daemon it files the brief the same way in this process (:func:`memoryd.core.local.file_brief`: keyword-only
+search over the board's index, or a new task when there is none) and says so on stderr; the daemon indexes
+it when it next starts. ``tasks`` reads the board files.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import os
 import sys
 
-EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, EXIT_NOT_RUNNING = 0, 1, 2, 3
+EXIT_OK, EXIT_PROBLEM, EXIT_USAGE = 0, 1, 2
 
 
 def register(sub) -> None:
@@ -60,14 +62,25 @@ def cmd_brief(args) -> int:
     except ValueError as exc:
         print(f"memoryd brief: {exc}", file=sys.stderr)
         return EXIT_PROBLEM
+    searched = ""
     if answer is None:
-        print(
-            f"memoryd brief: no daemon answers on {socket}; start one with `memoryd serve`", file=sys.stderr
+        from memoryd.core.local import file_brief
+        from memoryd.kinds.briefs.reader import BoardUnreadable
+        from memoryd.settings import Settings
+
+        try:
+            answer, how = file_brief(Settings.load(), request)
+        except (ValueError, BoardUnreadable, OSError) as exc:
+            print(f"memoryd brief: {exc}", file=sys.stderr)
+            return EXIT_PROBLEM
+        searched = (
+            f"; no daemon answers on {socket}, so it was filed here ({how}) and is indexed when the "
+            "daemon next starts"
         )
-        return EXIT_NOT_RUNNING
     print(answer["brief"])
     print(
-        f"task {answer['task']} ({answer['filed']}), project {answer.get('project') or '-'}", file=sys.stderr
+        f"task {answer['task']} ({answer['filed']}), project {answer.get('project') or '-'}{searched}",
+        file=sys.stderr,
     )
     return EXIT_OK
 

@@ -23,6 +23,11 @@ and the text output says to run ``memoryd service restart``. ``activation`` is t
 passed the socket in (``null`` when the daemon bound it), ``log_file`` its rotating log (service only).
 
 and, when not running, ``{"running": false, "socket": {"path": "/..."}}``.
+
+Both shapes also carry ``"settings"``: what is wrong with this shell's ``MEMORYD_*`` variables
+(:func:`memoryd.settings.check_env`), ``[{"variable", "state": "refused"|"clamped", "message"}]``, empty
+when nothing is; the text output says it on a ``settings`` line. A refused value does not change the exit
+code (the daemon that answers was started elsewhere), but a daemon started from this shell would not start.
 """
 
 from __future__ import annotations
@@ -164,6 +169,19 @@ def render(s: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def settings_lines(problems: list[dict[str, str]]) -> list[str]:
+    """The text lines for :func:`memoryd.settings.check_env`'s findings."""
+    lines = []
+    for p in problems:
+        then = (
+            "; a daemon started from this shell exits at once (unset it or fix it)"
+            if p["state"] == "refused"
+            else ""
+        )
+        lines.append(f"  settings  {p['message']}{then}")
+    return lines
+
+
 def register(sub) -> None:
     """Add the ``status`` sub-command to the ``argparse`` sub-parsers ``sub``."""
     st = sub.add_parser("status", help="ask the running daemon; exit 0 when up, 3 when not running")
@@ -174,7 +192,10 @@ def register(sub) -> None:
 
 def main(socket: str | None = None, as_json: bool = False) -> int:
     """Print the running daemon's status; returns the exit code (0 up, 3 not running, 1 not memoryd)."""
+    from memoryd.settings import check_env
+
     path = resolve(socket=socket).socket
+    problems = [{"variable": v, "state": st, "message": m} for v, st, m in check_env()]
     try:
         raw = ask_status(path)
     except ValueError as exc:
@@ -182,13 +203,23 @@ def main(socket: str | None = None, as_json: bool = False) -> int:
         return EXIT_ERROR
     if raw is None:
         if as_json:
-            print(json.dumps({"running": False, "socket": {"path": str(path)}}))
+            print(json.dumps({"running": False, "socket": {"path": str(path)}, "settings": problems}))
         else:
             print(
-                f"memoryd is not running (nothing answers on {path}).\n"
-                "Start it with `memoryd serve` (or `make run`); an agent's memoryd-shim also starts it."
+                "\n".join(
+                    [
+                        f"memoryd is not running (nothing answers on {path}).",
+                        *settings_lines(problems),
+                        "Start it with `memoryd serve` (or `make run`); an agent's memoryd-shim also starts it.",
+                    ]
+                )
             )
         return EXIT_NOT_RUNNING
     summary = summarize(raw)
-    print(json.dumps(summary, ensure_ascii=False) if as_json else render(summary))
+    summary["settings"] = problems
+    print(
+        json.dumps(summary, ensure_ascii=False)
+        if as_json
+        else "\n".join([render(summary), *settings_lines(problems)])
+    )
     return EXIT_UP

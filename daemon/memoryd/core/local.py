@@ -1,6 +1,12 @@
-"""In-process search over the board (no daemon): build or refresh the board's index, then search it.
+"""In-process work on the board when no daemon runs: search it (``memoryd search``), file a brief
+(``memoryd brief``).
 
-Used by ``memoryd search`` when no daemon serves the board asked for, and by tests of the core. The index
+:func:`local_search` builds or refreshes the board's index, then searches it; tests of the core use it too.
+:func:`file_brief` hands a person's brief to the daemon's own :class:`memoryd.core.capture.Capture` in this
+process: the same text rules, files and filing, with keyword-only search (no model is loaded) over the
+refreshed index, or straight into a new task (or the ``task`` asked for) when there is no index to search
+or it cannot be opened. Nothing is indexed for the new files here: the daemon's start-up reconciliation (or
+its watcher, when one runs on another socket) indexes them with the model. The index
 is the board's own (:func:`memoryd.paths.default_index` unless ``--index`` names one), written under its
 writer lock (:mod:`memoryd.index.lock`): an index another process writes, or one built from another
 board, is refused (:class:`~memoryd.index.lock.IndexInUse`, :class:`~memoryd.index.lock.IndexOfAnotherBoard`),
@@ -8,6 +14,8 @@ never synced to this board.
 """
 
 from __future__ import annotations
+
+import asyncio
 
 from memoryd.index.lock import IndexLock
 from memoryd.index.records import brief_record
@@ -18,13 +26,13 @@ from memoryd.kinds.briefs.reader import BoardReader
 from memoryd.settings import Settings
 
 
-def refresh(settings: Settings, embedder) -> IndexStore:
+def refresh(settings: Settings, embedder, command: str = "memoryd search") -> IndexStore:
     """Open the board's index for writing and reconcile it with the board; returns the store, still
     holding the writer lock (release it with ``store.close()``). Raises what :meth:`IndexStore.open_writer`
     raises."""
     loc = settings.locations
     snap = BoardReader(loc.board).load()
-    store = IndexStore.open_writer(IndexLock(loc.index, loc.board, command="memoryd search"))
+    store = IndexStore.open_writer(IndexLock(loc.index, loc.board, command=command))
     try:
         records = [brief_record(b, snap.tasks.get(b.task)) for b in snap.briefs.values()]
         report = sync_records(store, records, embedder, kinds=("brief",))
@@ -47,3 +55,59 @@ def local_search(
         return search(store, embedder, query, project=project, kind="brief", limit=limit)
     finally:
         store.close()
+
+
+class _Tasks:
+    """What :class:`~memoryd.core.capture.Capture` reads of the briefs when filing: the board's tasks."""
+
+    def __init__(self, board) -> None:
+        self._tasks = BoardReader(board).load().tasks
+
+    def tasks(self) -> dict:
+        return self._tasks
+
+
+class _KeywordSearch:
+    """The searcher :class:`~memoryd.core.capture.Capture` asks, keyword-only on ``store`` (None: no hit)."""
+
+    def __init__(self, store: IndexStore | None) -> None:
+        self.store = store
+
+    async def search(self, text: str, **filters) -> SearchResult:
+        if self.store is None:
+            return SearchResult(mode="keyword")
+        return await asyncio.to_thread(search, self.store, None, text, **filters)
+
+
+async def _indexed_later(**_changes) -> None:
+    """The daemon indexes the new files when it next runs."""
+
+
+def file_brief(settings: Settings, request: dict) -> tuple[dict, str]:
+    """File a person's brief (the ``brief`` capture request of :mod:`memoryd.core.capture`) in this process.
+
+    Returns ``(answer, searched)``: the request's answer (``{"brief", "task", "filed", "project"}``) and how
+    the task was chosen when none was given (``"keyword search"``, or why there was no search). Raises
+    ``ValueError`` for a bad request (empty text, unknown task), BoardUnreadable, OSError.
+    """
+    from memoryd.core.capture import Capture
+    from memoryd.kinds.briefs.writer import ensure_board
+
+    loc = settings.locations
+    ensure_board(loc.board)
+    store, searched = None, "keyword search"
+    if request.get("task") or request.get("new_task"):
+        searched = "no search (task given)"
+    elif not loc.index.is_dir():
+        searched = f"no index at {loc.index} yet: a new task"
+    else:
+        try:
+            store = refresh(settings, None, command="memoryd brief")
+        except Exception as exc:  # noqa: BLE001 - any index trouble: file into a new task rather than fail
+            searched = f"the index could not be searched ({type(exc).__name__}: {exc}): a new task"
+    try:
+        capture = Capture(loc.board, _Tasks(loc.board), _KeywordSearch(store), None, _indexed_later)
+        return asyncio.run(capture.handle({**request, "event": "brief"})), searched
+    finally:
+        if store is not None:
+            store.close()

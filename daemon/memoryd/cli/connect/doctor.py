@@ -5,7 +5,10 @@ when that module is present), the socket (answers, directory 0700 and socket 060
 versions (shim, installed daemon, running daemon), the embedding model, the index against the board
 (brief count and newest board file vs the last index write), each agent's connection, and disk use.
 
-Exit code 0 when nothing is wrong, 1 when at least one problem was found.
+Exit code 0 when nothing is wrong, 1 when at least one problem was found. A warning (``warn``: something
+that depends on the folder, or that memoryd cannot verify, such as an agent's trust in a folder or a hook)
+is printed with its fix and does not change the exit code. The capture hooks' checks are in
+:mod:`memoryd.cli.connect.capturecheck`; this shell's ``MEMORYD_*`` variables are checked too.
 
 What counts as a problem: something that keeps memoryd from working as set up. Not a problem (``info``):
 no service installed (an agent's shim starts the daemon on demand), hence no daemon running yet; an agent
@@ -27,7 +30,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-OK, PROBLEM, INFO = "ok", "problem", "info"
+OK, PROBLEM, WARN, INFO = "ok", "problem", "warn", "info"
 #: How far the newest board file may be ahead of the last index write before the index counts as behind
 #: (the watcher debounces per brief, and a save is indexed within seconds).
 INDEX_SLACK_S = 30.0
@@ -37,7 +40,7 @@ LOW_DISK_BYTES = 512 << 20
 @dataclass
 class Check:
     name: str
-    state: str  # ok | problem | info
+    state: str  # ok | problem | warn | info
     detail: str
     fix: str | None = None  # for people: a command, maybe followed by "   (a note)"
     command: str | None = None  # the fix's command line exactly as it runs, or None
@@ -48,7 +51,7 @@ class Check:
 
 
 # Fixes that start like this are instructions in words, not a command line.
-_PROSE = ("stop ", "fix ", "free ", "reinstall ")
+_PROSE = ("stop ", "fix ", "free ", "reinstall ", "set ", "remove ", "start ")
 
 
 def _me(args: str) -> str:
@@ -218,17 +221,19 @@ def _index(status: dict[str, Any] | None, service: bool) -> Check | None:
     return Check("index", OK, f"{engine.get('records')} records, in step with {count} briefs on the board")
 
 
-def _agents(asked: tuple[str, ...] = ()) -> list[Check]:
-    """One check per agent found. Not connected (or an unreadable config, where memoryd cannot tell) is
-    ``info`` unless the agent is in ``asked``; a broken connection (stale entry, Stop hook missing or
-    stale) is a problem."""
+def _agents(asked: tuple[str, ...] = ()) -> tuple[list[Check], dict[str, bool]]:
+    """One check per agent found, and which agents have memoryd's entry. Not connected (or an unreadable
+    config, where memoryd cannot tell) is ``info`` unless the agent is in ``asked``; a broken connection
+    (stale entry, Stop hook missing or stale) is a problem."""
     from memoryd.cli.connect import manage
     from memoryd.cli.connect.agents import known_agents, server_entry
 
     checks = []
+    connected: dict[str, bool] = {}
     server = server_entry()
     for agent in known_agents():
         st = manage.status(agent, server)
+        connected[agent.name] = st.state in ("connected", "entry stale")
         wanted = agent.name in asked
         if st.state == "not installed" and not wanted:
             continue
@@ -252,7 +257,22 @@ def _agents(asked: tuple[str, ...] = ()) -> list[Check]:
             checks.append(Check(name, PROBLEM, f"{st.state} {st.detail}{hook}".strip(), connect))
     if not checks:
         checks.append(Check("agents", INFO, "no known agent found on this machine", _me("connect --print")))
-    return checks
+    return checks, connected
+
+
+def _settings() -> Check:
+    """This shell's ``MEMORYD_*`` variables (:func:`memoryd.settings.check_env`)."""
+    from memoryd.settings import check_env
+
+    found = check_env()
+    refused = [(var, message) for var, state, message in found if state == "refused"]
+    if refused:
+        names = " ".join(var for var, _ in refused)
+        detail = "; ".join(m for _, m in refused) + ": a daemon started from this environment exits at once"
+        return Check("settings", PROBLEM, detail, f"unset {names}   (or set a usable value)")
+    if found:
+        return Check("settings", INFO, "; ".join(m for _, _, m in found))
+    return Check("settings", OK, "every MEMORYD_* variable set here is usable")
 
 
 def _size(path: Path) -> int:
@@ -304,7 +324,10 @@ def run_checks(agents: tuple[str, ...] = ()) -> list[Check]:
     checks, service = _service()
     checks += _socket_checks(status, locations.socket, error, service) + [_versions(status, service)]
     checks += [c for c in (_model(status, service), _index(status, service)) if c is not None]
-    return checks + _agents(agents) + [_disk(locations)]
+    from memoryd.cli.connect import capturecheck
+
+    agent_checks, connected = _agents(agents)
+    return checks + agent_checks + capturecheck.run(connected, agents) + [_settings(), _disk(locations)]
 
 
 def main(as_json: bool = False, agents: tuple[str, ...] = ()) -> int:
@@ -315,10 +338,18 @@ def main(as_json: bool = False, agents: tuple[str, ...] = ()) -> int:
             json.dumps({"problems": len(problems), "checks": [asdict(c) for c in checks]}, ensure_ascii=False)
         )
     else:
-        mark = {OK: "ok  ", PROBLEM: "FAIL", INFO: "info"}
+        mark = {OK: "ok  ", PROBLEM: "FAIL", WARN: "warn", INFO: "info"}
         for c in checks:
             print(f"{mark[c.state]}  {c.name:<20} {c.detail}")
-            if c.fix and c.state == PROBLEM:
+            if c.fix and c.state in (PROBLEM, WARN):
                 print(f"      {'':<20} fix: {c.fix}")
-        print(f"\n{len(problems)} problem(s) found." if problems else "\nAll good.")
+        warnings = sum(c.state == WARN for c in checks)
+        also = f" {warnings} warning(s): see the warn lines." if warnings else ""
+        print(
+            f"\n{len(problems)} problem(s) found.{also}"
+            if problems
+            else f"\nNo problems.{also}"
+            if also
+            else "\nAll good."
+        )
     return 1 if problems else 0

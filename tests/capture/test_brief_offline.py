@@ -1,0 +1,73 @@
+"""``memoryd brief`` with no daemon running: the brief is written the same way in the CLI's process (filed by
+keyword search over the board's index, or into a new task when there is no index), and the next daemon
+indexes it."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from support.briefs import wait_engine_ready
+from support.daemon import short_tmpdir
+
+BRIEF_ID = re.compile(r"^b-\d{8}-[0-9a-f]{6}$")
+FIRST = "Fix the checkout button colour on the payment page of the shopfront"
+AGAIN = "checkout button colour on the payment page is still wrong in the shopfront"
+SECRET = "AKIAIOSFODNN7EXAMPLE"
+
+
+def brief(env: dict, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "memoryd", "brief", *args], capture_output=True, text=True,
+                          env=env, cwd="/", timeout=120)  # fmt: skip
+
+
+def meta(board: Path, brief_id: str) -> dict:
+    return json.loads((board / "briefs" / brief_id / "brief.json").read_text())
+
+
+def test_a_brief_is_filed_without_a_daemon_and_indexed_by_the_next_one(make_daemon):
+    root = short_tmpdir()
+    try:
+        board, index = root / "board", root / "index"
+        daemon = make_daemon(root, board=board, index=index).start()
+        wait_engine_ready(daemon)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
+        env |= {"MEMORYD_HOME": str(root / "cli"), "MEMORYD_BOARD": str(board), "MEMORYD_INDEX": str(index),
+                "MEMORYD_SOCKET": str(daemon.socket)}  # fmt: skip
+        first = brief(env, FIRST, "--project", "shop")
+        assert first.returncode == 0, first.stderr
+        first_id = first.stdout.strip()
+        task = meta(board, first_id)["task"]
+        daemon.kill()  # no daemon from here on
+
+        again = brief(env, f"{AGAIN} <private>my-private-note</private> key {SECRET}", "--project", "shop")
+        assert again.returncode == 0, again.stderr
+        again_id = again.stdout.strip()
+        assert BRIEF_ID.match(again_id) and "filed here (keyword search)" in again.stderr, again.stderr
+        assert meta(board, again_id)["task"] == task  # it continues the first brief's task
+        stored = b"".join(p.read_bytes() for p in (board / "briefs" / again_id).iterdir())
+        assert b"still wrong" in stored and b"my-private-note" not in stored and SECRET.encode() not in stored
+
+        new = brief(env, "Write the release notes", "--project", "shop", "--new-task", "Release notes")
+        assert new.returncode == 0, new.stderr
+        new_task = meta(board, new.stdout.strip())["task"]
+        assert new_task != task
+        assert json.loads((board / "tasks" / f"{new_task}.json").read_text())["title"] == "Release notes"
+
+        no_index = brief({**env, "MEMORYD_INDEX": str(root / "no-index")}, FIRST, "--project", "shop")
+        assert no_index.returncode == 0 and "no index at" in no_index.stderr, no_index.stderr
+        assert meta(board, no_index.stdout.strip())["task"] not in (task, new_task)
+
+        empty = brief(env, "<private>only this</private>")
+        assert empty.returncode == 1 and "empty" in empty.stderr
+
+        again_daemon = make_daemon(root, board=board, index=index, socket_path=root / "s2.sock").start()
+        status = wait_engine_ready(again_daemon)
+        assert status["engine"]["briefs"] == 4, status["engine"]
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
