@@ -100,6 +100,9 @@ class Capture:
         self._index = index
         self._sessions: dict[tuple[str, str], SessionState] = {}
         self._filing = asyncio.Lock()  # two prompts at once must not both start "the" new task
+        #: Tasks a prompt started whose indexing runs after the hook's answer: open until the view has them.
+        self._pending_tasks: set[str] = set()
+        self._indexing: set[asyncio.Task] = set()
 
     async def handle(self, req: Any) -> dict[str, Any]:
         """Answer one request (shapes in the module docstring). Raises ``ValueError`` for a bad one."""
@@ -156,7 +159,7 @@ class Capture:
             current = state.task if state.project == project and self._is_open(state.task) else None
             decision = await self._decide(clean.text, project, current)
             brief_id, task_id, title = await self._write(
-                clean.text, clean.text, project, decision.task, None, (), self._captured(req)
+                clean.text, clean.text, project, decision.task, None, (), self._captured(req), wait=False
             )
         state.project, state.task, state.brief = project, task_id, brief_id
         state.prompt, state.captured_at = clean.text, time.time()
@@ -183,6 +186,8 @@ class Capture:
         }
 
     def _is_open(self, task_id: str | None) -> bool:
+        if task_id in self._pending_tasks:
+            return True
         task = self.briefs.tasks().get(task_id) if task_id else None
         return task is not None and task.status == "open"
 
@@ -217,8 +222,13 @@ class Capture:
         new_title: str | None,
         screens: tuple,
         captured: dict | None,
+        wait: bool = True,
     ) -> tuple[str, str, str]:
-        """Write a brief (and its new task when ``task_id`` is None); index both; ``(brief, task, title)``."""
+        """Write a brief (and its new task when ``task_id`` is None); index both; ``(brief, task, title)``.
+
+        ``wait=False`` (a prompt hook, which the agent waits for): the files are written and fsynced before
+        the answer, the indexing runs after it (searchable a moment later; the board is the truth, so a
+        crash in between only defers it to the next start's sweep)."""
         now = cap.now_iso()
         title = cap.title_of(said)
         new_tasks: list[str] = []
@@ -246,8 +256,27 @@ class Capture:
             captured=captured,
         )
         await asyncio.to_thread(cap.write_brief, self.board, brief)
-        await self._index(briefs=[brief.id], tasks=new_tasks)
+        if wait:
+            await self._index(briefs=[brief.id], tasks=new_tasks)
+        else:
+            self._pending_tasks.update(new_tasks)
+            job = asyncio.get_running_loop().create_task(self._index_later(brief.id, new_tasks))
+            self._indexing.add(job)
+            job.add_done_callback(self._indexing.discard)
         return brief.id, task_id, title
+
+    async def _index_later(self, brief_id: str, tasks: list[str]) -> None:
+        try:
+            await self._index(briefs=[brief_id], tasks=tasks)
+        except Exception as exc:  # the files are on the board: the next sweep indexes them
+            log.warning("capture.index_deferred", brief=brief_id, error=f"{type(exc).__name__}: {exc}")
+        finally:
+            self._pending_tasks.difference_update(tasks)
+
+    async def settle(self) -> None:
+        """Wait for the indexing started after prompt answers (tests, shutdown)."""
+        while self._indexing:
+            await asyncio.gather(*list(self._indexing), return_exceptions=True)
 
     # -- a person files a brief -----------------------------------------------------------------------------
     async def person_brief(self, req: dict) -> dict[str, Any]:

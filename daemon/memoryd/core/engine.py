@@ -8,6 +8,7 @@ until it is warm searches run keyword-only and say so (``mode: "keyword"``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import time
 from collections.abc import Sequence
@@ -192,6 +193,8 @@ class Engine:
         if self._spool_task is not None and not self._spool_task.done():
             self._spool_task.cancel()  # what is left stays in the spool for the next start
         await self.memories.close()  # writes pending accessed_at touches
+        with contextlib.suppress(TimeoutError):  # captured prompts answered before their indexing
+            await asyncio.wait_for(self.capture.settle(), timeout=5)
         if self.indexer is not None:
             await self.indexer.close()
         if self.store is not None:
