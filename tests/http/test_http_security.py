@@ -12,8 +12,8 @@ import subprocess
 
 import pytest
 
-from conftest import start_http_daemon
 from support.daemon import PYTHON, free_port
+from support.httpd import start_http_daemon
 
 PAGE_AND_MCP = ["/", "/mcp", "/nowhere"]
 
