@@ -166,6 +166,9 @@ def main() -> None:
         argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, env=env, cwd="/"
     )
     clients: dict[str, object] = {}
+    report = Report(
+        "http", "A tool call over Streamable HTTP vs over the stdio shim (diag_echo, one session each)"
+    )
     try:
         deadline = time.monotonic() + 120
         while not (root / "http.json").exists():
@@ -190,12 +193,9 @@ def main() -> None:
                 answer = clients[name].call()
                 times[name].append((time.perf_counter() - t0) * 1000)
                 assert answer["result"]["structuredContent"]["value"] == ARG["value"], answer
-        report = Report(
-            "http", "A tool call over Streamable HTTP vs over the stdio shim (diag_echo, one session each)"
-        )
-        shim_p50 = pct(times["shim"], 50)
+        shim_p50 = pct(times["shim"], 0.5)
         for name in names:
-            p50, p95 = pct(times[name], 50), pct(times[name], 95)
+            p50, p95 = pct(times[name], 0.5), pct(times[name], 0.95)
             base = {} if name == "shim" else {"baseline": shim_p50, "baseline_label": "shim p50"}
             report.row(f"{name}: p50", round(p50, 3), "ms", **base)
             report.row(f"{name}: p95", round(p95, 3), "ms")

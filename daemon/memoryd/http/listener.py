@@ -52,7 +52,9 @@ class _Server(uvicorn.Server):
 
 
 def _listen(family: int, host: str, port: int) -> socket.socket:
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # proto IPPROTO_TCP, not 0: asyncio turns Nagle off (TCP_NODELAY) only on sockets that say TCP, and with
+    # it on, an SSE answer's second write waits for the client's delayed ACK (about 40 ms per call).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         if family == socket.AF_INET6:
