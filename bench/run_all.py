@@ -142,6 +142,7 @@ BENCHMARKS = [
     ("search", ours("bench_search.py", "--cache", str(CACHE)), None, True),
     ("shim", shim_argv, shim_report, True),
     ("daemon", ours("bench_daemon.py", "--cache", str(CACHE)), None, True),
+    ("http", ours("bench_http.py"), None, True),
     ("users", ours("bench_users.py"), None, True),
     ("footprint", ours("bench_footprint.py", "--cache", str(CACHE)), None, True),
     ("capture", ours("bench_capture.py", "--cache", str(CACHE)), None, True),

@@ -3,11 +3,16 @@
 #
 #   bash conformance/run.sh                 # the generic server scenarios (what `make conformance` runs)
 #   bash conformance/run.sh tools-list ...  # only the named scenarios
+#   bash conformance/run.sh --http [...]    # the same against the daemon's own /mcp (memoryd serve --http)
 #
 # The suite speaks only streamable HTTP, so the chain under test is
 #   suite --HTTP--> supergateway --stateful --stdio--> memoryd-shim --no-start --Unix socket--> memoryd serve
 # with a real daemon on a throwaway board, index, socket and MEMORYD_HOME (keyword-only: --model none), and the
 # gateway on a free 127.0.0.1 port. One shim per MCP session, as an agent would spawn it.
+# With --http there is no gateway and no shim: suite --HTTP--> memoryd serve --http <free port> at /mcp. The
+# suite has no option for a header, so a preload (bearer.cjs) adds the daemon's `Authorization: Bearer <token>`
+# to the suite's fetch() calls to that URL, as a configured client sends it; dns-rebinding-protection joins the
+# generic scenarios there.
 #
 # Scenarios: server-initialize, ping, tools-list, plus resources-list / prompts-list when the daemon's
 # initialize answer declares those capabilities. Every process started here is stopped on exit (trap), and the
@@ -23,6 +28,11 @@ REPO=$(cd "$HERE/.." && pwd)
 VENV=${MEMORYD_VENV:-$REPO/.venv}
 SCENARIO_TIMEOUT_S=${CONFORMANCE_TIMEOUT_S:-120}
 STARTED=$SECONDS
+MODE=shim
+if [ "${1:-}" = "--http" ]; then
+    MODE=http
+    shift
+fi
 
 say() { printf 'conformance: %s\n' "$*" >&2; }
 die() { say "error: $*"; exit 2; }
@@ -115,9 +125,14 @@ trap 'exit 143' TERM
 
 # --- the daemon ------------------------------------------------------------------------------------------------
 mkdir -p "$TMP/home"
+HTTP_ARGS=()
+if [ "$MODE" = http ]; then
+    PORT=$("$VENV/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    HTTP_ARGS=(--http "$PORT")
+fi
 env HOME="$TMP/home" MEMORYD_HOME="$TMP/home" LANCEDB_LOG=error PYTHONDONTWRITEBYTECODE=1 \
     "$VENV/bin/memoryd" serve --board "$TMP/board" --index "$TMP/index" --socket "$SOCK" --model none \
-    </dev/null >"$TMP/daemon.stdout" 2>"$TMP/daemon.log" &
+    "${HTTP_ARGS[@]+"${HTTP_ARGS[@]}"}" </dev/null >"$TMP/daemon.stdout" 2>"$TMP/daemon.log" &
 DAEMON_PID=$!
 for ((i = 0; ; i++)); do
     alive "$DAEMON_PID" || die "memoryd serve exited before answering on $SOCK"
@@ -177,8 +192,50 @@ console.log(JSON.stringify({
 }));
 EOF
 
+if [ "$MODE" = http ]; then
+    for ((i = 0; ; i++)); do
+        [ -f "$TMP/http.json" ] && break
+        alive "$DAEMON_PID" || die "memoryd serve exited before serving HTTP"
+        [ "$i" -lt 150 ] || die "memoryd serve --http did not write $TMP/http.json within 30 s"
+        sleep 0.2
+    done
+    PORT=$("$VENV/bin/python" -c 'import json, sys; print(json.load(open(sys.argv[1]))["port"])' "$TMP/http.json")
+    URL="http://127.0.0.1:$PORT/mcp"
+    cat >"$TMP/bearer.cjs" <<'EOF'
+const prefix = process.env.MEMORYD_CONFORMANCE_URL;
+const token = require('fs').readFileSync(process.env.MEMORYD_CONFORMANCE_TOKEN_FILE, 'utf8').trim();
+const fetch0 = globalThis.fetch;
+globalThis.fetch = function (input, init) {
+  const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+  if (url.startsWith(prefix)) {
+    const headers = new Headers((init && init.headers) || (input instanceof Request ? input.headers : undefined));
+    if (!headers.has('authorization')) headers.set('authorization', `Bearer ${token}`);
+    init = { ...(init || {}), headers };
+  }
+  return fetch0.call(this, input, init);
+};
+// The suite's raw requests (dns-rebinding-protection) use undici's request(): the same header there.
+try {
+  const undici = require(require.resolve('undici', { paths: [process.env.MEMORYD_CONFORMANCE_SUITE_DIR] }));
+  const request0 = undici.request;
+  undici.request = function (url, options) {
+    if (String(url).startsWith(prefix)) {
+      const headers = { ...((options && options.headers) || {}) };
+      if (!Object.keys(headers).some((k) => k.toLowerCase() === 'authorization')) headers.authorization = `Bearer ${token}`;
+      options = { ...(options || {}), headers };
+    }
+    return request0.call(this, url, options);
+  };
+} catch {}
+EOF
+    export MEMORYD_CONFORMANCE_URL="$URL" MEMORYD_CONFORMANCE_TOKEN_FILE="$TMP/http.token"
+    export MEMORYD_CONFORMANCE_SUITE_DIR="$HERE/node_modules/@modelcontextprotocol/conformance"
+    export NODE_OPTIONS="--require $TMP/bearer.cjs"
+    say "daemon serves $URL (no gateway; bearer.cjs adds the token)"
+fi
 SHIM_CMD="$(shq "$VENV/bin/memoryd-shim") --socket $(shq "$SOCK") --no-start"
 for attempt in 1 2 3; do
+    [ "$MODE" = http ] && break
     PORT=$("$VENV/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
     # stdin must stay open (supergateway exits when its stdin closes); /dev/null never signals 'close' to Node.
     NODE_OPTIONS="--require $TMP/loopback.cjs" "$NODE" "$GATEWAY" --stdio "$SHIM_CMD" \
@@ -190,11 +247,13 @@ for attempt in 1 2 3; do
     GATEWAY_PID=""
     say "gateway did not come up on port $PORT (attempt $attempt): $(tail -n 3 "$TMP/gateway.log" | tr '\n' ' ')"
 done
-[ -n "$GATEWAY_PID" ] || die "supergateway would not start"
-URL="http://127.0.0.1:$PORT/mcp"
-say "gateway up (pid $GATEWAY_PID) at $URL, relaying to: $SHIM_CMD"
+if [ "$MODE" = shim ]; then
+    [ -n "$GATEWAY_PID" ] || die "supergateway would not start"
+    URL="http://127.0.0.1:$PORT/mcp"
+    say "gateway up (pid $GATEWAY_PID) at $URL, relaying to: $SHIM_CMD"
+fi
 
-INFO=$("$NODE" "$TMP/probe.mjs" caps "$URL") || die "no initialize answer through gateway + shim"
+INFO=$("$NODE" "$TMP/probe.mjs" caps "$URL") || die "no initialize answer from $URL"
 say "server: $INFO"
 
 # --- scenarios -------------------------------------------------------------------------------------------------
@@ -205,6 +264,7 @@ else
     SKIPPED=()
     case $INFO in *'"resources"'*) SCENARIOS+=(resources-list) ;; *) SKIPPED+=("resources-list (no resources capability)") ;; esac
     case $INFO in *'"prompts"'*) SCENARIOS+=(prompts-list) ;; *) SKIPPED+=("prompts-list (no prompts capability)") ;; esac
+    if [ "$MODE" = http ]; then SCENARIOS+=(dns-rebinding-protection); fi
 fi
 TIMEOUT=()
 if command -v timeout >/dev/null; then TIMEOUT=(timeout --foreground --kill-after=10 "$SCENARIO_TIMEOUT_S"); fi
@@ -239,7 +299,12 @@ if [ -s "$TMP/daemon.stdout" ]; then
 fi
 
 echo
-echo "MCP conformance ($("$NODE" "$SUITE" --version 2>/dev/null || echo '?'), Node $("$NODE" --version)) against memoryd-shim via supergateway --stateful"
+if [ "$MODE" = http ]; then
+    AGAINST="memoryd serve --http at $URL (no gateway)"
+else
+    AGAINST="memoryd-shim via supergateway --stateful"
+fi
+echo "MCP conformance ($("$NODE" "$SUITE" --version 2>/dev/null || echo '?'), Node $("$NODE" --version)) against $AGAINST"
 echo "server: $INFO"
 for line in "${SUMMARY[@]}"; do echo "  $line"; done
 for line in "${SKIPPED[@]+"${SKIPPED[@]}"}"; do echo "  SKIP  $line"; done

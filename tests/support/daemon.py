@@ -32,6 +32,21 @@ PYTHON = str(VENV_PYTHON if VENV_PYTHON.exists() else Path(sys.executable))
 START_TIMEOUT_S = 60.0  # importing the MCP SDK takes seconds on a loaded 2-core machine
 
 
+def free_port() -> int:
+    """A TCP port free on both 127.0.0.1 and ::1 right now (the daemon binds both)."""
+    for _ in range(20):
+        with socket.socket() as v4:
+            v4.bind(("127.0.0.1", 0))
+            port = v4.getsockname()[1]
+            try:
+                with socket.socket(socket.AF_INET6) as v6:
+                    v6.bind(("::1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port on both loopback addresses")
+
+
 def short_tmpdir() -> Path:
     """A fresh 0700 directory under /tmp with a short name (socket paths stay far below 104 bytes)."""
     return Path(tempfile.mkdtemp(dir="/tmp", prefix="md-"))
@@ -63,8 +78,10 @@ class DaemonProcess:
         user: int | None = None,
         model: str = "none",
         index: Path | str | None = None,
+        args: list[str] | None = None,
     ) -> None:
         self.root = root
+        self.args = list(args or [])  # more `memoryd serve` flags (e.g. ["--http", "7123"])
         self.model = model  # "none": keyword-only (fast); "" : the daemon's default model
         self.socket = socket_path or root / "s.sock"
         self.board = board or root / "board"
@@ -86,6 +103,7 @@ class DaemonProcess:
                 *self.argv,
                 *(["--index", str(self.index)] if self.index else []),
                 *(["--model", self.model] if self.model else []),
+                *self.args,
             ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,  # must stay empty: the daemon never writes stdout

@@ -27,6 +27,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "memoryd.cli.export",
     "memoryd.cli.service.command",
     "memoryd.cli.brief",
+    "memoryd.cli.open_",
 )
 
 

@@ -17,6 +17,13 @@ Sources (each checked against the agent's public docs when this table was writte
 * Claude Desktop: ``~/Library/Application Support/Claude/claude_desktop_config.json``, ``mcpServers``
   (modelcontextprotocol.io quickstart; the docs name macOS and Windows only, so no Linux path here).
 
+HTTP entries (``memoryd connect --http``: the daemon's ``/mcp`` URL and an ``Authorization: Bearer`` header):
+Claude Code ``{"type": "http", "url", "headers"}`` (``claude mcp add --transport http``), VS Code the same
+shape, Cursor ``{"url", "headers"}``, Gemini CLI ``{"httpUrl", "headers"}``, Windsurf ``{"serverUrl",
+"headers"}``, Codex ``url`` + ``http_headers`` (a static header table; ``bearer_token`` inline is not
+accepted there). Claude Desktop's file takes stdio servers only (remote ones are added in its UI), so it
+keeps the stdio entry.
+
 Antigravity is left out: public sources disagree on its file (``~/.gemini/antigravity/mcp_config.json`` vs
 ``~/.gemini/config/mcp_config.json``); ``memoryd connect --print`` gives the ``mcpServers`` snippet for it.
 """
@@ -55,10 +62,30 @@ class Agent:
     fmt: str  # "json" | "toml"
     container: tuple[str, ...]  # path of the object holding server entries
     stdio_type: bool = False  # entries carry "type": "stdio"
+    http: str | None = None  # how an HTTP entry is spelled (a key of HTTP_SHAPES); None: stdio only
 
     def entry(self, server: dict[str, Any]) -> dict[str, Any]:
         """The entry as this agent spells it (``server`` from :func:`server_entry`)."""
         return {"type": "stdio", **server} if self.stdio_type else dict(server)
+
+    def http_entry(self, url: str, token: str) -> dict[str, Any] | None:
+        """The HTTP entry for ``url`` with the bearer ``token``, or ``None`` when the agent's config file
+        takes no HTTP servers."""
+        return (
+            None if self.http is None else HTTP_SHAPES[self.http](url, {"Authorization": f"Bearer {token}"})
+        )
+
+
+#: How each agent spells an HTTP server entry (module docstring).
+HTTP_SHAPES = {
+    "type": lambda url, headers: {"type": "http", "url": url, "headers": headers},
+    "url": lambda url, headers: {"url": url, "headers": headers},
+    "httpUrl": lambda url, headers: {"httpUrl": url, "headers": headers},
+    "serverUrl": lambda url, headers: {"serverUrl": url, "headers": headers},
+    "codex": lambda url, headers: {"url": url, "http_headers": headers},
+}
+#: The keys that make an entry an HTTP one, in any agent's spelling.
+HTTP_URL_KEYS = ("url", "httpUrl", "serverUrl")
 
 
 def _xdg_config(home: Path, env: Mapping[str, str]) -> Path:
@@ -86,9 +113,26 @@ def known_agents(
             "json",
             ("mcpServers",),
             True,
+            http="type",
         ),
-        Agent("codex", "Codex CLI", codex_home, codex_home / "config.toml", "toml", ("mcp_servers",)),
-        Agent("cursor", "Cursor", home / ".cursor", home / ".cursor" / "mcp.json", "json", ("mcpServers",)),
+        Agent(
+            "codex",
+            "Codex CLI",
+            codex_home,
+            codex_home / "config.toml",
+            "toml",
+            ("mcp_servers",),
+            http="codex",
+        ),
+        Agent(
+            "cursor",
+            "Cursor",
+            home / ".cursor",
+            home / ".cursor" / "mcp.json",
+            "json",
+            ("mcpServers",),
+            http="url",
+        ),
         Agent(
             "gemini",
             "Gemini CLI",
@@ -96,8 +140,9 @@ def known_agents(
             home / ".gemini" / "settings.json",
             "json",
             ("mcpServers",),
+            http="httpUrl",
         ),
-        Agent("vscode", "VS Code", vscode_user, vscode_user / "mcp.json", "json", ("servers",), True),
+        Agent("vscode", "VS Code", vscode_user, vscode_user / "mcp.json", "json", ("servers",), True, "type"),
         Agent(
             "windsurf",
             "Windsurf",
@@ -105,6 +150,7 @@ def known_agents(
             home / ".codeium" / "windsurf" / "mcp_config.json",
             "json",
             ("mcpServers",),
+            http="serverUrl",
         ),
     ]
     if mac:

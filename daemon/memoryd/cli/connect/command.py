@@ -26,6 +26,13 @@ def register(sub) -> None:
     )
     c.add_argument("--dry-run", action="store_true", help="show the diff per file; write nothing")
     c.add_argument(
+        "--http",
+        action="store_true",
+        help="write HTTP entries (the daemon's /mcp URL and its token) instead of the stdio shim, for the "
+        "agents whose config takes them (Claude Code, Codex, Cursor, Gemini CLI, VS Code, Windsurf); the "
+        "daemon must serve HTTP (memoryd serve --http)",
+    )
+    c.add_argument(
         "--print", action="store_true", dest="print_only", help="print the JSON/TOML to paste by hand"
     )
     c.add_argument(
@@ -141,6 +148,9 @@ def cmd_connect(args) -> int:
     except ValueError as exc:
         print(f"memoryd connect: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    http = _http_target(args.tools) if getattr(args, "http", False) else None
+    if getattr(args, "http", False) and http is None:
+        return EXIT_PROBLEM
     if args.status:
         for agent in _select(args.agents, True):
             st = manage.status(agent, server)
@@ -165,7 +175,8 @@ def cmd_connect(args) -> int:
             return EXIT_OK
         for agent in targets:
             print(f"# {agent.title}: {agent.config}")
-            print(edits.snippet(agent.fmt, agent.container, agent.entry(server)), end="")
+            entry = (http and agent.http_entry(*http)) or agent.entry(server)
+            print(edits.snippet(agent.fmt, agent.container, entry), end="")
             if agent.name == "claude-code":
                 print(f"# {agent.title} Stop hook: {agent.folder / 'settings.json'}")
                 print(edits.hook_snippet(hook_command(server["command"])), end="")
@@ -182,19 +193,72 @@ def cmd_connect(args) -> int:
     if args.context_tokens is not None and args.context_tokens < 0:
         print("memoryd connect: --context-tokens must be 0 or more", file=sys.stderr)
         return EXIT_USAGE
-    outcomes = [
-        o
-        for agent in agents
-        for o in manage.connect(
-            agent, server, dry_run=args.dry_run, capture=not args.no_capture, tokens=args.context_tokens
+    outcomes = []
+    for agent in agents:
+        entry = agent.http_entry(*http) if http else None
+        done = manage.connect(
+            agent,
+            server,
+            dry_run=args.dry_run,
+            capture=not args.no_capture,
+            tokens=args.context_tokens,
+            entry=entry,
         )
-    ]
+        if http and entry is None:
+            done[0].detail = (done[0].detail + "; " if done[0].detail else "") + (
+                "its config file takes no HTTP servers: the stdio entry was written"
+            )
+        elif http and done[0].state in (manage.CONNECTED, manage.UPDATED):
+            done[0].detail = _token_exposure(agent.config) or done[0].detail
+        outcomes += done
     code = _print_outcomes(outcomes, "connected")
     if not args.dry_run and any(o.state in (manage.CONNECTED, manage.UPDATED) for o in outcomes):
         print(
             "\nRestart the agents (or reload their MCP servers) to pick memoryd up; then ask one to search_briefs."
         )
     return code
+
+
+def _http_target(tools: str | None) -> tuple[str, str] | None:
+    """``(url, token)`` for HTTP entries: the port the daemon serves HTTP on (``http.json``), else the
+    configured one (``MEMORYD_HTTP_PORT``, else 7077, with a note); the token is created if there is none."""
+    from memoryd.http import files
+    from memoryd.paths import memoryd_command
+    from memoryd.settings import Settings
+
+    settings = Settings.load()
+    socket_dir = settings.locations.socket.parent
+    try:
+        socket_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        serving = files.read_port(socket_dir)
+        token = files.ensure_token(socket_dir)
+    except OSError as exc:
+        print(f"memoryd connect --http: {exc}", file=sys.stderr)
+        return None
+    port = serving["port"] if serving else settings.http_port or files.DEFAULT_PORT
+    if serving is None:
+        print(
+            f"memoryd connect --http: no daemon serves HTTP now; the entries point at port {port}. Start it "
+            f"with `{memoryd_command()} serve --http {port}` or `{memoryd_command()} service install --http {port}`.",
+            file=sys.stderr,
+        )
+    groups = ",".join(part.strip() for part in tools.split(",") if part.strip()) if tools else ""
+    return f"http://127.0.0.1:{port}/mcp" + (f"?tools={groups}" if groups else ""), token
+
+
+def _token_exposure(path) -> str:
+    """A warning when an agent config holding the token is readable by other users."""
+    import stat
+
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        return ""
+    if not mode & 0o077:
+        return ""
+    return (
+        f"WARNING: it now holds memoryd's token and is readable by others (mode {mode:o}): chmod 600 {path}"
+    )
 
 
 def cmd_disconnect(args) -> int:

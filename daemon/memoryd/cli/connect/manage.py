@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from memoryd.cli.connect import capturehooks, edits, safewrite
-from memoryd.cli.connect.agents import Agent, claude_settings, command_exists, hook_command
+from memoryd.cli.connect.agents import HTTP_URL_KEYS, Agent, claude_settings, command_exists, hook_command
 from memoryd.cli.connect.jsonedit import NotPlainJson
 from memoryd.cli.connect.tomledit import NotToml
 from memoryd.paths import memoryd_command
@@ -126,10 +126,13 @@ def connect(
     dry_run: bool = False,
     capture: bool = True,
     tokens: int | None = None,
+    entry: dict[str, Any] | None = None,
 ) -> list[Outcome]:
     """Add or refresh memoryd's entry in ``agent``'s config (and Claude Code's Stop hook); with ``capture``,
-    the capture hooks of agents that have them (:mod:`.capturehooks`; ``tokens``: the digest budget)."""
-    entry = agent.entry(server)
+    the capture hooks of agents that have them (:mod:`.capturehooks`; ``tokens``: the digest budget).
+    ``entry`` replaces the stdio entry made from ``server`` (an HTTP entry, ``connect --http``); the hooks
+    still run ``server``'s interpreter."""
+    entry = agent.entry(server) if entry is None else entry
     paste = edits.snippet(agent.fmt, agent.container, entry)
 
     def change(text: str) -> str:
@@ -291,6 +294,11 @@ def disconnect(agent: Agent, dry_run: bool = False) -> list[Outcome]:
 def _entry_state(entry: Any, wanted: dict[str, Any] | None) -> tuple[str, str]:
     if entry is None:
         return "not connected", ""
+    url = next(
+        (entry[k] for k in HTTP_URL_KEYS if isinstance(entry, dict) and isinstance(entry.get(k), str)), None
+    )
+    if url is not None and "command" not in entry:
+        return "connected", f"over HTTP, {url.split('?')[0]}"
     command = entry.get("command") if isinstance(entry, dict) else None
     if not command_exists(command):
         return "entry stale", f"{command!r} no longer exists; `{memoryd_command()} connect` fixes it"

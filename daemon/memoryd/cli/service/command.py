@@ -31,6 +31,15 @@ def register(sub) -> None:
     install.add_argument(
         "--print", action="store_true", dest="print_only", help="print the definitions; change nothing"
     )
+    install.add_argument(
+        "--http",
+        nargs="?",
+        type=int,
+        const=7077,
+        metavar="PORT",
+        help="the service also serves MCP over HTTP and the page on 127.0.0.1 (default port 7077; 0: off; "
+        "without this flag, MEMORYD_HTTP_PORT at install time decides)",
+    )
     actions.add_parser("uninstall", help="stop the service and remove what install wrote")
     actions.add_parser("start", help="start the installed service")
     actions.add_parser("stop", help="stop the service (it comes back at the next login)")
@@ -52,7 +61,7 @@ def main(args) -> int:
     try:
         if args.service_command == "status":
             return _status(args.json)
-        mgr = get_manager(actions=Actions())
+        mgr = get_manager(actions=Actions(), http_port=getattr(args, "http", None))
         if args.service_command == "logs":
             return _logs(mgr, args.lines, args.follow, args.stderr)
         if args.service_command == "install" and args.print_only:

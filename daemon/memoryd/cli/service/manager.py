@@ -41,9 +41,11 @@ def choose(env: Mapping[str, str] | None = None, platform: str | None = None) ->
     return None
 
 
-def get_manager(name: str | None = None, actions: Actions | None = None) -> Manager:
-    """The manager object for ``name`` (default: :func:`choose`). Raises :class:`ServiceError` when
-    there is none here."""
+def get_manager(
+    name: str | None = None, actions: Actions | None = None, http_port: int | None = None
+) -> Manager:
+    """The manager object for ``name`` (default: :func:`choose`); ``http_port`` overrides
+    ``MEMORYD_HTTP_PORT`` for the definitions. Raises :class:`ServiceError` when there is none here."""
     name = name or choose()
     if name is None:
         raise ServiceError(
@@ -51,7 +53,7 @@ def get_manager(name: str | None = None, actions: Actions | None = None) -> Mana
             "yourself, or let an agent's memoryd-shim start the daemon"
         )
     platform = "darwin" if name == "launchd" else "linux"
-    return MANAGERS[name](Context.current(platform=platform), actions or quiet())
+    return MANAGERS[name](Context.current(platform=platform, http_port=http_port), actions or quiet())
 
 
 def service_state(manager: str | None = None) -> dict[str, Any]:

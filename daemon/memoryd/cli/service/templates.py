@@ -38,6 +38,10 @@ LOG_FILE_ENV = "MEMORYD_LOG_FILE"
 SUPERVISOR_ENV = "MEMORYD_SUPERVISOR"
 #: Name of the service manager's stdout/stderr file (launchd) under the logs folder: crashes land here.
 STDERR_NAME = "memoryd.stderr.log"
+#: Set by the definitions when the service should also serve HTTP (:mod:`memoryd.http`).
+HTTP_PORT_ENV = "MEMORYD_HTTP_PORT"
+#: The optional variables: in the definitions only when set.
+OPTIONAL_ENV = ("MEMORYD_HOME", HTTP_PORT_ENV)
 
 
 def template_dir() -> Path:
@@ -60,16 +64,29 @@ class Context:
     ``python`` is the absolute interpreter path running this memoryd (``sys.executable`` as given, not
     resolved: a virtual environment's ``bin/python`` symlink is what finds its packages). ``home`` is
     ``MEMORYD_HOME`` when set at install time (passed on so every derived location matches).
+    ``http_port`` (``memoryd service install --http [PORT]``, or ``MEMORYD_HTTP_PORT`` at install time)
+    turns the daemon's HTTP listener on in the service: the definitions then set ``MEMORYD_HTTP_PORT``.
     """
 
     python: str
     locations: Locations
     platform: str  # "darwin" or "linux": picks the UTF-8 locale name
     home: str | None = None
+    http_port: int = 0
 
     @classmethod
-    def current(cls, env: Mapping[str, str] | None = None, platform: str | None = None) -> Context:
+    def current(
+        cls, env: Mapping[str, str] | None = None, platform: str | None = None, http_port: int | None = None
+    ) -> Context:
         env = os.environ if env is None else env
+        if http_port is None:
+            from memoryd.settings import VARS
+
+            var = next(v for v in VARS if v.env == HTTP_PORT_ENV)
+            try:
+                http_port = int(var.parse(env.get(HTTP_PORT_ENV)))
+            except ValueError as exc:
+                raise ServiceError(str(exc)) from exc
         python = sys.executable
         if not python or not os.path.isabs(python):
             raise ServiceError(f"cannot tell this interpreter's absolute path ({python!r})")
@@ -79,6 +96,7 @@ class Context:
             locations=resolve(env=env),
             platform=platform or sys.platform,
             home=os.path.abspath(os.path.expanduser(home)) if home else None,
+            http_port=max(0, min(65535, http_port)),
         )
 
     @property
@@ -106,6 +124,8 @@ class Context:
         }
         if self.home:
             out["MEMORYD_HOME"] = self.home
+        if self.http_port:
+            out[HTTP_PORT_ENV] = str(self.http_port)
         return out
 
 
@@ -126,7 +146,7 @@ def render_plist(ctx: Context) -> str:
     extra = "".join(
         f"\t\t<key>{escape(k)}</key>\n\t\t<string>{escape(v)}</string>\n"
         for k, v in env.items()
-        if k == "MEMORYD_HOME"
+        if k in OPTIONAL_ENV
     )
     values = {
         "marker": escape(MARKER),
@@ -210,7 +230,7 @@ def render_units(ctx: Context) -> dict[str, str]:
         "models": assign("MEMORYD_MODELS"),
         "socket": assign("MEMORYD_SOCKET"),
         "log_file": assign(LOG_FILE_ENV),
-        "extra_env": f"Environment={assign('MEMORYD_HOME')}" if "MEMORYD_HOME" in env else "",
+        "extra_env": "\n".join(f"Environment={assign(key)}" for key in OPTIONAL_ENV if key in env),
         "socket_path": socket_path.replace("%", "%%"),
     }
     return {name: _fill(name, values) for name in (SERVICE_TEMPLATE, SOCKET_TEMPLATE)}

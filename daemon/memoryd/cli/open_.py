@@ -1,0 +1,71 @@
+"""``memoryd open [--print] [--socket PATH]``: open the page of the running daemon in the default browser.
+
+The daemon must serve HTTP (``memoryd serve --http``, ``MEMORYD_HTTP_PORT``, ``memoryd service install
+--http``); its port is read from ``http.json`` beside the socket (:mod:`memoryd.http.files`). The browser
+gets ``http://127.0.0.1:<port>/open?token=<one-time code>``: the code works once and for two minutes,
+and the daemon answers it with the HttpOnly cookie that keeps the page open, so the long-lived token never
+appears in a URL, the browser's history or ``ps``.
+
+Exit codes: 0 opened (or, without a browser, the URL printed on stderr); 3 the daemon is not serving
+HTTP (the message says how to turn it on); 1 the files beside the socket are unusable.
+"""
+
+from __future__ import annotations
+
+import sys
+
+EXIT_NOT_SERVING = 3
+
+
+def register(sub) -> None:
+    """Add ``open`` to the ``argparse`` sub-parsers ``sub``."""
+    p = sub.add_parser("open", help="open the page in the default browser (hands the token over once)")
+    p.add_argument("--socket", help="the daemon's socket (default: as memoryd serve)")
+    p.add_argument(
+        "--print", action="store_true", dest="print_only", help="print the one-time URL instead of opening it"
+    )
+    p.set_defaults(func=cmd_open)
+
+
+def cmd_open(args) -> int:
+    import webbrowser
+
+    from memoryd.http import files
+    from memoryd.paths import memoryd_command, resolve
+
+    socket_dir = resolve(socket=args.socket).socket.parent
+    try:
+        serving = files.read_port(socket_dir)
+    except OSError as exc:
+        print(f"memoryd open: {exc}", file=sys.stderr)
+        return 1
+    if serving is None:
+        me = memoryd_command()
+        print(
+            f"memoryd open: the daemon is not serving HTTP (no {files.port_path(socket_dir)}).\n"
+            f"Turn it on: `{me} serve --http` (port {files.DEFAULT_PORT}), or for the service "
+            f"`{me} service install --http` (or MEMORYD_HTTP_PORT={files.DEFAULT_PORT}), then run "
+            f"`{me} open` again.",
+            file=sys.stderr,
+        )
+        return EXIT_NOT_SERVING
+    try:
+        code = files.new_handover(socket_dir)
+    except OSError as exc:
+        print(f"memoryd open: cannot write the one-time code beside the socket: {exc}", file=sys.stderr)
+        return 1
+    url = f"http://127.0.0.1:{serving['port']}/open?token={code}"
+    if args.print_only:
+        print(url)
+        return 0
+    try:
+        opened = webbrowser.open(url)
+    except webbrowser.Error:
+        opened = False
+    if not opened:
+        print(
+            f"memoryd open: no browser to open here; open this URL yourself within "
+            f"{files.HANDOVER_TTL_S:.0f} s (it works once):\n{url}",
+            file=sys.stderr,
+        )
+    return 0

@@ -1,0 +1,64 @@
+"""``memoryd connect --http`` writes each agent's HTTP entry (URL + bearer header) and disconnect restores
+the file byte for byte; ``memoryd service install --http --print`` sets MEMORYD_HTTP_PORT."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tomllib
+
+from support.daemon import PYTHON
+
+
+def memoryd(home, *args: str) -> subprocess.CompletedProcess:
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "MEMORYD_HOME": str(home / "md")}
+    return subprocess.run(
+        [PYTHON, "-m", "memoryd", *args], capture_output=True, text=True, env=env, timeout=120, cwd="/"
+    )
+
+
+def test_connect_http_writes_each_agent_s_http_entry_and_disconnect_restores_the_bytes(tmp_path):
+    home = tmp_path
+    for folder in (".claude", ".codex", ".gemini", ".cursor", ".config/Code/User"):
+        (home / folder).mkdir(parents=True)
+    claude, codex = home / ".claude.json", home / ".codex" / "config.toml"
+    claude.write_text('{\n  "theme": "dark"\n}\n')
+    codex.write_text('model = "o3"\n')
+    for path in (claude, codex):
+        path.chmod(0o644)
+    before = {p: p.read_bytes() for p in (claude, codex)}
+    done = memoryd(home, "connect", "--http", "--tools", "briefs,memo", "--no-capture",
+                   "claude-code", "codex", "gemini", "cursor", "vscode")  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "no daemon serves HTTP now" in done.stderr and "readable by others" in done.stdout
+    token = (home / "md" / "state" / "http.token").read_text().strip()
+    url = "http://127.0.0.1:7077/mcp?tools=briefs,memo"
+    bearer = {"Authorization": f"Bearer {token}"}
+    assert json.loads(claude.read_text())["mcpServers"]["memoryd"] == {
+        "type": "http",
+        "url": url,
+        "headers": bearer,
+    }
+    assert tomllib.loads(codex.read_text())["mcp_servers"]["memoryd"] == {"url": url, "http_headers": bearer}
+    gemini = json.loads((home / ".gemini" / "settings.json").read_text())["mcpServers"]["memoryd"]
+    assert gemini == {"httpUrl": url, "headers": bearer}
+    cursor = json.loads((home / ".cursor" / "mcp.json").read_text())["mcpServers"]["memoryd"]
+    assert cursor == {"url": url, "headers": bearer}
+    vscode = json.loads((home / ".config/Code/User/mcp.json").read_text())["servers"]["memoryd"]
+    assert vscode == {"type": "http", "url": url, "headers": bearer}
+    status = memoryd(home, "connect", "--status")
+    assert "connected - over HTTP, http://127.0.0.1:7077/mcp" in status.stdout, status.stdout
+    done = memoryd(home, "disconnect", "claude-code", "codex")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert {p: p.read_bytes() for p in (claude, codex)} == before
+
+
+def test_service_install_http_sets_the_port_in_the_definitions(tmp_path):
+    done = memoryd(tmp_path, "service", "install", "--print", "--http", "7123")
+    if done.returncode != 0 and "no supported service manager" in done.stderr:
+        return  # neither launchd nor systemd here: nothing to render
+    assert done.returncode == 0, done.stderr
+    assert "MEMORYD_HTTP_PORT=7123" in done.stdout or "<string>7123</string>" in done.stdout
+    plain = memoryd(tmp_path, "service", "install", "--print")
+    assert "MEMORYD_HTTP_PORT" not in plain.stdout
