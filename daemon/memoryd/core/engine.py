@@ -16,6 +16,7 @@ from typing import Any
 
 from memoryd import __version__
 from memoryd.core.capture import Capture
+from memoryd.core.changes import ChangeFeed
 from memoryd.core.indexer import Indexer
 from memoryd.core.sources import RecordSource, make_sources
 from memoryd.core.spool import take_spool
@@ -66,6 +67,8 @@ class Engine:
             name=settings.model, state="disabled" if settings.model == "none" else "loading"
         )
         self.watcher = None
+        #: Every batch the index applies, for live listeners (:mod:`memoryd.core.changes`).
+        self.changes = ChangeFeed()
         self.started_at = time.time()
         self._model_task: asyncio.Task | None = None
         self.sources: list[RecordSource] = make_sources(self.board)
@@ -102,6 +105,7 @@ class Engine:
             self.lock,
             optimize_interval_s=self.settings.optimize_interval_s,
             sources=self.sources,
+            changes=self.changes,
         )
         # Watch before reading the board: a save made while the reconcile runs is queued for the writer
         # (which starts below), not lost between the read and the first event.
