@@ -42,11 +42,13 @@ class Applied:
 
 
 class ChangeFeed:
-    """Publish (the indexer, on the event loop) and subscribe (any number of listeners)."""
+    """Publish (the indexer, on the event loop) and subscribe (any number of listeners). After
+    :meth:`close` every listener receives ``None``: the feed has ended (the engine is shutting down)."""
 
     def __init__(self) -> None:
         self.seq = 0
-        self._listeners: set[asyncio.Queue[Applied]] = set()
+        self.closed = False
+        self._listeners: set[asyncio.Queue[Applied | None]] = set()
 
     def publish(
         self,
@@ -65,17 +67,27 @@ class ChangeFeed:
             folders.add("tasks")
         self.seq += 1
         event = Applied(self.seq, tuple(sorted(folders)), tuple(briefs), rescan)
+        self._tell(event)
+        return event
+
+    def close(self) -> None:
+        """End the feed: every listener, present and future, receives ``None``."""
+        self.closed = True
+        self._tell(None)
+
+    def _tell(self, event: Applied | None) -> None:
         for queue in list(self._listeners):
             if queue.full():
                 with contextlib.suppress(asyncio.QueueEmpty):
                     queue.get_nowait()
             queue.put_nowait(event)
-        return event
 
     @contextlib.contextmanager
-    def subscribe(self) -> Iterator[asyncio.Queue[Applied]]:
-        """A queue that receives every event published while the ``with`` block runs."""
-        queue: asyncio.Queue[Applied] = asyncio.Queue(QUEUE_SIZE)
+    def subscribe(self) -> Iterator[asyncio.Queue[Applied | None]]:
+        """A queue that receives every event published while the ``with`` block runs (``None``: ended)."""
+        queue: asyncio.Queue[Applied | None] = asyncio.Queue(QUEUE_SIZE)
+        if self.closed:
+            queue.put_nowait(None)
         self._listeners.add(queue)
         try:
             yield queue

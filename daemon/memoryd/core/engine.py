@@ -185,7 +185,8 @@ class Engine:
             )
 
     async def close(self) -> None:
-        """Stop watching, flush pending index writes, stop the model loader."""
+        """End the change feed, stop watching, flush pending index writes, stop the model loader."""
+        self.changes.close()  # live listeners (the page's event streams) end now, not at a timeout
         if self.watcher is not None:
             await asyncio.to_thread(self.watcher.stop)
         if self._model_task is not None and not self._model_task.done():
