@@ -6,6 +6,8 @@
 * The layout's layers: record kinds (``kinds/``), the board's shared files (``board/``), the index (``index/``),
   the tool machinery (``tools/``) and the importers never import the engine, the serving layer or the CLI;
   ``board/`` and ``index/`` know no record kind; nothing but the CLI imports the CLI.
+* The HTTP listener (``http/``) serves through the daemon's ``McpApp`` and the page's routes: it imports no
+  record kind, no index and no engine, and only the serving layer and the CLI import it.
 """
 
 from __future__ import annotations
@@ -147,7 +149,7 @@ def test_the_tool_registry_loads_no_index_library():
 
 #: package (under daemon/memoryd/) -> the memoryd modules it must never import (prefix match).
 LAYERS = {
-    "kinds": ("memoryd.core.engine", "memoryd.serve", "memoryd.cli"),
+    "kinds": ("memoryd.core.engine", "memoryd.serve", "memoryd.cli", "memoryd.http"),
     "board": (
         "memoryd.core",
         "memoryd.serve",
@@ -155,12 +157,21 @@ LAYERS = {
         "memoryd.kinds",
         "memoryd.index",
         "memoryd.tools",
+        "memoryd.http",
     ),
-    "index": ("memoryd.core", "memoryd.serve", "memoryd.cli", "memoryd.kinds", "memoryd.tools"),
-    "tools": ("memoryd.core.engine", "memoryd.serve", "memoryd.cli", "memoryd.kinds"),
-    "importers": ("memoryd.core.engine", "memoryd.serve", "memoryd.cli"),
-    "core": ("memoryd.serve", "memoryd.cli"),
+    "index": (
+        "memoryd.core",
+        "memoryd.serve",
+        "memoryd.cli",
+        "memoryd.kinds",
+        "memoryd.tools",
+        "memoryd.http",
+    ),
+    "tools": ("memoryd.core.engine", "memoryd.serve", "memoryd.cli", "memoryd.kinds", "memoryd.http"),
+    "importers": ("memoryd.core.engine", "memoryd.serve", "memoryd.cli", "memoryd.http"),
+    "core": ("memoryd.serve", "memoryd.cli", "memoryd.http"),
     "serve": ("memoryd.cli",),
+    "http": ("memoryd.cli", "memoryd.index", "memoryd.kinds", "memoryd.core.engine"),
 }
 
 

@@ -92,6 +92,15 @@ VARS: tuple[Var, ...] = (
         1,
         600_000,
     ),
+    Var(
+        "MEMORYD_HTTP_PORT",
+        "http_port",
+        0,
+        "also serve MCP Streamable HTTP and the page on 127.0.0.1 and ::1 at this port (0: off; "
+        "`memoryd serve --http` alone means 7077)",
+        0,
+        65535,
+    ),
     Var("MEMORYD_TEST_TOOLS", "test_tools", False, "1 adds the test-only _diagnostics tools (tests only)"),
 )
 
@@ -107,6 +116,7 @@ class Settings:
     optimize_interval_s: int = 30
     debounce_ms: int = 250
     lock_wait_ms: int = 8000
+    http_port: int = 0
     test_tools: bool = False
 
     @classmethod
@@ -117,6 +127,7 @@ class Settings:
         index: str | None = None,
         socket: str | None = None,
         model: str | None = None,
+        http_port: int | None = None,
         env: Mapping[str, str] | None = None,
     ) -> Settings:
         """Resolve every setting once. Raises :class:`SettingsError` for an unusable value."""
@@ -124,6 +135,8 @@ class Settings:
         values = {var.field: var.parse(env.get(var.env)) for var in VARS}
         if model:
             values["model"] = model
+        if http_port is not None:
+            values["http_port"] = max(0, min(65535, http_port))
         return cls(locations=resolve(board=board, index=index, socket=socket, env=env), **values)
 
     def public(self) -> dict:

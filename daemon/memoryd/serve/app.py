@@ -3,7 +3,9 @@
 One ``Server`` serves every connection. Per-connection state travels as the SDK's *lifespan state*: the
 listener calls :func:`mcp.server.runner.serve_dual_era_loop` with ``lifespan_state=`` a
 :class:`SessionState` (``Server.run`` would instead enter ``Server.lifespan`` per connection, which is
-the wrong place for process singletons). Handlers read it as ``ctx.lifespan_context``.
+the wrong place for process singletons). Over HTTP (:mod:`memoryd.http.mcp`) the SDK's session manager
+has one lifespan state for all, so the state rides in the HTTP request's ASGI scope instead. Handlers
+find it with :func:`session_of`.
 
 Both protocol eras come from the SDK's dual-era loop: a first request carrying the 2026-07-28 ``_meta``
 envelope (``server/discover`` from clients in ``auto`` mode) opens a stateless connection, anything else
@@ -87,6 +89,19 @@ class SessionState:
             self.log = log.bind(conn=self.id)
 
 
+#: The ASGI scope key under which :mod:`memoryd.http.mcp` puts an HTTP request's :class:`SessionState`.
+HTTP_SCOPE_KEY = "memoryd.session"
+
+
+def session_of(ctx: ServerRequestContext[Any]) -> SessionState:
+    """The :class:`SessionState` of the connection (socket) or HTTP request (``/mcp``) being served."""
+    request = ctx.request
+    scope = getattr(request, "scope", None)
+    if isinstance(scope, dict) and isinstance(state := scope.get(HTTP_SCOPE_KEY), SessionState):
+        return state
+    return ctx.lifespan_context
+
+
 class McpApp:
     """Builds the shared ``Server`` and holds what its handlers need (engine slot, timeout)."""
 
@@ -118,24 +133,24 @@ class McpApp:
         )
 
     async def _list_tools(
-        self, ctx: ServerRequestContext[SessionState], params: types.PaginatedRequestParams | None
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return ctx.lifespan_context.listing
+        return session_of(ctx).listing
 
     async def _list_resources(
-        self, ctx: ServerRequestContext[SessionState], params: types.PaginatedRequestParams | None
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
-        return ctx.lifespan_context.resource_listing
+        return session_of(ctx).resource_listing
 
     async def _read_resource(
-        self, ctx: ServerRequestContext[SessionState], params: types.ReadResourceRequestParams
+        self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         """``resources/read`` of one of the session's resources. An unknown URI is ``-32002`` (MCP spec
         "Resources", error handling); a failure while reading is a JSON-RPC error whose message is the
         :class:`~memoryd.errors.ToolFailed` text, or a generic one with a log reference."""
         from mcp.shared.exceptions import MCPError
 
-        session = ctx.lifespan_context
+        session = session_of(ctx)
         uri = str(params.uri)
         spec = session.resources.get(uri)
         if spec is None:
@@ -166,9 +181,9 @@ class McpApp:
         )
 
     async def _call_tool(
-        self, ctx: ServerRequestContext[SessionState], params: types.CallToolRequestParams
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        session = ctx.lifespan_context
+        session = session_of(ctx)
         # A plain dict lookup: names such as "constructor" or "__proto__" can only match a registered tool.
         tool = session.tools.get(params.name)
         if tool is None:

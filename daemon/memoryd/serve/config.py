@@ -43,6 +43,8 @@ class ServeConfig:
     tool_timeout_s: float = DEFAULT_TOOL_TIMEOUT_MS / 1000
     lock_wait_s: float = lock.DEFAULT_LOCK_WAIT_S
     test_tools: bool = False
+    #: Also serve HTTP (MCP at /mcp and the page) on 127.0.0.1/::1 at this port; 0: off.
+    http_port: int = 0
     instructions: str | None = None
     settings: Any = field(default=None, compare=False, repr=False)
     #: The index's writer lock, taken by the daemon and shared with the engine (None: no engine index).
@@ -55,6 +57,7 @@ class ServeConfig:
         overrides.setdefault("tool_timeout_s", settings.tool_timeout_ms / 1000)
         overrides.setdefault("lock_wait_s", settings.lock_wait_ms / 1000)
         overrides.setdefault("test_tools", settings.test_tools)
+        overrides.setdefault("http_port", settings.http_port)
         if "engine_factory" not in overrides:
             locs = settings.locations
             index_lock = IndexLock(locs.index, locs.board, command="memoryd serve", socket=locs.socket)
@@ -74,6 +77,7 @@ class ServeConfig:
             "tool_timeout_ms": round(self.tool_timeout_s * 1000),
             "lock_wait_ms": round(self.lock_wait_s * 1000),
             "test_tools": self.test_tools,
+            "http_port": self.http_port,
             "engine": self.engine_factory is not None,
         }
         if self.settings is not None and hasattr(self.settings, "public"):

@@ -23,7 +23,13 @@ stale-socket check and the bind are skipped and the manager's socket file is nev
 connections made while the service restarts wait in its backlog. ``MEMORYD_LOG_FILE`` (set by the plist
 and the unit) adds the rotating JSON log (:func:`memoryd.logs.use_service_log`).
 
-Shutdown on SIGTERM/SIGINT, within :data:`SHUTDOWN_BUDGET_S`: stop accepting -> remove the socket (before
+With ``http_port`` set (``memoryd serve --http``, ``MEMORYD_HTTP_PORT``) the HTTP listener
+(:mod:`memoryd.http`) starts once the socket listens, serving the same ``McpApp`` and tool registry. It is an
+extra: when it cannot start (no port, an unusable token file) the daemon logs ``http_failed``, says so on
+stderr, and serves the socket alone; ``memoryd status`` shows ``http: null``.
+
+Shutdown on SIGTERM/SIGINT, within :data:`SHUTDOWN_BUDGET_S`: stop accepting (socket and HTTP; HTTP
+streams still open are cut after about a second) -> remove the socket (before
 releasing the lock, so the next daemon never sees a dead socket it may not replace) -> cancel in-flight
 calls and close sessions -> ``engine.close()`` (flushes pending index writes) -> release the locks -> exit 0.
 A watchdog forces the exit if a stuck thread would hold the process past the budget.
@@ -99,6 +105,7 @@ class Daemon:
         self.engine.process_status = self.status
         self.registry: Any = config.registry
         self.listener: Any = None
+        self.http: Any = None  # memoryd.http.listener.HttpListener when serving HTTP
         self._socket_lock = lock.FileLock(config.locations.lock_file)
         self._board_lock = lock.FileLock(config.locations.board, directory=True)
         self._bound: socketfile.BoundSocket | None = None
@@ -188,6 +195,25 @@ class Daemon:
             status=self.full_status,
             board=str(self.config.locations.board),
         )
+        if self.config.http_port:
+            from memoryd.http.listener import for_daemon
+
+            self.http = for_daemon(
+                app, self.registry, self.engine, self.config.http_port, self.config.locations.socket.parent
+            )
+
+    async def _start_http(self) -> None:
+        """Start the HTTP listener; a failure leaves the daemon serving the socket alone (module docstring)."""
+        try:
+            await self.http.start()
+        except Exception as exc:
+            log.error("http_failed", port=self.config.http_port, reason=f"{type(exc).__name__}: {exc}")
+            print(
+                f"memoryd: not serving HTTP on port {self.config.http_port}: {exc} (the socket is served)",
+                file=sys.stderr,
+                flush=True,
+            )
+            self.http = None
 
     async def serve(self) -> None:
         """Serve on the claimed socket until SIGTERM/SIGINT, then shut down; releases the locks."""
@@ -207,6 +233,8 @@ class Daemon:
                 self.listener.handle, sock=self._bound.sock, limit=rendezvous.MAX_LINE_BYTES, **extra
             )
             log.info("listening", socket=str(self._bound.path), groups=self.registry.groups)
+            if self.http is not None:
+                await self._start_http()
             self.engine.start(self.config.engine_factory)
             announce = loop.create_task(self._announce_ready(), name="memoryd-ready-line")
             await self._stop.wait()
@@ -218,6 +246,8 @@ class Daemon:
                 loop.remove_signal_handler(signum)
             if not self._clean:
                 self.remove_socket()  # an error or cancellation ended serving: leave no stale socket
+                if self.http is not None:
+                    self.http.forget_port()
             self.release()
 
     async def _announce_ready(self) -> None:
@@ -229,8 +259,9 @@ class Daemon:
         from memoryd.paths import memoryd_command
 
         locs = self.config.locations
+        http = f", HTTP {self.http.url} (`{memoryd_command()} open` shows the page)" if self.http else ""
         print(
-            f"memoryd ready: board {locs.board}, socket {self._bound.path}; "
+            f"memoryd ready: board {locs.board}, socket {self._bound.path}{http}; "
             f"connect your agents with: {memoryd_command()} connect",
             file=sys.stderr,
             flush=True,
@@ -240,6 +271,8 @@ class Daemon:
         deadline = (self._stopping_since or time.monotonic()) + SHUTDOWN_BUDGET_S
         aserver.close()  # stop accepting; live connections are ours to end below
         removed = self.remove_socket()
+        if self.http is not None:
+            await self.http.stop(timeout=min(1.5, max(0.1, deadline - time.monotonic() - 2.0)))
         await self.listener.close_all(timeout=min(1.5, max(0.1, deadline - time.monotonic() - 1.0)))
         await self.engine.close(timeout=max(0.1, deadline - time.monotonic() - 0.2))
         self._clean = True
@@ -263,7 +296,8 @@ class Daemon:
         "socket": {"path","exists","mode","owner_uid","owner"}, "wire", "activation", "log_file", "board",
         "index", "tool_groups", "tool_timeout_ms", "engine_state"}``. ``wire`` is the wire version,
         ``activation`` ``"systemd"``/``"launchd"`` when the service manager passed the socket in (else
-        ``None``), ``log_file`` the rotating JSON log when run as a service (else ``None``). Times are
+        ``None``), ``log_file`` the rotating JSON log when run as a service (else ``None``), ``http``
+        ``{"url", "port", "sessions"}`` while serving HTTP (else ``None``). Times are
         seconds; ``started_at`` is ISO-8601 UTC."""
         locs = self.config.locations
         return {
@@ -282,7 +316,14 @@ class Daemon:
             "tool_groups": self.registry.groups if self.registry else [],
             "tool_timeout_ms": round(self.config.tool_timeout_s * 1000),
             "engine_state": self.engine.state,
+            "http": self._http_status(),
         }
+
+    def _http_status(self) -> dict[str, Any] | None:
+        """``{"url", "port", "sessions"}`` while serving HTTP, else ``None``."""
+        if self.http is None or self.http.port is None:
+            return None
+        return {"url": self.http.url, "port": self.http.port, "sessions": self.http.sessions()}
 
     async def full_status(self) -> dict[str, Any]:
         """:meth:`status` plus ``"engine"``: the engine slot state merged with ``engine.status()``."""
@@ -311,12 +352,13 @@ def run(
     index: str | None = None,
     socket: str | None = None,
     model: str | None = None,
+    http_port: int | None = None,
     engine_factory: EngineFactory | None = None,
 ) -> int:
     """Blocking entry point for ``memoryd serve``; returns the process exit code.
 
     Pass a ready :class:`ServeConfig`, or the ``memoryd serve`` flags (``board``, ``index``, ``socket``,
-    ``model``; ``None`` = default), which go through ``Settings.load`` and, unless ``engine_factory`` is
+    ``model``, ``http_port``; ``None`` = default), which go through ``Settings.load`` and, unless ``engine_factory`` is
     given, ``memoryd.core.engine.open_engine(settings)``.
     """
     logs.use_service_log()  # MEMORYD_LOG_FILE (set by the LaunchAgent/systemd unit): rotating JSON log too
@@ -325,7 +367,9 @@ def run(
         if config is None:
             from memoryd.settings import Settings
 
-            settings = Settings.load(board=board, index=index, socket=socket, model=model)
+            settings = Settings.load(
+                board=board, index=index, socket=socket, model=model, http_port=http_port
+            )
             extra = {} if engine_factory is None else {"engine_factory": engine_factory}
             config = ServeConfig.from_settings(settings, **extra)
         daemon = Daemon(config)
