@@ -10,6 +10,7 @@ import os
 import shutil
 import socket
 import sys
+import time
 from pathlib import Path
 
 from support.briefs import copy_board, wait_engine_ready
@@ -49,6 +50,10 @@ class HttpDaemon(DaemonProcess):
     def start(self, timeout: float = 60.0) -> HttpDaemon:
         super().start(timeout)
         wait_engine_ready(self)
+        deadline = time.monotonic() + 180
+        while self.model != "none" and not self.events("model_ready"):
+            assert time.monotonic() < deadline, f"the model did not load:\n{self.log()[-5000:]}"
+            time.sleep(0.2)
         http = self.status()["http"]
         assert http and http["url"], f"no HTTP listener:\n{self.log()[-5000:]}"
         self.url = http["url"]
@@ -70,7 +75,18 @@ def start_daemon(request, shared_board: Path, prepare) -> HttpDaemon:
     root = short_tmpdir()
     board = copy_board(shared_board, root / "board")
     prepare(board)
-    daemon = HttpDaemon(root, board=board, env=HOUR)
+    # MEMORYD_WEB_MODEL="" serves with the default model (hybrid search, as in the README's screenshots),
+    # built once under MEMORYD_TEST_MODELS; the tests use keyword-only search (quick).
+    model = os.environ.get("MEMORYD_WEB_MODEL", "none")
+    env = {
+        **HOUR,
+        **(
+            {"MEMORYD_MODELS": os.environ["MEMORYD_TEST_MODELS"]}
+            if os.environ.get("MEMORYD_TEST_MODELS")
+            else {}
+        ),
+    }
+    daemon = HttpDaemon(root, board=board, env=env, model=model)
 
     def stop() -> None:
         daemon.kill()

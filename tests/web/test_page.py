@@ -201,7 +201,11 @@ def test_a_delete_removes_the_item_from_the_page_the_board_search_and_the_index(
     # a screenshot (its .png, .txt and .json)
     page.goto(f"{served.url}/task/{SCREENS_TASK}")
     shot = page.locator(f"article#{SCREENS} figure.shot", has_text="Screenshot 1")
-    assert shot.locator("img").evaluate("img => img.complete && img.naturalWidth > 0")
+    shot.locator("img").scroll_into_view_if_needed()
+    page.wait_for_function(
+        "src => [...document.images].some(i => i.src.endsWith(src) && i.complete && i.naturalWidth > 0)",
+        arg=f"/shot/{SCREENS}/1",
+    )
     shot.locator("button").click()
     shot.wait_for(state="detached")
     screens = board / "briefs" / SCREENS / "screens"

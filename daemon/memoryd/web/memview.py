@@ -55,7 +55,7 @@ def graph_svg(memories: Sequence[Mapping[str, Any]], edges: Sequence[Edge]) -> s
             for i in range(n)
         ]
 
-    pos = dict(zip((m["id"] for m in nodes), ring(len(nodes), c - 120), strict=True))
+    pos = dict(zip((m["id"] for m in nodes), ring(len(nodes), c - 170), strict=True))
     tpos = dict(zip(tags, ring(len(tags), c / 3), strict=True)) if tags else {}
     parts = [
         f'<svg class="graph" viewBox="0 0 {SIZE} {SIZE}" role="group" aria-labelledby="graph-title">'
