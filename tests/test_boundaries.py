@@ -8,6 +8,8 @@
   ``board/`` and ``index/`` know no record kind; nothing but the CLI imports the CLI.
 * The HTTP listener (``http/``) serves through the daemon's ``McpApp`` and the page's routes: it imports no
   record kind, no index and no engine, and only the serving layer and the CLI import it.
+* The page (``web/``) goes through the kinds' APIs and answers: no index, no engine internals, no serving
+  layer, no listener.
 """
 
 from __future__ import annotations
@@ -172,6 +174,16 @@ LAYERS = {
     "core": ("memoryd.serve", "memoryd.cli", "memoryd.http"),
     "serve": ("memoryd.cli",),
     "http": ("memoryd.cli", "memoryd.index", "memoryd.kinds", "memoryd.core.engine"),
+    # the page reads and deletes through the kinds' APIs and answers, never the index, the engine's
+    # internals, the serving layer or the listener it is mounted in
+    "web": (
+        "memoryd.index",
+        "memoryd.core.engine",
+        "memoryd.core.indexer",
+        "memoryd.serve",
+        "memoryd.cli",
+        "memoryd.http",
+    ),
 }
 
 

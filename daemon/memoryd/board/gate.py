@@ -136,6 +136,11 @@ class SafeDir:
         _check_name(self.rel, name)
         return os.stat(name, dir_fd=self.fd, follow_symlinks=False)
 
+    def unlink(self, name: str) -> None:
+        """Remove entry ``name`` here (a symlink itself, never its target); FileNotFoundError when absent."""
+        _check_name(self.rel, name)
+        os.unlink(name, dir_fd=self.fd)
+
     def is_safe_file(self, name: str) -> bool:
         """True when ``name`` exists here and is a regular file with one link (never raises for I/O)."""
         try:

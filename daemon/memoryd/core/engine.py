@@ -17,6 +17,7 @@ from typing import Any
 
 from memoryd import __version__
 from memoryd.core.capture import Capture
+from memoryd.core.changes import ChangeFeed
 from memoryd.core.indexer import Indexer
 from memoryd.core.sources import RecordSource, make_sources
 from memoryd.core.spool import take_spool
@@ -68,6 +69,8 @@ class Engine:
             name=settings.model, state="disabled" if settings.model == "none" else "loading"
         )
         self.watcher = None
+        #: Every batch the index applies, for live listeners (:mod:`memoryd.core.changes`).
+        self.changes = ChangeFeed()
         self.started_at = time.time()
         self._model_task: asyncio.Task | None = None
         self.sources: list[RecordSource] = make_sources(self.board)
@@ -106,6 +109,7 @@ class Engine:
             self.lock,
             optimize_interval_s=self.settings.optimize_interval_s,
             sources=self.sources,
+            changes=self.changes,
         )
         # Watch before reading the board: a save made while the reconcile runs is queued for the writer
         # (which starts below), not lost between the read and the first event.
@@ -185,7 +189,8 @@ class Engine:
             )
 
     async def close(self) -> None:
-        """Stop watching, flush pending index writes, stop the model loader."""
+        """End the change feed, stop watching, flush pending index writes, stop the model loader."""
+        self.changes.close()  # live listeners (the page's event streams) end now, not at a timeout
         if self.watcher is not None:
             await asyncio.to_thread(self.watcher.stop)
         if self._model_task is not None and not self._model_task.done():

@@ -19,6 +19,7 @@ import contextlib
 import time
 from dataclasses import dataclass, field
 
+from memoryd.core.changes import ChangeFeed
 from memoryd.core.sources import RecordSource, SourceBatch, folder_of
 from memoryd.index.derive_cache import DeriveCache, source_hash
 from memoryd.index.records import brief_record
@@ -57,7 +58,7 @@ class Indexer:
 
     ``embedder_ref`` is a zero-argument callable returning the current embedder or None (the model
     loads after the daemon starts serving). ``sources`` are the record sources (:mod:`memoryd.core.sources`)
-    of the other board folders.
+    of the other board folders; ``changes`` hears of every batch once it is in the index.
     """
 
     def __init__(
@@ -68,8 +69,10 @@ class Indexer:
         lock: RWLock,
         optimize_interval_s: float = 30.0,
         sources: list[RecordSource] | tuple[RecordSource, ...] = (),
+        changes: ChangeFeed | None = None,
     ) -> None:
         self.reader = reader
+        self.changes = changes  # told of each applied batch (the page's live events)
         self.sources: dict[str, RecordSource] = {s.folder: s for s in sources}
         # per source folder: origin key -> ids of the records it yields (rebuilt at every full sync)
         self._origins: dict[str, dict[str, tuple[str, ...]]] = {f: {} for f in self.sources}
@@ -158,6 +161,10 @@ class Indexer:
                         if not w.done():
                             w.set_exception(exc)
                 else:
+                    if self.changes is not None:
+                        self.changes.publish(
+                            briefs=work.briefs, tasks=work.tasks, paths=work.paths, rescan=work.rescan
+                        )
                     for w in work.waiters:
                         if not w.done():
                             w.set_result(None)

@@ -8,9 +8,9 @@ the ones that are provably ours and provably stale:
 ours
     the name is exactly :func:`~memoryd.board.atomic.parse_temp_name`'s form, for a target memoryd writes
     in that very folder (``memories/<sha256>.md``; ``sessions/<id>.jsonl`` and ``<id>.summary.json``;
-    ``briefs/<brief id>/outcome.md``; ``*.jsonl`` in the exports folder), and the entry is a regular file
+    ``briefs/<brief id>/outcome.md`` and ``notes.md``; ``*.jsonl`` in the exports folder), and the entry is a regular file
     owned by this user (a symlink, a folder or another user's file is never ours). Every other name, a
-    user's ``notes.md.tmp`` or an editor's swap file included, is left alone.
+    user's ``notes.md.tmp`` (not our temp form) or an editor's swap file included, is left alone.
 stale
     the pid in its name is not a running process (its writer died: the write can never finish), or the
     file is older than :data:`STALE_AGE_S` (names from before the pid was added, a pid taken over by a
@@ -34,6 +34,7 @@ from pathlib import Path
 from memoryd.board.atomic import parse_temp_name, pid_alive
 from memoryd.board.gate import SafeDir, UnsafePath, open_root
 from memoryd.board.ids import is_brief_id
+from memoryd.kinds.briefs.edits import NOTES_FILE
 from memoryd.kinds.briefs.reader import BRIEFS_DIR
 from memoryd.kinds.briefs.writer import OUTCOME_FILE
 from memoryd.kinds.memories.files import MEMORIES_DIR, memory_id_of
@@ -69,8 +70,8 @@ def _is_session_file(name: str) -> bool:
     return session_of_path(f"{SESSIONS_DIR}/{name}") is not None
 
 
-def _is_outcome(name: str) -> bool:
-    return name == OUTCOME_FILE
+def _is_brief_file(name: str) -> bool:
+    return name in (OUTCOME_FILE, NOTES_FILE)
 
 
 def _sweep_dir(d: SafeDir, target_ok: Callable[[str], bool], now: float, removed: list[str]) -> None:
@@ -116,7 +117,7 @@ def sweep_board(board: Path, now: float | None = None) -> list[str]:
                     continue
                 with _child(briefs, name) as d:
                     if d is not None:
-                        _sweep_dir(d, _is_outcome, now, removed)
+                        _sweep_dir(d, _is_brief_file, now, removed)
     return removed
 
 

@@ -33,7 +33,7 @@ import numpy as np
 from memoryd.index import intent, reference
 from memoryd.index.ranking import DEFAULT_RANKING, RANKINGS, Ranking
 from memoryd.index.redact import redact
-from memoryd.index.store import TEXT_BOOSTS, IndexStore, quote
+from memoryd.index.store import TEXT_BOOSTS, TEXT_COLUMNS, IndexStore, quote
 from memoryd.index.text import PLACEHOLDER, term_string
 
 CANDIDATES = 50
@@ -41,9 +41,24 @@ GROUP_CANDIDATES = 25
 
 
 @dataclass(frozen=True)
+class Why:
+    """Why a record matched (``search(..., reasons=True)``): the parts of its score before scaling.
+
+    ``keyword``: its BM25 over that of a record holding every query term, 0–1; ``meaning``: its cosine
+    scaled within the query's candidates times the meaning list's confidence, 0–1 (0 keyword-only);
+    ``boosts``: ``(name, amount)`` for each prior that applied (``"open task"``, ``"named month"``,
+    ``"named project"``, ``"task vote"``); ``words``: the query's words found in the record's text."""
+
+    keyword: float
+    meaning: float
+    boosts: tuple[tuple[str, float], ...] = ()
+    words: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Hit:
     """One search result. ``score`` is in 0–1 (higher is better); ``line`` is one line of what was said
-    (redacted); ``date`` is the record's ISO-8601 creation time."""
+    (redacted); ``date`` is the record's ISO-8601 creation time; ``why`` only when asked for."""
 
     id: str
     kind: str
@@ -54,6 +69,7 @@ class Hit:
     title: str
     line: str
     score: float
+    why: Why | None = None
 
     def as_dict(self) -> dict:
         return {
@@ -180,9 +196,14 @@ def gather(
 
 
 def score(
-    c: Candidates, ranking: Ranking = DEFAULT_RANKING, group_by_task: bool = True, explain: dict | None = None
+    c: Candidates,
+    ranking: Ranking = DEFAULT_RANKING,
+    group_by_task: bool = True,
+    explain: dict | None = None,
+    reasons: bool = False,
 ) -> list[Hit]:
-    """Rank candidates; ``[]`` means "nothing found" (see the module docstring)."""
+    """Rank candidates; ``[]`` means "nothing found" (see the module docstring). ``reasons``: each hit
+    carries its :class:`Why` (without ``words``)."""
     ref = c.ref * ranking.bm25_reference
     kw = {i: min(1.0, s / ref) for i, s in c.bm25.items()} if ref > 0 else {}
     m_scores: dict[str, float] = {}
@@ -205,17 +226,25 @@ def score(
         explain.update(k_top=max(kw.values(), default=0.0), n_kw=len(kw))
     w = ranking.meaning_weight if c.has_vectors else 0.0
     calibrated = bool(c.lift)  # the model's reference passages were there: absolute bars apply
+    why: dict[str, Why] = {}
     scored: list[tuple[str, dict, float]] = []
     for i, row in c.rows.items():
         if calibrated and not _evidence(c, i, ranking):
             continue
         k = kw.get(i, 0.0)
         s = w * m_scores.get(i, 0.0) * m_conf + (1 - w) * k
+        boosts = []
         if c.wants_open and row["status"] == "open":
             s += ranking.status_boost
+            boosts.append(("open task", ranking.status_boost))
         if c.months and row["created_at"][:7] in c.months:
             s += ranking.date_boost
-        s += ranking.project_boost * c.projects.get(row["project"], 0.0)
+            boosts.append(("named month", ranking.date_boost))
+        if c.projects.get(row["project"]):
+            s += ranking.project_boost * c.projects[row["project"]]
+            boosts.append(("named project", ranking.project_boost * c.projects[row["project"]]))
+        if reasons:
+            why[i] = Why(keyword=k, meaning=m_scores.get(i, 0.0) * m_conf if w else 0.0, boosts=tuple(boosts))
         # raw BM25 breaks ties among capped keyword scores (keyword-only mode)
         s += 1e-6 * min(c.bm25.get(i, 0.0), 1000.0) / 1000.0
         scored.append((i, row, s))
@@ -224,6 +253,10 @@ def score(
         scored = [
             (i, row, s + bonus.get(row["task"], 0.0)) if row["task"] else (i, row, s) for i, row, s in scored
         ]
+        for i, row, _ in scored if reasons else ():
+            if bonus.get(row["task"]):
+                w_i = why[i]
+                why[i] = Why(w_i.keyword, w_i.meaning, (*w_i.boosts, ("task vote", bonus[row["task"]])))
     if calibrated:
         scored = [e for e in scored if e[2] >= ranking.min_score]
     scored.sort(key=lambda e: (-e[2], e[0]))
@@ -238,6 +271,7 @@ def score(
             title=row["title"],
             line=row["line"],
             score=s,
+            why=why.get(i),
         )
         for i, row, s in scored
     ]
@@ -257,6 +291,7 @@ def search(
     group_by_task: bool = True,
     scope: str | None = None,
     explain: dict | None = None,
+    reasons: bool = False,
 ) -> SearchResult:
     """Search the index. ``query`` is plain user text, never query syntax: any string (quotes, colons,
     braces, a lone ``(``, URLs, blanks) gives a result list, possibly empty, never an error.
@@ -264,7 +299,9 @@ def search(
     ``embedder`` is a :class:`memoryd.index.embed.Embedder` or None (keyword-only). ``limit`` is
     clamped to 1–100. ``scope`` is an extra project filter (``eval --scope prefix``). ``as_of``
     anchors relative dates ("last week"); default now (UTC). The query is redacted first, so a
-    guessed secret can never be confirmed. Raises only for a broken index (LanceDB errors propagate).
+    guessed secret can never be confirmed. ``reasons``: each hit carries its :class:`Why`, with the
+    query's words found in its text (one more read of the hits' keyword columns). Raises only for a
+    broken index (LanceDB errors propagate).
     """
     limit = max(1, min(int(limit), 100))
     red = redact(query or "")
@@ -276,10 +313,32 @@ def search(
         return result
     cands = gather(store, embedder, text, _filters(project, kind, status, scope), as_of)
     ranking = ranking or RANKINGS.get(kind or "brief", DEFAULT_RANKING)
-    hits = score(cands, ranking, group_by_task, explain)
+    hits = score(cands, ranking, group_by_task, explain, reasons)
     top = hits[0].score if hits else 0.0
     result.hits = [_scaled(h, top) for h in hits[:limit]]
+    if reasons:
+        result.hits = _with_words(store, text, result.hits)
     return result
+
+
+def _with_words(store: IndexStore, text: str, hits: list[Hit]) -> list[Hit]:
+    """``hits`` whose :class:`Why` names the query's words (as typed) whose terms occur in the record."""
+    words = []
+    for word in dict.fromkeys(text.split()):
+        terms = set(term_string(word, query=True).split())
+        if terms:
+            words.append((word, terms))
+    rows = store.rows([h.id for h in hits if h.why is not None], ("id", *TEXT_COLUMNS))
+    out = []
+    for h in hits:
+        row = rows.get(h.id)
+        if h.why is None or row is None:
+            out.append(h)
+            continue
+        have = set(" ".join(row.get(col) or "" for col in TEXT_COLUMNS).split())
+        found = tuple(word for word, terms in words if terms & have)
+        out.append(Hit(**{**h.__dict__, "why": Why(h.why.keyword, h.why.meaning, h.why.boosts, found)}))
+    return out
 
 
 def _evidence(c: Candidates, i: str, ranking: Ranking) -> bool:

@@ -44,9 +44,10 @@ class Searcher:
         status: str | None = None,
         limit: int = 10,
         ranking: Ranking | None = None,
+        reasons: bool = False,
     ) -> SearchResult:
         """The hybrid search (:func:`memoryd.index.search.search`); ``ranking``: a profile other than
-        ``kind``'s own (memories use theirs)."""
+        ``kind``'s own (memories use theirs); ``reasons``: each hit carries why it matched."""
         if self._guard is not None:
             self._guard()
         if self.store is None:
@@ -64,6 +65,7 @@ class Searcher:
                     status=status,
                     limit=limit,
                     ranking=ranking,
+                    reasons=reasons,
                 )
 
         return await asyncio.to_thread(run)

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 from memoryd.board.ids import check_brief_id, check_task_id
+from memoryd.kinds.briefs import edits
 from memoryd.kinds.briefs.files import Brief, Outcome, Task
 from memoryd.kinds.briefs.reader import BoardReader, BoardSnapshot, BoardUnreadable
 from memoryd.kinds.briefs.writer import save_outcome
@@ -107,3 +108,19 @@ class Briefs:
         path = await asyncio.to_thread(save_outcome, self.board, brief_id, outcome)
         await self._submit([brief_id])
         return path
+
+    # -- hand edits made for a person (the page): see :mod:`memoryd.kinds.briefs.edits` -----------------
+    async def delete_note(self, brief_id: str, index: int, digest: str) -> None:
+        """Remove one note line from ``notes.md`` (``index`` into ``Brief.notes``, ``digest`` its
+        :func:`~memoryd.kinds.briefs.edits.note_digest`) and index the brief before returning."""
+        await asyncio.to_thread(edits.delete_note, self.board, brief_id, index, digest)
+        await self._submit([brief_id])
+
+    async def delete_screen(self, brief_id: str, name: str) -> None:
+        """Remove one screenshot (its ``.png``, ``.txt``, ``.json``) and index the brief before returning."""
+        await asyncio.to_thread(edits.delete_screen, self.board, brief_id, name)
+        await self._submit([brief_id])
+
+    async def screenshot(self, brief_id: str, name: str) -> bytes:
+        """The PNG bytes of a screenshot that exists, read through the board's gate."""
+        return await asyncio.to_thread(edits.screenshot, self.board, brief_id, name)

@@ -29,7 +29,9 @@ class BriefNotFound(NotFound, LookupError):
     """No brief folder (with a ``brief.json``) for that id on the board."""
 
 
-def _brief_dir(board_root: Path, brief_id: str) -> SafeDir:
+def brief_dir(board_root: Path, brief_id: str) -> SafeDir:
+    """The brief's folder, opened through the gate. Raises BriefNotFound (no folder or no ``brief.json``),
+    UnsafePath, BoardUnreadable."""
     try:
         root = open_root(board_root)
     except OSError as exc:
@@ -65,7 +67,7 @@ def save_outcome(board_root: Path, brief_id: str, outcome: Outcome) -> Path:
     """
     check_brief_id(brief_id)
     data = render_outcome(outcome).encode("utf-8")
-    with _brief_dir(board_root, brief_id) as d:
+    with brief_dir(board_root, brief_id) as d:
         # rename(2) replaces the directory entry: a symlink named outcome.md is replaced, never followed.
         atomic.write_replace(d, OUTCOME_FILE, data)
         path = Path(board_root) / d.rel / OUTCOME_FILE

@@ -108,11 +108,13 @@ class Updated:
 
 @dataclass(frozen=True)
 class Scored:
-    """A memory with its relevance and, in a recall, its hops from the nearest seed."""
+    """A memory with its relevance and, in a recall, its hops from the nearest seed; ``why``: the
+    search's :class:`memoryd.index.search.Why` and the re-rank's bonuses (``search(reasons=True)``)."""
 
     memory: Memory
     relevance: float
     depth: int = 0
+    why: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -294,11 +296,13 @@ class Memories:
         memory_type: str | None = None,
         limit: int = 10,
         touch: bool = True,
+        reasons: bool = False,
     ) -> Found:
         """Hybrid search over memories, re-ranked by importance and recency (:mod:`.ranking`).
 
         ``project``/``memory_type`` filter in the index; ``tags``: a memory must carry all of them;
-        ``limit`` 1-100. Raises InvalidMemory for text with a lone surrogate."""
+        ``limit`` 1-100; ``reasons``: each result says why it matched (:attr:`Scored.why`). Raises
+        InvalidMemory for text with a lone surrogate."""
         if not isinstance(query, str) or has_lone_surrogate(query):
             raise InvalidMemory("query contains a lone surrogate (invalid Unicode)")
         want = set(clean_tags(tags))
@@ -309,6 +313,7 @@ class Memories:
             status=memory_type,
             limit=SEARCH_POOL,
             ranking=ranking.MEMORY_RANKING,
+            reasons=reasons,
         )
         now = datetime.now(UTC)
         view = self.view
@@ -317,7 +322,9 @@ class Memories:
             m = view.get(hit.id)
             # Tags as answers show them, so a guessed secret in a tag filter confirms nothing.
             if m is not None and (not want or want.issubset(redact(t).text for t in m.tags)):
-                scored.append(Scored(m, ranking.relevance(hit.score, m, now)))
+                rel = ranking.relevance(hit.score, m, now)
+                why = ranking.why(hit, m, now) if reasons else None
+                scored.append(Scored(m, rel, why=why))
         scored.sort(key=lambda s: (-s.relevance, s.memory.id))
         scored = scored[: max(1, min(int(limit), SEARCH_POOL))]
         if touch:
@@ -325,7 +332,7 @@ class Memories:
         return Found(self._shown(scored), [], result.mode)
 
     def _shown(self, items: Iterable[Scored]) -> list[Scored]:
-        return [Scored(self.access.shown(s.memory), s.relevance, s.depth) for s in items]
+        return [Scored(self.access.shown(s.memory), s.relevance, s.depth, s.why) for s in items]
 
     async def recall(
         self, query: str, *, depth: int = 1, project: str | None = None, limit: int = 10

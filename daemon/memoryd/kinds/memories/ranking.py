@@ -14,6 +14,7 @@ tuned for conversation corpora (:data:`MEMORY_RANKING`).
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from memoryd.index.ranking import Ranking
 from memoryd.kinds.memories.files import IMPORTANCE_MAX, Memory
@@ -38,11 +39,35 @@ def parse_time(iso: str) -> datetime | None:
     return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
 
 
-def relevance(score: float, memory: Memory, now: datetime) -> float:
-    """The re-ranked relevance of a memory whose search score is ``score`` (module docstring)."""
-    bonus = IMPORTANCE_WEIGHT * min(max(memory.importance, 0), IMPORTANCE_MAX) / IMPORTANCE_MAX
+def _bonuses(memory: Memory, now: datetime) -> tuple[float, float]:
+    importance = IMPORTANCE_WEIGHT * min(max(memory.importance, 0), IMPORTANCE_MAX) / IMPORTANCE_MAX
     created = parse_time(memory.created_at)
+    recency = 0.0
     if created is not None:
         age_days = max(0.0, (now - created).total_seconds() / 86400)
-        bonus += RECENCY_WEIGHT * max(0.0, 1.0 - age_days / RECENCY_DAYS)
-    return score + bonus
+        recency = RECENCY_WEIGHT * max(0.0, 1.0 - age_days / RECENCY_DAYS)
+    return importance, recency
+
+
+def relevance(score: float, memory: Memory, now: datetime) -> float:
+    """The re-ranked relevance of a memory whose search score is ``score`` (module docstring)."""
+    importance, recency = _bonuses(memory, now)
+    return score + importance + recency
+
+
+def why(hit: Any, memory: Memory, now: datetime) -> dict[str, Any]:
+    """Why a memory matched: ``{"keyword", "meaning", "words", "boosts": [[name, amount]...]}`` from
+    the search hit's ``why`` (:class:`memoryd.index.search.Why`), plus the importance and recency
+    bonuses of this re-rank."""
+    base = hit.why
+    importance, recency = _bonuses(memory, now)
+    boosts = [list(b) for b in (base.boosts if base else ())]
+    boosts += [
+        [name, amount] for name, amount in (("importance", importance), ("recency", recency)) if amount
+    ]
+    return {
+        "keyword": base.keyword if base else 0.0,
+        "meaning": base.meaning if base else 0.0,
+        "words": list(base.words) if base else [],
+        "boosts": boosts,
+    }
