@@ -31,9 +31,10 @@ from datetime import UTC, datetime
 import numpy as np
 
 from memoryd.index import intent, reference
+from memoryd.index.columns import Filter
 from memoryd.index.ranking import DEFAULT_RANKING, RANKINGS, Ranking
 from memoryd.index.redact import redact
-from memoryd.index.store import TEXT_BOOSTS, IndexStore, quote
+from memoryd.index.store import TEXT_BOOSTS, IndexStore
 from memoryd.index.text import PLACEHOLDER, term_string
 
 CANDIDATES = 50
@@ -78,17 +79,13 @@ class SearchResult:
     query_redactions: int = 0
 
 
-def _filters(
-    project: str | None, kind: str | None, status: str | None, scope: str | None = None
-) -> list[tuple[str, str]]:
-    """``[(column, value)]`` that every result must equal."""
-    pairs = [("project", project), ("project", scope), ("kind", kind), ("status", status)]
-    return [(c, v) for c, v in pairs if v]
-
-
-def _where(filters: list[tuple[str, str]]) -> str | None:
-    """The same filters as a LanceDB SQL clause (values quoted: never user syntax)."""
-    return " AND ".join(f"{c} = {quote(v)}" for c, v in filters) or None
+def _filters(project: str | None, kind: str | None, status: str | None, scope: str | None = None) -> Filter:
+    """What every result must equal (``scope``: a second project filter, ``eval --scope prefix``)."""
+    return (
+        Filter()
+        .where(project=project or None, kind=kind or None, status=status or None)
+        .where(project=scope or None)
+    )
 
 
 @dataclass
@@ -120,7 +117,7 @@ def gather(
     store: IndexStore,
     embedder,
     text: str,
-    filters: list[tuple[str, str]],
+    filters: Filter,
     as_of: datetime | None = None,
 ) -> Candidates:
     """Fetch both candidate lists for already-redacted, non-empty ``text``; ``filters`` as
@@ -128,12 +125,12 @@ def gather(
     c = Candidates(text=text)
     qterms = term_string(text, query=True)
     # BM25 runs in LanceDB's threads while the query is embedded here
-    pending = store.keyword_start(qterms, _where(filters), CANDIDATES)
+    pending = store.keyword_start(qterms, filters, CANDIDATES)
     c.ref = TEXT_BOOSTS[0] * sum(store.stats.idf(t) for t in set(qterms.split()))
     c.known = any(store.stats.df.get(t, 0) > 0 for t in qterms.split())
     if embedder is not None:
         qvec = embedder.embed_queries([text])[0]
-        by_group = store.nearest_by(qvec, CANDIDATES, [(col, v, True) for col, v in filters], per="lang")
+        by_group = store.nearest_by(qvec, CANDIDATES, filters, per="lang")
         c.bm25 = dict(pending.result())
         # Cosines are compared within each script group (a query scores higher against any text in
         # its own script): each group's list is z-scored against its own nearest neighbours, filled up

@@ -205,7 +205,9 @@ def _hand_over(directory: Path, dirs: list[str]) -> None:
     in ``directory``: that file's marker takes them over, so its removal removes them."""
     for other in sorted(directory.glob("*" + CREATED_SUFFIX)):
         known = _created_dirs(other)
-        _replace(other, json.dumps({"dirs": dirs + [d for d in known if d not in dirs]}).encode() + b"\n", 0o600)
+        _replace(
+            other, json.dumps({"dirs": dirs + [d for d in known if d not in dirs]}).encode() + b"\n", 0o600
+        )
         return
 
 
