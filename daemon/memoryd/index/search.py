@@ -8,7 +8,7 @@ count as much as a strong meaning match (lessons measured in ``shared/eval/READM
 * meaning: e5 cosines sit in a narrow band, so each is scaled against the query's own candidate
   distribution (``(cos − mean) / (best − mean)``) and the list's weight shrinks when the best hit does
   not stand out from the crowd (a z-score); a script group with fewer than 25 records fills that
-  distribution with the closest reference passages (:mod:`memoryd.index.reference`), so one record is
+  distribution with the closest reference passages (:func:`memoryd.index.embed.reference_cosines`), so one record is
   not its own crowd;
 * keyword: BM25 scores are divided by a saturating reference, so one weak accidental match stays
   weak, and a record matching many rare query terms scores near 1;
@@ -30,8 +30,9 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from memoryd.index import intent, reference
+from memoryd.index import intent
 from memoryd.index.columns import Filter
+from memoryd.index.embed import reference_cosines
 from memoryd.index.ranking import DEFAULT_RANKING, RANKINGS, Ranking
 from memoryd.index.redact import redact
 from memoryd.index.store import TEXT_BOOSTS, IndexStore
@@ -135,7 +136,7 @@ def gather(
         # Cosines are compared within each script group (a query scores higher against any text in
         # its own script): each group's list is z-scored against its own nearest neighbours, filled up
         # with the closest reference passages when the group has too few records to be a crowd.
-        ref = reference.cosines(embedder, qvec)
+        ref = reference_cosines(embedder, qvec)
         ref_mean = {g: float(v.mean()) for g, v in ref.items() if len(v)}
         stats: dict[str, tuple[float, float]] = {}
         raw: dict[str, float] = {}

@@ -45,10 +45,9 @@ from lancedb.table import AsyncTable
 from memoryd.index import keyword
 from memoryd.index.columns import ANY_ROW, Columns, Filter
 from memoryd.index.columns import COLUMNS as MEM_COLUMNS
+from memoryd.index.keyword import KeywordTail, TermStats
 from memoryd.index.lock import DEFAULT_WAIT_S, OWN_FILES, IndexLock
 from memoryd.index.records import Record
-from memoryd.index.tail import KeywordTail
-from memoryd.index.termstats import TermStats
 from memoryd.logs import get_logger
 
 log = get_logger("memoryd.index.store")
@@ -57,7 +56,7 @@ TABLE = "records"
 SCHEMA_VERSION = "2"
 FILTER_COLUMNS = ("id", "kind", "project", "task", "status", "created_at", "title", "line", "lang")
 TEXT_COLUMNS = ("text_main", "text_aux")
-#: Saved keyword term statistics (see :mod:`memoryd.index.termstats`), beside the table.
+#: Saved keyword term statistics (:class:`memoryd.index.keyword.TermStats`), beside the table.
 STATS_FILE = "termstats.json"
 #: BM25 weight of each text column: what the person said and the titles count more than screen text.
 TEXT_BOOSTS = (2.0, 1.0)
