@@ -48,7 +48,9 @@ def hook(frame, event, arg):
     name = frame.f_globals.get("__name__") or ""
     if not name.startswith("memoryd") or name in seen:
         return
-    if name == "memoryd.core.watch" and frame.f_code.co_name in HEARTBEAT:
+    if name == "memoryd.core.watch" and (
+        frame.f_code.co_name in HEARTBEAT or (frame.f_back and frame.f_back.f_code.co_name in HEARTBEAT)
+    ):
         return
     seen.add(name)
     order.append([name, threading.current_thread().name, frame.f_code.co_name])
