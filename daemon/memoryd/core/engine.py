@@ -97,7 +97,9 @@ class Engine:
         self.searcher.store = self.store
         self.indexer = Indexer(
             self.store,
-            lambda: self.embedder,
+            functools.partial(
+                getattr, self.searcher, "embedder"
+            ),  # the writer embeds with the searcher's model
             self.lock,
             optimize_interval_s=self.settings.optimize_interval_s,
             sources=self.sources,
