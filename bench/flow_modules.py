@@ -12,7 +12,7 @@ left out; the daemon is idle (model warm, backfill and index maintenance over) b
 * search: SIGUSR1, then a real ``memoryd-shim`` connects, initializes and calls ``search_briefs``; SIGUSR2
   as soon as the answer is read (the shim's disconnect is not part of the flow).
 * save: SIGUSR1, then one brief's ``said.txt`` is rewritten in place; SIGUSR2 after the debounce and the
-  write (1.5 s; index maintenance is 30 s away).
+  write (3 s; index maintenance is 30 s away).
 
 Prints each flow as the ordered list of modules and their count. Not part of ``make bench``: it measures
 structure, not speed.
@@ -176,7 +176,7 @@ def main() -> int:
             flows["search_briefs"] = recorded(d, out, lambda: search_call(d.socket))
             said = sorted(board.glob("briefs/*/said.txt"))[0]
             flows["save"] = recorded(
-                d, out, lambda: (said.write_text(said.read_text() + "\nand on mobile too\n"), time.sleep(1.5))
+                d, out, lambda: (said.write_text(said.read_text() + "\nand on mobile too\n"), time.sleep(3.0))
             )
     finally:
         shutil.rmtree(work, ignore_errors=True)
