@@ -45,10 +45,11 @@ def restart_child(board: Path, index: Path, model: str, split: bool = True) -> d
     from memoryd.core.indexer import Indexer
     from memoryd.index.embed import load_embedder
     from memoryd.index.records import brief_record
-    from memoryd.index.rwlock import RWLock
     from memoryd.index.search import search
+    from memoryd.index.searcher import RWLock
     from memoryd.index.store import IndexStore
     from memoryd.kinds.briefs.reader import BoardReader
+    from memoryd.kinds.briefs.source import BriefSource
 
     out: dict = {"rss_start_mb": rss_mb()}
     start = time.perf_counter()
@@ -60,7 +61,7 @@ def restart_child(board: Path, index: Path, model: str, split: bool = True) -> d
     start = time.perf_counter()
     store = IndexStore(index)
     opened = time.perf_counter()
-    indexer = Indexer(BoardReader(board), store, lambda: embedder, RWLock())
+    indexer = Indexer(store, lambda: embedder, RWLock(), sources=[BriefSource(board)])
     report = indexer.full_sync()
     done = time.perf_counter()
     out |= {

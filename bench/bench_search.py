@@ -60,6 +60,7 @@ def breakdown(store, embedder, queries: list[str]) -> dict[str, float]:
     of these two instances only. BM25 runs in LanceDB's threads while the query is embedded, so its piece
     is the wait left after embedding and the nearest neighbours ("keyword wait"); "keyword alone" is the
     same BM25 query run by itself afterwards (not part of the total)."""
+    from memoryd.index.columns import Filter
     from memoryd.index.search import search
     from memoryd.index.text import term_string
 
@@ -126,7 +127,7 @@ def breakdown(store, embedder, queries: list[str]) -> dict[str, float]:
     for q in queries:
         terms = term_string(q, query=True)
         start = time.perf_counter()
-        store.keyword(terms, None, 50)
+        store.keyword(terms, Filter(), 50)
         alone.append((time.perf_counter() - start) * 1000)
     out = {name: statistics.fmean(v) for name, v in per_query.items()}
     out["total"] = statistics.fmean(totals)

@@ -6,6 +6,8 @@
 * The layout's layers: record kinds (``kinds/``), the board's shared files (``board/``), the index (``index/``),
   the tool machinery (``tools/``) and the importers never import the engine, the serving layer or the CLI;
   ``board/`` and ``index/`` know no record kind; nothing but the CLI imports the CLI.
+* The watcher, the writer and the registry of record sources (``core/watch``, ``core/indexer``,
+  ``core/sources``) know no record kind; the watcher asks the registry which folders to watch.
 * The HTTP listener (``http/``) serves through the daemon's ``McpApp`` and the page's routes: it imports no
   record kind, no index and no engine, and only the serving layer and the CLI import it.
 * The page (``web/``) goes through the kinds' APIs and answers: no index, no engine internals, no serving
@@ -205,6 +207,30 @@ def test_each_layer_imports_only_what_is_below_it(package):
     assert not offenders, f"daemon/memoryd/{package}/ must not import {', '.join(forbidden)}:\n" + "\n".join(
         offenders
     )
+
+
+#: The watcher, the writer and the registry of record sources know no record kind: every kind reaches the
+#: index the same way, through its source (the registry loads the sources by module name).
+KIND_BLIND = ("core/watch.py", "core/indexer.py", "core/sources.py")
+
+
+@pytest.mark.parametrize("module", KIND_BLIND)
+def test_the_watcher_and_the_writer_know_no_record_kind(module):
+    path = DAEMON / module
+    offenders = [
+        f"{path.relative_to(REPO)}:{line} imports {name}"
+        for line, name in imported_modules(path)
+        if name == "memoryd.kinds" or name.startswith("memoryd.kinds.") or name == "memoryd.board.ids"
+    ]
+    assert not offenders, "\n".join(offenders)
+
+
+def test_the_watcher_asks_the_registry_which_folders_to_watch():
+    names = {name for _, name in imported_modules(DAEMON / "core" / "watch.py")}
+    assert "memoryd.core.sources" in names
+    text = (DAEMON / "core" / "watch.py").read_text()
+    for folder in ("briefs", "tasks", "memories", "sessions"):
+        assert f'"{folder}"' not in text, f"core/watch.py names the board folder {folder!r}"
 
 
 def test_the_shared_top_level_modules_import_no_layer():

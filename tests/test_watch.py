@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from memoryd.board.ids import is_brief_id, is_task_id
+from memoryd.core.sources import make_sources
 from memoryd.core.watch import BoardWatcher, Change, is_ignored_name
 
 B1 = "b-20260101-aaaaaa"
@@ -71,7 +73,18 @@ class Recorder:
 
 
 def briefs_named(changes: list[Change]) -> set[str]:
-    return set().union(*(c.briefs for c in changes)) if changes else set()
+    """The brief ids the changes name, as the briefs record source reads them (other names it ignores)."""
+    parts = [p.split("/") for c in changes for p in c.paths]
+    return {p[1] for p in parts if p[0] == "briefs" and len(p) == 2 and is_brief_id(p[1])}
+
+
+def tasks_named(changes: list[Change]) -> set[str]:
+    parts = [p.split("/") for c in changes for p in c.paths]
+    return {
+        p[1][:-5]
+        for p in parts
+        if p[0] == "tasks" and len(p) == 2 and p[1].endswith(".json") and is_task_id(p[1][:-5])
+    }
 
 
 @pytest.fixture
@@ -88,7 +101,7 @@ def watch(board: Path) -> Iterator[Callable[..., tuple[BoardWatcher, Recorder]]]
 
     def make(root: Path = board, debounce_ms: int = 100, on_change=None) -> tuple[BoardWatcher, Recorder]:
         rec = Recorder()
-        watcher = BoardWatcher(root, on_change or rec, debounce_ms=debounce_ms)
+        watcher = BoardWatcher(root, on_change or rec, make_sources(root), debounce_ms=debounce_ms)
         watcher.start()
         started.append(watcher)
         return watcher, rec
@@ -115,7 +128,7 @@ def test_new_brief_folder_is_one_change_naming_it(board, watch):
     _, rec = watch(debounce_ms=250)
     write_brief(board, B1)
     changes = rec.settle()
-    assert changes == [Change(briefs=frozenset({B1}))]
+    assert changes == [Change(paths=frozenset({f"briefs/{B1}"}))]
 
 
 def test_editor_save_temp_then_replace(board, watch):
@@ -153,9 +166,10 @@ def test_task_json_edited(board, watch):
     tmp = board / "tasks" / f".{T1}.json.tmp"
     tmp.write_text(json.dumps({"id": T1, "status": "done"}))
     os.replace(tmp, task)
-    (board / "tasks" / "notes.txt").write_text("not a task")  # not <task-id>.json: ignored
+    (board / "tasks" / "notes.txt").write_text("not a task")  # not <task-id>.json: the source ignores it
     changes = rec.settle()
-    assert changes and all(c == Change(tasks=frozenset({T1})) for c in changes)
+    assert tasks_named(changes) == {T1} and not briefs_named(changes)
+    assert not any(c.rescan for c in changes)
 
 
 def test_rapid_writes_are_coalesced(board, watch):
@@ -166,7 +180,7 @@ def test_rapid_writes_are_coalesced(board, watch):
         time.sleep(0.005)
     changes = rec.settle(quiet=0.6)
     assert 1 <= len(changes) <= 3, changes
-    assert all(c.briefs == {B1} for c in changes)
+    assert all(c.paths == {f"briefs/{B1}"} for c in changes)
 
 
 def test_continuous_writer_still_reported_within_max_delay(board, watch):
@@ -209,16 +223,16 @@ def test_memories_and_sessions_pass_through_and_stray_names_are_ignored(board, w
     (board / "briefs" / "not-an-id" / "said.txt").write_text("ignored")
     changes = rec.settle()
     paths = set().union(*(c.paths for c in changes))
-    assert paths == {"memories", "memories/m1.md", "sessions", "sessions/s.jsonl"}
-    assert briefs_named(changes) == set()
-    assert not any(c.rescan or c.tasks for c in changes)
+    assert paths - {"briefs/not-an-id"} == {"memories", "memories/m1.md", "sessions", "sessions/s.jsonl"}
+    assert briefs_named(changes) == set()  # the briefs source ignores a folder whose name is no brief id
+    assert not any(c.rescan or tasks_named([c]) for c in changes)
 
 
-def test_briefs_folder_moved_wholesale_is_a_rescan(board, watch):
+def test_briefs_folder_moved_wholesale_is_a_rescan_of_its_source(board, watch):
     write_brief(board, B1)
     _, rec = watch()
     os.rename(board / "briefs", board / "briefs.old")
-    rec.wait_for(lambda c: c.rescan)
+    rec.wait_for(lambda c: "briefs" in c.paths)  # the folder itself: its source reloads it all
 
 
 # -- symlinks ----------------------------------------------------------------------------------------------
@@ -271,7 +285,7 @@ def test_callback_exception_does_not_kill_the_watcher(board, watch):
     write_brief(board, B1)
     assert raised.wait(3.0)
     write_brief(board, B2)
-    rec.wait_for(lambda c: B2 in c.briefs)
+    rec.wait_for(lambda c: f"briefs/{B2}" in c.paths)
     assert watcher.alive()
 
 
@@ -320,7 +334,7 @@ def test_latency_save_to_callback(board, watch):
     tmp = folder / ".said.txt.swp"
     tmp.write_text("edited")
     os.replace(tmp, folder / "said.txt")
-    rec.wait_for(lambda c: B1 in c.briefs, timeout=3.0)  # correctness bound, not a benchmark
+    rec.wait_for(lambda c: f"briefs/{B1}" in c.paths, timeout=3.0)  # correctness bound, not a benchmark
     latency = rec.times[0] - start
     assert latency < 3.0
     print(f"save -> callback: {latency * 1000:.0f} ms")
@@ -336,7 +350,7 @@ def test_root_deleted_and_recreated_is_rescan_then_live_again(board, watch):
     rec.wait_for(lambda c: c.rescan, timeout=4.0)  # the health check (1 s) found it and re-watched
     assert watcher.alive()
     write_brief(board, B1)
-    rec.wait_for(lambda c: B1 in c.briefs)
+    rec.wait_for(lambda c: f"briefs/{B1}" in c.paths)
 
 
 def test_root_moved_away_is_noticed(board, tmp_path, watch):
@@ -348,7 +362,7 @@ def test_root_moved_away_is_noticed(board, tmp_path, watch):
     rec.wait_for(lambda c: c.rescan, timeout=4.0)
     rec.clear()
     write_brief(board, B1)
-    rec.wait_for(lambda c: B1 in c.briefs)
+    rec.wait_for(lambda c: f"briefs/{B1}" in c.paths)
     write_brief(tmp_path / "board.old", B2)
     assert B2 not in briefs_named(rec.settle())
 
@@ -363,7 +377,7 @@ def test_dead_observer_is_restarted_and_restart_reports_rescan(board, watch):
     rec.wait_for(lambda c: c.rescan)
     assert watcher.alive()
     write_brief(board, B1)
-    rec.wait_for(lambda c: B1 in c.briefs)
+    rec.wait_for(lambda c: f"briefs/{B1}" in c.paths)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify queue overflow is Linux-only")

@@ -398,16 +398,17 @@ def test_twelve_shims_at_once_with_colliding_ids_each_get_their_own_answer(live,
 
 
 def test_tools_can_read_the_snapshot_while_the_writer_applies_changes(shared_board, tmp_path):
-    """In process, with the real writer: tools iterate the indexer's snapshot on the event loop while the
+    """In process, with the real writer: tools iterate the briefs source's snapshot on the event loop while the
     writer thread applies board changes. It used to change those dicts in place, so a concurrent
     list_tasks/get_task could fail with "dictionary changed size during iteration"."""
     from memoryd.core.indexer import Indexer, Pending
-    from memoryd.index.rwlock import RWLock
+    from memoryd.index.searcher import RWLock
     from memoryd.index.store import IndexStore
-    from memoryd.kinds.briefs.reader import BoardReader
+    from memoryd.kinds.briefs.source import BriefSource, brief_origin
 
     board = copy_board(shared_board, tmp_path / "board")
-    indexer = Indexer(BoardReader(board), IndexStore(tmp_path / "index"), lambda: None, RWLock())
+    source = BriefSource(board)
+    indexer = Indexer(IndexStore(tmp_path / "index"), lambda: None, RWLock(), sources=[source])
     indexer.full_sync()
     stop = threading.Event()
     applied: list[int] = []
@@ -423,7 +424,7 @@ def test_tools_can_read_the_snapshot_while_the_writer_applies_changes(shared_boa
                 write_brief(board, new, KNOWN_TASK, said="churn\n", title="Churn")
                 gone = f"b-20261201-{i - 3:06x}"
                 shutil.rmtree(board / "briefs" / gone, ignore_errors=True)
-                indexer._apply(Pending(briefs={new, gone}))
+                indexer._apply(Pending(paths={brief_origin(new), brief_origin(gone)}))
                 applied.append(i)
         except BaseException as exc:
             failed.append(exc)
@@ -436,9 +437,9 @@ def test_tools_can_read_the_snapshot_while_the_writer_applies_changes(shared_boa
             if failed:
                 break
             try:
-                for brief in indexer.snapshot.briefs.values():  # what Engine.list_tasks/briefs_of do
+                for brief in source.snapshot.briefs.values():  # what Engine.list_tasks/briefs_of do
                     _ = brief.task
-                for task in indexer.snapshot.tasks.values():
+                for task in source.snapshot.tasks.values():
                     _ = task.status
             except RuntimeError as exc:
                 errors.append(str(exc))
@@ -447,7 +448,7 @@ def test_tools_can_read_the_snapshot_while_the_writer_applies_changes(shared_boa
         writer.join(30)
     assert errors == [] and failed == []
     assert len(applied) >= 10
-    assert len(indexer.snapshot.briefs) == 200 + 3  # the board's, plus the churn's last three
+    assert len(source.snapshot.briefs) == 200 + 3  # the board's, plus the churn's last three
 
 
 # --- while the daemon is stopped ---------------------------------------------------------------------

@@ -10,10 +10,10 @@ import pytest
 
 from memoryd.core.indexer import Indexer  # noqa: E402
 from memoryd.index.derive_cache import FILE_NAME  # noqa: E402
-from memoryd.index.rwlock import RWLock  # noqa: E402
 from memoryd.index.search import search  # noqa: E402
+from memoryd.index.searcher import RWLock  # noqa: E402
 from memoryd.index.store import IndexStore  # noqa: E402
-from memoryd.kinds.briefs.reader import BoardReader  # noqa: E402
+from memoryd.kinds.briefs.source import BriefSource  # noqa: E402
 from support.board import write_brief, write_task  # noqa: E402
 
 IDS = ["b-20260101-aaaaa1", "b-20260101-aaaaa2", "b-20260101-aaaaa3"]
@@ -33,7 +33,7 @@ def board(tmp_path: Path) -> Path:
 def restart(board: Path, index: Path):
     """A fresh process's view: new store, new indexer, one full sync."""
     store = IndexStore(index)
-    indexer = Indexer(BoardReader(board), store, lambda: None, RWLock())
+    indexer = Indexer(store, lambda: None, RWLock(), sources=[BriefSource(board)])
     report = indexer.full_sync()
     return store, indexer, report
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from memoryd.index.columns import ANY_ROW, Filter
 from memoryd.index.records import Record
-from memoryd.index.store import IndexStore, quote
+from memoryd.index.store import IndexStore
 from memoryd.index.text import term_string
 
 DIM = 384
@@ -38,7 +39,7 @@ def vecs(n: int, seed: int = 1) -> np.ndarray:
     return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
-def ids(store: IndexStore, words: str, where: str | None = None, limit: int = 50) -> list[str]:
+def ids(store: IndexStore, words: str, where: Filter = ANY_ROW, limit: int = 50) -> list[str]:
     got = [i for i, _ in store.keyword(term_string(words, query=True), where, limit)]
     assert len(got) == len(set(got)), got  # never a row twice
     return got
@@ -63,7 +64,7 @@ def test_rows_written_after_the_refresh_are_found_at_once_and_once(tmp_path):
     assert ids(store, "protocols") == ["r-00100"]
     # filters apply to tail rows as to indexed ones
     store.upsert([rec(101, "zebrafish in another project", project="q")], vecs(1, 3), "m")
-    assert ids(store, "zebrafish", f"project = {quote('q')}") == ["r-00101"]
+    assert ids(store, "zebrafish", Filter().where(project="q")) == ["r-00101"]
     assert set(ids(store, "zebrafish")) == {"r-00100", "r-00101"}
     store.refresh()
     assert len(store.tail) == 0

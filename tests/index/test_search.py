@@ -10,6 +10,7 @@ import pytest
 from tests.conftest import need_shared
 
 from memoryd.cli.eval.labelled import read_jsonl
+from memoryd.index.columns import Filter
 from memoryd.index.records import brief_record
 from memoryd.index.search import search
 from memoryd.index.store import IndexStore
@@ -129,7 +130,7 @@ def test_meaning_hits_without_any_keyword_hit(indexed, embedder):
     store, _ = indexed
     # Japanese ("the refund was processed twice") sharing no keyword term with the English brief
     query = "返金が二重に処理された"
-    keyword_ids = {i for i, _ in store.keyword(term_string(query, query=True), None, 50)}
+    keyword_ids = {i for i, _ in store.keyword(term_string(query, query=True), Filter(), 50)}
     hits = search(store, embedder, query).hits
     assert hits, "a confident meaning match must be returned even without keyword hits"
     assert hits[0].task == "t-20260805-fedb9e"

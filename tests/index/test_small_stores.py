@@ -1,5 +1,5 @@
 """Small stores rank honestly, on the real model and real LanceDB: with 1, 3 or 50 records an unrelated record
-is not returned and a related one is, as on thousands (``memoryd.index.reference``, ``memoryd.cli.eval.small``).
+is not returned and a related one is, as on thousands (``memoryd.index.embed.reference_cosines``, ``memoryd.cli.eval.small``).
 
 The memories are the reported case: a new user's three notes, one of which shares an accidental word
 ("manager") with a question about another ("which package manager ...").

@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 from memoryd.index import columns
+from memoryd.index.columns import Filter
 from memoryd.index.records import Record
-from memoryd.index.store import IndexStore, parse_equalities, quote
+from memoryd.index.store import IndexStore, where_sql
 
 DIM = 384
 PROJECTS = ("shopfront", "payments-api", "o'brien", "")
@@ -46,9 +47,10 @@ def unit_vectors(n: int, seed: int) -> np.ndarray:
     return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
-def lance_nearest(store: IndexStore, vector: np.ndarray, where: str | None, limit: int) -> list[str]:
+def lance_nearest(store: IndexStore, vector: np.ndarray, where: Filter, limit: int) -> list[str]:
     """The reference: LanceDB's own exact flat scan over rows that have a vector."""
-    clause = "model != ''" + (f" AND ({where})" if where else "")
+    sql = where_sql(where)
+    clause = "model != ''" + (f" AND ({sql})" if sql else "")
     got = (
         store._table.search(vector, vector_column_name="vector")
         .distance_type("dot")
@@ -108,14 +110,15 @@ def test_nearest_in_memory_equals_lancedb_scan(filled, monkeypatch, split_rows):
     monkeypatch.setattr(columns, "SPLIT_ROWS", split_rows)  # 64: the two-thread scan of big indexes
     queries = unit_vectors(12, 99)
     wheres = [
-        None,
-        f"kind = {quote('brief')}",
-        f"project = {quote('payments-api')} AND status = {quote('open')}",
-        "project = " + quote("o'brien"),  # a quote inside a value
-        f"(kind = {quote('memory')}) AND (lang = {quote('cjk')})",
-        f"project != {quote('')} AND kind = {quote('interaction')}",
-        f"project = {quote('nowhere')}",
-        f"kind = {quote('brief')} OR kind = {quote('memory')}",  # not a conjunction: LanceDB answers
+        Filter(),
+        Filter().where(kind="brief"),
+        Filter().where(project="payments-api", status="open"),
+        Filter().where(project="o'brien"),  # a quote inside a value
+        Filter().where(kind="memory").where(lang="cjk"),
+        Filter().excluding(project="").where(kind="interaction"),
+        Filter().where(project="nowhere"),
+        Filter().where(kind=("brief", "memory")),  # one of several values
+        Filter().excluding(kind=("brief", "memory"), status="open"),
     ]
     for q in queries:
         for where in wheres:
@@ -123,20 +126,20 @@ def test_nearest_in_memory_equals_lancedb_scan(filled, monkeypatch, split_rows):
             assert got == lance_nearest(store, q, where, 20), where
     # cosines are the dot products of the stored float32 vectors
     q = queries[0]
-    for i, cos in store.nearest(q, None, 5):
+    for i, cos in store.nearest(q, Filter(), 5):
         assert cos == pytest.approx(float(store.vectors([i])[i] @ q), abs=1e-5)
 
 
 def test_nearest_by_groups_equal_one_filtered_scan_per_group(filled):
     store, _ = filled
     q = unit_vectors(1, 5)[0]
-    groups = store.nearest_by(q, 15, [("kind", "brief", True)], per="lang")
+    groups = store.nearest_by(q, 15, Filter().where(kind="brief"), per="lang")
     assert set(groups) == {"latin", "cjk"}
     for lang, hits in groups.items():
-        where = f"lang = {quote(lang)} AND kind = {quote('brief')}"
+        where = Filter().where(lang=lang, kind="brief")
         assert [i for i, _ in hits] == lance_nearest(store, q, where, 15)
     with pytest.raises(ValueError):
-        store.nearest_by(q, 5, [("no_such_column", "x", True)])
+        store.nearest_by(q, 5, Filter().where(no_such_column="x"))
 
 
 def test_updates_deletes_reopen_and_optimize_keep_memory_equal_to_the_table(tmp_path, filled):
@@ -155,7 +158,7 @@ def test_updates_deletes_reopen_and_optimize_keep_memory_equal_to_the_table(tmp_
     store.upsert([make_record(i, rng) for i in range(600, 640)], None, "")
     assert_mirrors_table(store)
     q = unit_vectors(1, 3)[0]
-    assert [i for i, _ in store.nearest(q, None, 30)] == lance_nearest(store, q, None, 30)
+    assert [i for i, _ in store.nearest(q, Filter(), 30)] == lance_nearest(store, q, Filter(), 30)
     assert "r-00010" not in store.rows(["r-00010"])
     store.optimize()  # a few dead rows stay in memory until they are a tenth
     assert 0 < store.mem.snap.n - store.count() < 0.1 * store.mem.snap.n
@@ -168,11 +171,11 @@ def test_updates_deletes_reopen_and_optimize_keep_memory_equal_to_the_table(tmp_
     assert store.mem.snap.n == store.count()
     assert "r-00201" not in store.mem.snap.buf.plain["id"]
     assert_mirrors_table(store)
-    assert [i for i, _ in store.nearest(q, None, 30)] == lance_nearest(store, q, None, 30)
+    assert [i for i, _ in store.nearest(q, Filter(), 30)] == lance_nearest(store, q, Filter(), 30)
     reopened = IndexStore(store.path)
     assert_mirrors_table(reopened)
     assert reopened.stats.docs == store.stats.docs and +reopened.stats.df == +store.stats.df
-    assert [i for i, _ in reopened.nearest(q, None, 30)] == lance_nearest(store, q, None, 30)
+    assert [i for i, _ in reopened.nearest(q, Filter(), 30)] == lance_nearest(store, q, Filter(), 30)
 
 
 def test_growing_past_the_buffer_capacity(tmp_path):
@@ -185,7 +188,7 @@ def test_growing_past_the_buffer_capacity(tmp_path):
         total += 500
     assert_mirrors_table(store)
     q = unit_vectors(1, 42)[0]
-    assert [i for i, _ in store.nearest(q, None, 50)] == lance_nearest(store, q, None, 50)
+    assert [i for i, _ in store.nearest(q, Filter(), 50)] == lance_nearest(store, q, Filter(), 50)
 
 
 def test_readers_see_consistent_state_while_the_writer_churns(tmp_path):
@@ -207,13 +210,13 @@ def test_readers_see_consistent_state_while_the_writer_churns(tmp_path):
         try:
             while not stop.is_set():
                 j = local.randrange(50)
-                hits = store.nearest(stable_vecs[j], None, 3)
+                hits = store.nearest(stable_vecs[j], Filter(), 3)
                 assert hits and hits[0][0] == stable[j].id, hits
                 row = store.rows([stable[j].id])[stable[j].id]
                 assert row["title"] == stable[j].title and row["kind"] == stable[j].kind
-                groups = store.nearest_by(stable_vecs[j], 3, [("kind", stable[j].kind, True)], per="lang")
+                groups = store.nearest_by(stable_vecs[j], 3, Filter().where(kind=stable[j].kind), per="lang")
                 assert any(h and h[0][0] == stable[j].id for h in groups.values())
-                store.keyword("login loop", None, 10)
+                store.keyword("login loop", Filter(), 10)
                 checks[0] += 1
         except BaseException as exc:
             errors.append(exc)
@@ -242,21 +245,16 @@ def test_readers_see_consistent_state_while_the_writer_churns(tmp_path):
     assert_mirrors_table(store)
 
 
-def test_where_parsing():
-    assert parse_equalities("kind = 'brief'") == [("kind", "brief", True)]
-    assert parse_equalities("lang = 'cjk' AND (project = 'o''brien' AND status != '')") == [
-        ("lang", "cjk", True),
-        ("project", "o'brien", True),
-        ("status", "", False),
-    ]
-    for other in (
-        "kind = 'a' OR kind = 'b'",
-        "created_at > '2026'",
-        "kind IN ('a')",
-        "kind = 'a' AND",
-        "(kind = 'a'",
-    ):
-        assert parse_equalities(other) is None, other
+def test_filters_become_sql_only_in_the_store():
+    assert where_sql(Filter()) is None
+    assert where_sql(Filter().where(kind="brief")) == "kind = 'brief'"
+    assert where_sql(Filter().where(lang="cjk", project="o'brien").excluding(status="")) == (
+        "lang = 'cjk' AND project = 'o''brien' AND status != ''"
+    )
+    assert where_sql(Filter().where(kind=("memory", "brief"))) == "kind IN ('brief', 'memory')"
+    assert where_sql(Filter().where(project=None)) is None  # an optional argument left out
+    with pytest.raises(ValueError):
+        where_sql(Filter().where(kind="a", **{"kind = 'a' OR 1": "x"}))  # a column name is never SQL
 
 
 def test_saved_term_statistics_are_used_only_when_they_match_the_table(tmp_path, filled):

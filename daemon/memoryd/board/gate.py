@@ -21,6 +21,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
@@ -44,6 +45,14 @@ class UnsafePath(ToolFailed):
 
 class BrokenFile(UnsafePath):
     """A file that passed the gate but whose content is unusable (invalid UTF-8)."""
+
+
+@dataclass
+class Skipped:
+    """A board file (board-relative POSIX path) that was not loaded, and why (every kind reports these)."""
+
+    path: str
+    reason: str
 
 
 def kind_of(st: os.stat_result) -> str:

@@ -144,10 +144,11 @@ def in_process(settings: Any) -> dict[str, Any]:
         raise _Failed(f"{exc}. Ask that daemon: memoryd forget --now --socket <its socket>") from None
     try:
         from memoryd.core.indexer import Indexer
+        from memoryd.core.sources import make_sources
         from memoryd.index.lock import IndexLock
-        from memoryd.index.rwlock import RWLock
+        from memoryd.index.searcher import RWLock
         from memoryd.index.store import IndexStore
-        from memoryd.kinds.briefs.reader import BoardReader, BoardUnreadable
+        from memoryd.kinds.briefs.reader import BoardUnreadable
 
         before = folder_bytes(loc.index)
         started = time.monotonic()
@@ -156,7 +157,7 @@ def in_process(settings: Any) -> dict[str, Any]:
         except StartupError as exc:  # another writer, or an index built from another board
             raise _Failed(f"{exc}; nothing was changed") from None
         try:
-            indexer = Indexer(BoardReader(loc.board), store, lambda: None, RWLock(), **_sources(loc.board))
+            indexer = Indexer(store, lambda: None, RWLock(), sources=make_sources(loc.board))
             try:
                 report = indexer.full_sync()  # no model here: changed records keep or lose their vectors only
             except BoardUnreadable as exc:
@@ -169,15 +170,6 @@ def in_process(settings: Any) -> dict[str, Any]:
             store.close()
     finally:
         board_lock.release()
-
-
-def _sources(board: Any) -> dict[str, Any]:
-    # The other board folders (memories, sessions) are reconciled too, exactly as the daemon does.
-    try:
-        from memoryd.core.sources import make_sources
-    except ImportError:
-        return {}
-    return {"sources": make_sources(board)}
 
 
 def _report(

@@ -59,7 +59,10 @@ class ChangeFeed:
         rescan: bool = False,
     ) -> Applied:
         """Tell every listener; call from the event loop thread. Returns the event."""
-        briefs, tasks, paths = sorted(briefs), sorted(tasks), sorted(paths)
+        paths = sorted(paths)
+        # a path under briefs/ names its brief: ``briefs/<id>[/file]``
+        briefs = sorted({*briefs, *(p.split("/")[1] for p in paths if p.startswith("briefs/"))})
+        tasks = sorted(tasks)
         folders = {p.split("/", 1)[0] for p in paths}
         if briefs:
             folders.add("briefs")

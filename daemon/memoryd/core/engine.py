@@ -19,16 +19,16 @@ from memoryd import __version__
 from memoryd.core.capture import Capture
 from memoryd.core.changes import ChangeFeed
 from memoryd.core.indexer import Indexer
-from memoryd.core.sources import RecordSource, make_sources
+from memoryd.core.sources import RecordSource, make_sources, owners
 from memoryd.core.spool import take_spool
 from memoryd.core.sweep import sweep
 from memoryd.index.lock import IndexLock
-from memoryd.index.rwlock import RWLock
-from memoryd.index.searcher import Searcher
+from memoryd.index.searcher import RWLock, Searcher
 from memoryd.index.store import IndexStore
 from memoryd.kinds.briefs.api import Briefs, check_board
 from memoryd.kinds.briefs.context import Context
-from memoryd.kinds.briefs.reader import BoardReader, BoardSnapshot, BoardUnreadable
+from memoryd.kinds.briefs.reader import BRIEFS_DIR, BoardSnapshot, BoardUnreadable
+from memoryd.kinds.briefs.source import BriefSource, brief_origin, task_path
 from memoryd.kinds.briefs.writer import ensure_board
 from memoryd.kinds.memories.api import Memories
 from memoryd.logs import get_logger
@@ -45,7 +45,7 @@ class ModelState:
 
 
 class Engine:
-    """Owns the board reader, the index store, the writer (:class:`Indexer`), the model and the watcher.
+    """Owns the record sources, the index store, the writer (:class:`Indexer`), the model and the watcher.
 
     Query methods are coroutines that run blocking work in threads; they raise
     :class:`memoryd.kinds.briefs.reader.BoardUnreadable` when the board cannot be read (never an empty answer
@@ -60,7 +60,6 @@ class Engine:
             loc.index, loc.board, command="memoryd serve", socket=loc.socket
         )
         self.board = settings.locations.board
-        self.reader = BoardReader(self.board)
         self.lock = RWLock()
         self.store: IndexStore | None = None
         self.indexer: Indexer | None = None
@@ -74,11 +73,12 @@ class Engine:
         self.started_at = time.time()
         self._model_task: asyncio.Task | None = None
         self.sources: list[RecordSource] = make_sources(self.board)
+        self.brief_source: BriefSource = owners(self.sources)[BRIEFS_DIR]
         #: The memory API that the memories and memo tools call; see :mod:`memoryd.kinds.memories.api`.
         #: The one search every kind is handed (store and model are set as they become ready).
         self.searcher = Searcher(self.lock, guard=functools.partial(check_board, self.board))
         #: The kinds' APIs that their tools call, each built from the collaborators it needs.
-        self.briefs = Briefs(self.board, self.reader, self._snapshot, self._submit_briefs)
+        self.briefs = Briefs(self.board, self.brief_source.reader, self._snapshot, self._submit_briefs)
         self.memories = Memories(
             self.board, self.sources, submit=self.submit_paths, search=self.searcher.search
         )
@@ -103,9 +103,10 @@ class Engine:
         self.store = await asyncio.to_thread(IndexStore.open_writer, self.index_lock)
         self.searcher.store = self.store
         self.indexer = Indexer(
-            self.reader,
             self.store,
-            lambda: self.embedder,
+            functools.partial(
+                getattr, self.searcher, "embedder"
+            ),  # the writer embeds with the searcher's model
             self.lock,
             optimize_interval_s=self.settings.optimize_interval_s,
             sources=self.sources,
@@ -139,7 +140,7 @@ class Engine:
                 updated=report.updated,
                 deleted=report.deleted,
                 unchanged=report.unchanged,
-                skipped=len(self.indexer.snapshot.skipped),
+                skipped=len(self.indexer.skipped()),
             )
         except BoardUnreadable as exc:
             log.error("board_unreadable", board=str(self.board), error=str(exc))
@@ -171,22 +172,15 @@ class Engine:
             from memoryd.core.watch import BoardWatcher
         except ImportError:
             return
-        loop = asyncio.get_running_loop()
-
-        def on_change(change) -> None:
-            loop.call_soon_threadsafe(self._on_change, change)
-
-        self.watcher = BoardWatcher(self.board, on_change, debounce_ms=self.settings.debounce_ms)
+        # the watcher's thread hands each change straight to the one writer, on the event loop
+        on_change = functools.partial(asyncio.get_running_loop().call_soon_threadsafe, self.indexer.take)
+        self.watcher = BoardWatcher(
+            self.board, on_change, self.sources, debounce_ms=self.settings.debounce_ms
+        )
         try:
             self.watcher.start()
         except Exception as exc:
             log.error("watcher_failed", error=str(exc))
-
-    def _on_change(self, change) -> None:
-        if self.indexer is not None:
-            self.indexer.submit(
-                briefs=change.briefs, tasks=change.tasks, rescan=change.rescan, paths=change.paths
-            )
 
     async def close(self) -> None:
         """End the change feed, stop watching, flush pending index writes, stop the model loader."""
@@ -209,17 +203,17 @@ class Engine:
     def _snapshot(self) -> BoardSnapshot:
         if self.indexer is None:
             raise RuntimeError("the engine has not started")
-        return self.indexer.snapshot
+        return self.brief_source.snapshot
 
     async def _index(
         self, briefs: Sequence[str] = (), tasks: Sequence[str] = (), paths: Sequence[str] = ()
     ) -> None:
+        changed = [*map(brief_origin, briefs), *map(task_path, tasks), *paths]
         if self.indexer is not None:
-            await self.indexer.submit(briefs=briefs, tasks=tasks, paths=paths)
+            await self.indexer.submit(paths=changed)
 
     async def _submit_briefs(self, brief_ids: Sequence[str]) -> None:
-        if self.indexer is not None:
-            await self.indexer.submit(briefs=brief_ids)
+        await self._index(briefs=brief_ids)
 
     # -- status ----------------------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
@@ -230,8 +224,8 @@ class Engine:
             "board": str(self.board),
             "index": str(self.settings.locations.index),
             "records": self.store.count() if self.store else 0,
-            "briefs": len(idx.snapshot.briefs) if idx else 0,
-            "tasks": len(idx.snapshot.tasks) if idx else 0,
+            "briefs": len(self.brief_source.snapshot.briefs) if idx else 0,
+            "tasks": len(self.brief_source.snapshot.tasks) if idx else 0,
             "memories": self.memories.count(),
             "skipped_files": len(idx.skipped()) if idx else 0,
             "model": {"name": self.model.name, "state": self.model.state, "detail": self.model.detail},

@@ -4,12 +4,11 @@ One module (~410 lines) because the write queue, the backfill and maintenance sh
 
 Everything that writes to LanceDB goes through :class:`Indexer`'s single asyncio task, so writes are
 batched (each LanceDB write adds a fragment and a version) and never race each other; searches read
-concurrently and never wait for it, except during compaction (see :mod:`memoryd.index.rwlock`).
+concurrently and never wait for it, except during compaction (see :class:`memoryd.index.searcher.RWLock`).
 
-Briefs and tasks are read by :class:`~memoryd.kinds.briefs.reader.BoardReader`; every other board folder is a
-record source (:mod:`memoryd.core.sources`): changed paths are routed to the source owning their folder, and
-the indexer keeps origin -> record ids per source so every record a changed file no longer yields is
-deleted.
+Every board folder belongs to a record source (:mod:`memoryd.core.sources`); the writer knows no record
+kind. Changed paths are routed to the source owning their folder, and the writer keeps origin -> record ids
+per source, so every record a changed file no longer yields is deleted.
 """
 
 from __future__ import annotations
@@ -19,21 +18,21 @@ import contextlib
 import time
 from dataclasses import dataclass, field
 
+from memoryd.board.gate import Skipped
 from memoryd.core.changes import ChangeFeed
-from memoryd.core.sources import RecordSource, SourceBatch, folder_of
-from memoryd.index.derive_cache import DeriveCache, source_hash
-from memoryd.index.records import brief_record
-from memoryd.index.rwlock import RWLock
+from memoryd.core.sources import RecordSource, SourceBatch, owners
+from memoryd.index.derive_cache import DeriveCache
+from memoryd.index.records import Record
+from memoryd.index.searcher import RWLock
 from memoryd.index.store import IndexStore
 from memoryd.index.sync import SyncReport, sync_records, write_records
-from memoryd.kinds.briefs.reader import BoardReader, BoardSnapshot, Skipped
 from memoryd.logs import get_logger
 
 log = get_logger("memoryd.core.indexer")
 
 #: Records embedded per backfill step; board changes and saves queued meanwhile are applied between steps.
 BACKFILL_CHUNK = 16
-#: Rows in the store's keyword tail (:mod:`memoryd.index.tail`) from which the text indexes are refreshed
+#: Rows in the store's keyword tail (:class:`memoryd.index.keyword.KeywordTail`) from which the text indexes are refreshed
 #: at once rather than at the next scheduled maintenance: scoring the tail grows with it.
 TAIL_MAX = 2000
 
@@ -42,28 +41,25 @@ TAIL_MAX = 2000
 class Pending:
     """Work gathered while the writer was busy; merged so a burst of saves is one write."""
 
-    briefs: set[str] = field(default_factory=set)
-    tasks: set[str] = field(default_factory=set)
     paths: set[str] = field(default_factory=set)  # board-relative, under a record source's folder
     rescan: bool = False
     purge: bool = False
     waiters: list[asyncio.Future] = field(default_factory=list)
 
     def __bool__(self) -> bool:
-        return bool(self.briefs or self.tasks or self.paths or self.rescan or self.purge)
+        return bool(self.paths or self.rescan or self.purge)
 
 
 class Indexer:
-    """Keeps ``store`` equal to the board read by ``reader``; owns the in-memory :class:`BoardSnapshot`.
+    """Keeps ``store`` equal to what the record ``sources`` (:mod:`memoryd.core.sources`) yield.
 
     ``embedder_ref`` is a zero-argument callable returning the current embedder or None (the model
-    loads after the daemon starts serving). ``sources`` are the record sources (:mod:`memoryd.core.sources`)
-    of the other board folders; ``changes`` hears of every batch once it is in the index.
+    loads after the daemon starts serving). :attr:`sources` maps each board folder to its source;
+    ``changes`` hears of every batch once it is in the index.
     """
 
     def __init__(
         self,
-        reader: BoardReader,
         store: IndexStore,
         embedder_ref,
         lock: RWLock,
@@ -71,18 +67,18 @@ class Indexer:
         sources: list[RecordSource] | tuple[RecordSource, ...] = (),
         changes: ChangeFeed | None = None,
     ) -> None:
-        self.reader = reader
         self.changes = changes  # told of each applied batch (the page's live events)
-        self.sources: dict[str, RecordSource] = {s.folder: s for s in sources}
-        # per source folder: origin key -> ids of the records it yields (rebuilt at every full sync)
-        self._origins: dict[str, dict[str, tuple[str, ...]]] = {f: {} for f in self.sources}
-        self._source_skipped: dict[str, list[Skipped]] = {f: [] for f in self.sources}
+        self.sources: dict[str, RecordSource] = owners(sources)
+        # per source (named by its first folder): origin key -> ids of the records it yields (rebuilt at
+        # every full sync), and the files it currently skips
+        self._named: dict[str, RecordSource] = {s.folders[0]: s for s in sources}
+        self._origins: dict[str, dict[str, tuple[str, ...]]] = {n: {} for n in self._named}
+        self._source_skipped: dict[str, list[Skipped]] = {n: [] for n in self._named}
         self.store = store
         self._derive_cache = DeriveCache(store.path)
         self.last_derived = 0
         self.embedder_ref = embedder_ref
         self.lock = lock
-        self.snapshot = BoardSnapshot(tasks={}, briefs={}, skipped=[])
         self.optimize_interval_s = optimize_interval_s
         self.last_indexed_at: float | None = None  # time.time() of the last completed write
         self.last_optimize_at: float | None = None
@@ -98,19 +94,23 @@ class Indexer:
         self._backfill_queue: list[tuple[str, str]] = []
 
     # -- requests (event loop thread) -----------------------------------------------------------
-    def submit(self, briefs=(), tasks=(), rescan: bool = False, paths=()) -> asyncio.Future:
+    def submit(self, paths=(), rescan: bool = False) -> asyncio.Future:
         """Queue a change; the returned future resolves when it is in the index.
 
-        ``paths``: board-relative POSIX paths under a record source's folder (``memories/<hash>.md``);
-        paths under no registered source are ignored."""
+        ``paths``: board-relative POSIX paths under a record source's folder (``memories/<hash>.md``,
+        ``briefs/<id>/outcome.md``); paths under no registered source are ignored. ``rescan``: reload
+        every source."""
         fut = asyncio.get_running_loop().create_future()
-        self._pending.briefs.update(briefs)
-        self._pending.tasks.update(tasks)
         self._pending.paths.update(paths)
         self._pending.rescan |= rescan
         self._pending.waiters.append(fut)
         self._wake.set()
         return fut
+
+    def take(self, change) -> None:
+        """Queue a watcher's :class:`~memoryd.core.watch.Change` (its ``paths`` and ``rescan``); runs on the
+        event loop's thread."""
+        self.submit(paths=change.paths, rescan=change.rescan)
 
     def request_backfill(self) -> None:
         """Give records written keyword-only (or by another model) vectors of the current embedder, a
@@ -162,9 +162,7 @@ class Indexer:
                             w.set_exception(exc)
                 else:
                     if self.changes is not None:
-                        self.changes.publish(
-                            briefs=work.briefs, tasks=work.tasks, paths=work.paths, rescan=work.rescan
-                        )
+                        self.changes.publish(paths=work.paths, rescan=work.rescan)
                     for w in work.waiters:
                         if not w.done():
                             w.set_result(None)
@@ -216,75 +214,70 @@ class Indexer:
     @property
     def kinds(self) -> tuple[str, ...]:
         """Every record kind this indexer keeps equal to the board."""
-        return ("brief", *(k for s in self.sources.values() for k in s.kinds))
+        return tuple(k for s in self._named.values() for k in s.kinds)
 
     def skipped(self) -> list[Skipped]:
-        """Every board file currently not loaded (briefs, tasks and the sources' folders)."""
-        return [*self.snapshot.skipped, *(s for lst in self._source_skipped.values() for s in lst)]
+        """Every board file currently not loaded, of every source."""
+        return [s for lst in self._source_skipped.values() for s in lst]
 
     def full_sync(self) -> SyncReport:
-        """Reload the whole board and reconcile every record of :attr:`kinds`."""
-        snap = self.reader.load()
-        self.snapshot = snap
-        records, keep = self._brief_records(snap)
-        self.last_derived = len(records)  # briefs whose record was derived again (the rest: cache hits)
-        for folder, src in self.sources.items():
+        """Reload every source and reconcile every record of :attr:`kinds`."""
+        records: list[Record] = []
+        keep: list[str] = []
+        derived = 0
+        for name, src in self._named.items():
             batch = src.load_all()
             records.extend(batch.records)
-            self._origins[folder] = {o: ids for o, ids in batch.origins.items() if ids}
-            self._source_skipped[folder] = list(batch.skipped)
+            fresh, unchanged = self._derive(batch, skip_unchanged=True)
+            records.extend(fresh)
+            keep.extend(unchanged)
+            derived += len(fresh)
+            self._origins[name] = {o: ids for o, ids in batch.origins.items() if ids}
+            self._source_skipped[name] = list(batch.skipped)
+        self.last_derived = derived  # deferred records derived again (the rest: cache hits)
+        self._derive_cache.keep_only(keep + [r.id for r in records])
         report = sync_records(self.store, records, self.embedder_ref(), kinds=self.kinds, keep=keep)
         self._after_write(report)
         self._derive_cache.save()
         return report
 
-    def _brief_records(self, snap: BoardSnapshot) -> tuple[list, list[str]]:
-        """The records of briefs whose inputs changed since they were last derived, and the ids of those
-        that did not (skipped: deriving costs ~1.8 ms a brief, most of a no-change restart)."""
+    def _derive(self, batch: SourceBatch, skip_unchanged: bool) -> tuple[list[Record], list[str]]:
+        """The batch's deferred records whose inputs changed since they were last derived, and (with
+        ``skip_unchanged``) the ids of those that did not, left underived."""
         cache = self._derive_cache
         embedder = self.embedder_ref()
-        stored = self.store.stored_hashes("brief")
+        stored = self.store.stored_hashes_for([d.id for d in batch.deferred]) if skip_unchanged else {}
         records, keep = [], []
-        for b in snap.briefs.values():
-            task = snap.tasks.get(b.task)
-            src = source_hash(b, task)
-            old = stored.get(b.id)
+        for d in batch.deferred:
+            old = stored.get(d.id)
             fresh_model = old is not None and (embedder is None or old.model == embedder.name)
-            if fresh_model and cache.unchanged(b.id, src, old.hash):
-                keep.append(b.id)
+            if fresh_model and cache.unchanged(d.id, d.inputs, old.hash):
+                keep.append(d.id)
                 continue
-            rec = brief_record(b, task)
-            cache.put(b.id, src, rec.content_hash)
+            rec = d.derive()
+            cache.put(d.id, d.inputs, rec.content_hash)
             records.append(rec)
-        cache.keep_only(snap.briefs)
         return records, keep
 
     def _stale_queue(self, model: str) -> list[tuple[str, str]]:
-        """``[(folder, key)]`` to re-embed: ``("", brief id)`` for briefs, ``(folder, origin)`` for a
-        source's origins holding a record whose vector is missing or from another model. Computed once
-        per backfill pass (one read of the hashes, not one per chunk: a board may hold 100,000 memories)."""
-        stale = sorted(
-            i
-            for i, h in self.store.stored_hashes("brief").items()
-            if h.model != model and i in self.snapshot.briefs
-        )
-        queue = [("", i) for i in stale]
-        for folder, src in self.sources.items():
+        """``[(source name, origin)]`` to re-embed: origins holding a record whose vector is missing or from
+        another model. Computed once per backfill pass (one read of the hashes, not one per chunk: a board
+        may hold 100,000 memories)."""
+        queue: list[tuple[str, str]] = []
+        for name, src in self._named.items():
             stale_ids: set[str] = set()
             for kind in src.kinds:
                 stale_ids.update(i for i, h in self.store.stored_hashes(kind).items() if h.model != model)
             if stale_ids:
                 queue += [
-                    (folder, o)
-                    for o, ids in sorted(self._origins[folder].items())
-                    if stale_ids.intersection(ids)
+                    (name, o) for o, ids in sorted(self._origins[name].items()) if stale_ids.intersection(ids)
                 ]
         return queue
 
     def _backfill_step(self) -> bool:
-        """Embed the records of up to :data:`BACKFILL_CHUNK` briefs or source origins whose vector is
-        missing or from another model (source files are re-read through their source); True while more
-        remain. Entries that got their vector meanwhile (a save with the model warm) are skipped."""
+        """Embed the records of up to :data:`BACKFILL_CHUNK` origins whose vector is missing or from another
+        model (re-read through their source); True while more remain. Origins whose records got their
+        vector meanwhile (a save with the model warm) are skipped."""
         embedder = self.embedder_ref()
         if embedder is None:
             return False
@@ -294,25 +287,15 @@ class Indexer:
             self._backfill_queue[:BACKFILL_CHUNK],
             self._backfill_queue[BACKFILL_CHUNK:],
         )
-        snap = self.snapshot
         report = SyncReport()
-        briefs = [k for f, k in take if not f and k in snap.briefs]
-        fresh = self.store.stored_hashes_for(briefs)
-        chunk = [
-            brief_record(snap.briefs[i], snap.tasks.get(snap.briefs[i].task))
-            for i in briefs
-            if i in fresh and fresh[i].model != embedder.name
-        ]
-        report.updated += len(chunk)
-        write_records(self.store, chunk, embedder, report)
-        for folder in self.sources:
-            origins = [k for f, k in take if f == folder]
-            ids = [rid for o in origins for rid in self._origins[folder].get(o, ())]
+        for name, src in self._named.items():
+            origins = [k for f, k in take if f == name]
+            ids = [rid for o in origins for rid in self._origins[name].get(o, ())]
             stored = self.store.stored_hashes_for(ids)
             stale = {i for i in ids if i in stored and stored[i].model != embedder.name}
-            todo = [o for o in origins if stale.intersection(self._origins[folder].get(o, ()))]
+            todo = [o for o in origins if stale.intersection(self._origins[name].get(o, ()))]
             if todo:
-                self._apply_batch(folder, self.sources[folder].records_for(todo), report, force=stale)
+                self._apply_batch(name, src.records_for(todo), report, force=stale)
         self._after_write(report)
         total = self._backfilled
         total.updated += report.updated
@@ -330,47 +313,18 @@ class Indexer:
             self.full_sync()
             return
         report = SyncReport()
-        if work.briefs or work.tasks:
-            self._apply_briefs(work, report)
-        by_folder: dict[str, list[str]] = {}
+        by_source: dict[str, list[str]] = {}
         for path in work.paths:
-            by_folder.setdefault(folder_of(path), []).append(path)
-        for folder, paths in sorted(by_folder.items()):
-            src = self.sources.get(folder)
+            src = self.sources.get(path.split("/", 1)[0])
             if src is not None:
-                self._apply_batch(folder, src.records_for(sorted(paths)), report)
+                by_source.setdefault(src.folders[0], []).append(path)
+        for name, paths in sorted(by_source.items()):
+            self._apply_batch(name, self._named[name].records_for(sorted(paths)), report)
         self._after_write(report)
-
-    def _apply_briefs(self, work: Pending, report: SyncReport) -> None:
-        # Copy on write: tools iterate the published snapshot's dicts on the event loop while this runs in
-        # a worker thread, so those dicts are never changed in place ("dictionary changed size during
-        # iteration"); the copy is published in one assignment.
-        old = self.snapshot
-        snap = BoardSnapshot(tasks=dict(old.tasks), briefs=dict(old.briefs), skipped=old.skipped)
-        briefs = set(work.briefs)
-        for task_id in work.tasks:
-            task = self.reader.read_task(task_id)
-            if task is None:
-                snap.tasks.pop(task_id, None)
-            else:
-                snap.tasks[task_id] = task
-            # a task's status and title live in every one of its briefs' records
-            briefs.update(b.id for b in snap.briefs.values() if b.task == task_id)
-        upserts, deletes = [], []
-        for brief_id in sorted(briefs):
-            brief = self.reader.read_brief(brief_id)
-            if brief is None:
-                snap.briefs.pop(brief_id, None)
-                deletes.append(brief_id)
-                continue
-            snap.briefs[brief_id] = brief
-            upserts.append(brief_record(brief, snap.tasks.get(brief.task)))
-        self.snapshot = snap
-        self._write(upserts, deletes, report)
 
     def _apply_batch(
         self,
-        folder: str,
+        name: str,
         batch: SourceBatch,
         report: SyncReport,
         force: set[str] | frozenset[str] = frozenset(),
@@ -378,7 +332,7 @@ class Indexer:
         """Upsert a source's batch and delete every record its origins no longer yield.
 
         ``force``: ids rewritten even when their content hash is unchanged (backfill of vectors)."""
-        known = self._origins[folder]
+        known = self._origins[name]
         covered = dict(batch.origins)
         if batch.complete:
             covered.update({o: () for o in known if o not in covered})
@@ -391,12 +345,12 @@ class Indexer:
                 known[origin] = ids
             else:
                 known.pop(origin, None)
-        skipped = {s.path: s for s in ([] if batch.complete else self._source_skipped[folder])}
-        for origin in covered:
-            skipped.pop(origin, None)
+        kept = [] if batch.complete else self._source_skipped[name]
+        skipped = {s.path: s for s in kept if not any(_within(s.path, o) for o in covered)}
         skipped.update((s.path, s) for s in batch.skipped)
-        self._source_skipped[folder] = list(skipped.values())
-        self._write(batch.records, sorted(gone), report, force)
+        self._source_skipped[name] = list(skipped.values())
+        fresh, _ = self._derive(batch, skip_unchanged=False)
+        self._write([*batch.records, *fresh], sorted(gone), report, force)
 
     def _write(self, upserts, deletes, report: SyncReport, force=frozenset()) -> None:
         stored = self.store.stored_hashes_for([r.id for r in upserts])
@@ -419,3 +373,8 @@ class Indexer:
                 self.dirty_since = time.monotonic()
             if report.deleted or report.updated:
                 self.purge_due = True
+
+
+def _within(path: str, origin: str) -> bool:
+    """``path`` is the origin itself or inside it (``briefs/<id>/notes.md`` within ``briefs/<id>``)."""
+    return path == origin or path.startswith(origin + "/")

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import asyncio
 
+from memoryd.core.indexer import Indexer
 from memoryd.index.lock import IndexLock
-from memoryd.index.records import brief_record
 from memoryd.index.search import SearchResult, search
+from memoryd.index.searcher import RWLock
 from memoryd.index.store import IndexStore
-from memoryd.index.sync import sync_records
 from memoryd.kinds.briefs.reader import BoardReader
+from memoryd.kinds.briefs.source import BriefSource
 from memoryd.settings import Settings
 
 
@@ -31,11 +32,11 @@ def refresh(settings: Settings, embedder, command: str = "memoryd search") -> In
     holding the writer lock (release it with ``store.close()``). Raises what :meth:`IndexStore.open_writer`
     raises."""
     loc = settings.locations
-    snap = BoardReader(loc.board).load()
+    source = BriefSource(loc.board)
+    source.reader.task_ids()  # an unreadable board fails here, before the index is opened
     store = IndexStore.open_writer(IndexLock(loc.index, loc.board, command=command))
     try:
-        records = [brief_record(b, snap.tasks.get(b.task)) for b in snap.briefs.values()]
-        report = sync_records(store, records, embedder, kinds=("brief",))
+        report = Indexer(store, lambda: embedder, RWLock(), sources=[source]).full_sync()
         if report.changed:
             store.optimize()
     except BaseException:

@@ -1,19 +1,22 @@
-"""Watch a board folder and say WHICH briefs and tasks changed; the consumer re-reads them from disk.
+"""Watch a board folder and say WHICH entries of the record sources' folders changed; the consumer re-reads them.
 
-Event types are never trusted: editors save by temp file + rename, by renaming the old file away
-and creating a new one, or by delete + create; folders vanish bottom-up; one save is a burst of events.
-So an event only names the brief or task it touched (both ends of a move), bursts are coalesced per id,
-and the consumer decides from the final state on disk.
+The folders come from the registry of record sources (:func:`memoryd.core.sources.watched_folders`): the
+watcher knows no record kind. Event types are never trusted: editors save by temp file + rename, by renaming
+the old file away and creating a new one, or by delete + create; folders vanish bottom-up; one save is a
+burst of events. So an event only names the entry of a watched folder it touched (both ends of a move):
+``briefs/<id>`` for anything inside that brief's folder, ``memories/<file>``, or the folder itself when it
+was created, deleted or moved wholesale. Bursts are coalesced per entry, and the consumer (the source
+owning the folder) decides from the final state on disk.
 
 Threads: watchdog's observer (inotify on Linux, FSEvents on macOS) feeds :meth:`BoardWatcher._on_event`,
-which only records pending ids. One timer thread of ours (``memoryd-watch``) waits on a condition for the
+which only records pending entries. One timer thread of ours (``memoryd-watch``) waits on a condition for the
 next debounce deadline, calls ``on_change`` (never concurrently with itself) and, about once a second,
 checks that the observer is alive and still watching the same root; if not, it restarts the observer and
 reports ``rescan=True``.
 
 Symlinks: watchdog (``follow_symlink=False``) adds inotify watches with ``IN_DONT_FOLLOW`` and never
 descends into a symlinked folder, so nothing inside a link's target is ever reported; the link itself is an
-entry of its parent (creating ``briefs/<id>`` as a link names that brief, and the gated reader refuses it).
+entry of its parent (creating ``briefs/<id>`` as a link names that entry, and the gated reader refuses it).
 A symlinked root is resolved to its real path here, and re-resolved on every health check.
 """
 
@@ -26,7 +29,7 @@ import stat
 import threading
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,14 +49,12 @@ from watchdog.events import (
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 
-from memoryd.board.ids import is_brief_id, is_task_id
+from memoryd.core.sources import RecordSource, watched_folders
 from memoryd.logs import get_logger
 
 log = get_logger("memoryd.core.watch")
 
 HEALTH_INTERVAL_S = 1.0  # how often the timer thread checks the observer while idle (one stat per check)
-PASSTHROUGH_DIRS = ("memories", "sessions")  # record sources (memoryd.core.sources): board-relative paths
-RESCAN_DIRS = ("briefs", "tasks")  # created, deleted or moved wholesale -> reconcile everything
 
 # Only events that can change file content or existence. No IN_OPEN / IN_CLOSE_NOWRITE / IN_ACCESS, so the
 # consumer re-reading a brief can never trigger another change (a feedback loop), and no DirModifiedEvent
@@ -92,17 +93,15 @@ def is_ignored_name(name: str) -> bool:
 class Change:
     """What changed on the board since the last callback; re-read these from disk to learn how.
 
-    ``briefs``: brief ids whose folder saw any event (added, edited or deleted alike).
-    ``tasks``: task ids whose ``tasks/<id>.json`` saw any event.
-    ``rescan``: events may have been lost (queue overflow, observer restarted, root gone or back, a whole
-    ``briefs/`` or ``tasks/`` folder created, deleted or moved): reconcile the whole board with the index.
-    ``paths``: board-relative POSIX paths under ``memories/`` or ``sessions/`` that saw any event.
+    ``paths``: board-relative POSIX paths of the watched folders' entries that saw any event (added,
+    edited or deleted alike): ``briefs/<id>``, ``tasks/<id>.json``, ``memories/<file>``, or a folder
+    itself (``briefs``) when it was created, deleted or moved wholesale.
+    ``rescan``: events may have been lost (queue overflow, observer restarted, root gone or back):
+    reconcile the whole board with the index.
     """
 
-    briefs: frozenset[str] = frozenset()
-    tasks: frozenset[str] = frozenset()
-    rescan: bool = False
     paths: frozenset[str] = frozenset()
+    rescan: bool = False
 
 
 class _Handler(FileSystemEventHandler):
@@ -130,7 +129,8 @@ class _OverflowSpy(logging.Handler):
 class BoardWatcher:
     """Watch ``root`` (recursively, never following symlinks) and call ``on_change(Change)`` after bursts.
 
-    ``debounce_ms``: quiet time per id before it is reported; ``max_delay_ms``: an id that keeps changing is
+    ``sources``: the record sources; only their folders are watched (:func:`watched_folders`).
+    ``debounce_ms``: quiet time per entry before it is reported; ``max_delay_ms``: an entry that keeps changing is
     still reported this long after its first event (a file written continuously still gets indexed).
     ``on_change`` runs on the watcher's own thread, one call at a time; an exception in it is logged and the
     watcher carries on. A missing root is not an error: the watcher reports ``rescan=True`` once it appears.
@@ -141,11 +141,13 @@ class BoardWatcher:
         self,
         root: Path,
         on_change: Callable[[Change], None],
+        sources: Sequence[RecordSource],
         debounce_ms: int = 250,
         *,
         max_delay_ms: int = 1000,
     ) -> None:
         self.root = Path(root)
+        self.folders = watched_folders(sources)
         self.last_event_at: float | None = None
         self._on_change = on_change
         self._quiet = debounce_ms / 1000
@@ -293,13 +295,13 @@ class BoardWatcher:
             paths = [event.src_path, getattr(event, "dest_path", "")]
             for raw in paths:
                 if raw:
-                    key = self._classify(os.fsdecode(raw), event.is_directory)
+                    key = self._classify(os.fsdecode(raw))
                     if key is not None:
                         self._mark(key)
         except Exception:
             log.exception("watch.event_failed", event=repr(event))
 
-    def _classify(self, path: str, is_directory: bool) -> tuple[str, str] | None:
+    def _classify(self, path: str) -> tuple[str, str] | None:
         """Map an absolute event path to a pending key, or None for paths the board does not care about."""
         prefix = self._watch_prefix
         if path == prefix:
@@ -311,16 +313,9 @@ class BoardWatcher:
         parts = path[len(prefix) + 1 :].split(os.sep)
         if is_ignored_name(parts[-1]):
             return None
-        top = parts[0]
-        if top in RESCAN_DIRS and len(parts) == 1:
-            return _RESCAN if is_directory else None
-        if top == "briefs" and is_brief_id(parts[1]):
-            return ("brief", parts[1])
-        if top == "tasks" and len(parts) == 2 and parts[1].endswith(".json") and is_task_id(parts[1][:-5]):
-            return ("task", parts[1][:-5])
-        if top in PASSTHROUGH_DIRS:
-            return ("path", "/".join(parts))
-        return None
+        if parts[0] not in self.folders:
+            return None
+        return ("path", "/".join(parts[:2]))  # the folder's entry: a brief's folder, a memory's file
 
     def _mark(self, key: tuple[str, str]) -> None:
         now = time.monotonic()
@@ -365,21 +360,10 @@ class BoardWatcher:
             return None
         for k in keys:
             del self._pending[k]
-        return Change(
-            briefs=frozenset(v for kind, v in keys if kind == "brief"),
-            tasks=frozenset(v for kind, v in keys if kind == "task"),
-            paths=frozenset(v for kind, v in keys if kind == "path"),
-            rescan=rescan,
-        )
+        return Change(paths=frozenset(v for kind, v in keys if kind == "path"), rescan=rescan)
 
     def _deliver(self, change: Change) -> None:
-        log.debug(
-            "watch.change",
-            briefs=sorted(change.briefs),
-            tasks=sorted(change.tasks),
-            paths=len(change.paths),
-            rescan=change.rescan,
-        )
+        log.debug("watch.change", paths=sorted(change.paths)[:20], rescan=change.rescan)
         try:
             self._on_change(change)
         except Exception:

@@ -61,6 +61,51 @@ def dot_rows(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
     return out
 
 
+@dataclass(frozen=True)
+class Filter:
+    """Which rows a search may return, as data (never SQL): every term must hold.
+
+    ``terms``: ``(column, values, keep)`` triples; ``keep`` True means the row's value is one of
+    ``values``, False means it is none of them. ``Filter()`` passes every row. Build one with
+    :meth:`where` and :meth:`excluding`; the store renders it as SQL for LanceDB, the in-memory columns
+    apply it as masks (:meth:`Columns.mask`), and :meth:`passes` checks one row.
+    """
+
+    terms: tuple[tuple[str, frozenset[str], bool], ...] = ()
+
+    def where(self, **columns: str | Iterable[str] | None) -> Filter:
+        """This filter, and each named column equal to its value (or one of its values); None adds
+        nothing, so optional arguments pass straight through: ``Filter().where(project=None)``."""
+        return self._add(columns, True)
+
+    def excluding(self, **columns: str | Iterable[str] | None) -> Filter:
+        """This filter, and each named column equal to none of its values."""
+        return self._add(columns, False)
+
+    def _add(self, columns: Mapping[str, str | Iterable[str] | None], keep: bool) -> Filter:
+        terms = list(self.terms)
+        for column, value in columns.items():
+            if value is not None:
+                values = frozenset([value] if isinstance(value, str) else value)
+                terms.append((column, values, keep))
+        return Filter(tuple(terms))
+
+    def columns(self) -> list[str]:
+        """The columns the terms name, each once."""
+        return list(dict.fromkeys(c for c, _, _ in self.terms))
+
+    def passes(self, row: Mapping[str, str]) -> bool:
+        """True when ``row`` (column -> value, holding every column of :meth:`columns`) passes."""
+        return all((row[c] in values) == keep for c, values, keep in self.terms)
+
+    def __bool__(self) -> bool:
+        return bool(self.terms)
+
+
+#: The filter every row passes.
+ANY_ROW = Filter()
+
+
 class Vocab:
     """Append-only value <-> code map. Codes never change meaning, so readers need no lock."""
 
@@ -225,22 +270,22 @@ class Columns:
         got = [(i, snap.pos[i]) for i in ids if i in snap.pos]
         return {i: snap.buf.vec[r].copy() for i, r in got if snap.usable[r]}
 
-    def mask(self, snap: Snapshot, conditions: Iterable[tuple[str, str, bool]]) -> np.ndarray | None:
-        """Rows (usable ones) where every ``(column, value, equal)`` holds: ``equal`` False means
-        ``column != value``. None when a condition names a column this module does not hold."""
+    def mask(self, snap: Snapshot, where: Filter) -> np.ndarray:
+        """Rows (usable ones) that pass ``where``. Raises ValueError for a column this module does not
+        hold."""
         m = snap.usable.copy()
-        for column, value, equal in conditions:
+        for column, values, keep in where.terms:
             if column in snap.buf.codes:
-                hit = snap.buf.codes[column][: snap.n] == snap.buf.vocab[column].code(value)
+                codes = [snap.buf.vocab[column].code(v) for v in values]
+                hit = np.isin(snap.buf.codes[column][: snap.n], codes)
             elif column == "id":
                 hit = np.zeros(snap.n, bool)
-                if value in snap.pos:
-                    hit[snap.pos[value]] = True
+                hit[[snap.pos[v] for v in values if v in snap.pos]] = True
             elif column in snap.buf.plain:
-                hit = np.fromiter((v == value for v in snap.buf.plain[column][: snap.n]), bool, snap.n)
+                hit = np.fromiter((v in values for v in snap.buf.plain[column][: snap.n]), bool, snap.n)
             else:
-                return None
-            m &= hit if equal else ~hit
+                raise ValueError(f"no column {column!r} to filter on")
+            m &= hit if keep else ~hit
         return m
 
     def nearest(

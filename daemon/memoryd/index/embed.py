@@ -1,4 +1,5 @@
-"""The embedding model at runtime: a tokenizer and an onnxruntime session, loaded once.
+"""The embedding model at runtime: a tokenizer and an onnxruntime session, loaded once, and the reference
+passages it is calibrated against (embedded when it loads; see the section at the end).
 
 :func:`load_embedder` never raises: a disabled or broken model comes back as ``(None, ModelStatus)`` so the
 caller falls back to keyword-only search and says why. Every model is a directory holding ``model.onnx``,
@@ -13,14 +14,17 @@ from __future__ import annotations
 import json
 import os
 import threading
+import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from memoryd.index.memory import release_memory
+from memoryd.index.records import script_group
 from memoryd.logs import get_logger
 
 DEFAULT_MODEL = "multilingual-e5-small"
@@ -295,9 +299,7 @@ def load_embedder(name: str | None, models_dir: Path) -> tuple[Embedder | None, 
         model_dir = _resolve(label, models_dir)
         embedder = Embedder(model_dir, ModelConfig.read(model_dir / CONFIG_FILE))
         embedder.embed_queries([""])  # fails now, not on the first search, if the graph and config disagree
-        from memoryd.index import reference
-
-        reference.vectors(embedder)  # the calibration passages of small indexes, embedded once per model
+        reference_vectors(embedder)  # the calibration passages of small indexes, embedded once per model
         release_memory()  # the build or the load's temporaries
     except Exception as exc:  # the contract: any failure degrades to keyword-only search, never a crash
         detail = f"{type(exc).__name__}: {exc}"
@@ -322,3 +324,56 @@ def _resolve(label: str, models_dir: Path) -> Path:
         return path.absolute()
     known = ", ".join(sorted(_ALIASES))
     raise ValueError(f"unknown model {label!r}: use one of {known}, 'none', or a model directory")
+
+
+# -- reference passages ------------------------------------------------------------------------------
+#
+# Reference passages: what the meaning half compares a query against when the index is too small.
+#
+# Search scales each cosine against the query's own candidates (:mod:`memoryd.index.search`): the mean and
+# spread of its 25 nearest records per script group. With 1, 3 or 10 records those statistics say nothing (the
+# z-score of a lone value, the spread of three), so a lone unrelated record stood out as much as a related one.
+# And e5 cosines sit in a narrow band whose level depends on the query (unrelated pairs 0.77–0.82, related
+# ~0.86: ``shared/model/README.md``), so no fixed cosine tells related from unrelated either.
+#
+# The reference is a fixed set of short passages written for memoryd (``reference_passages.txt``: developer
+# notes, everyday chat and general facts in English, Hinglish, a few European languages, Japanese, Chinese
+# and Korean; no evaluation data). They are embedded once per model, when the model loads (~0.7 s for the
+# ~140 passages on 2 cores), and per query cost one 140 x 384 product. They serve two purposes:
+#
+# * stand-ins: a script group with fewer than 25 records fills its statistics with the reference passages
+#   closest to the query, as a large index fills them with its own unrelated records; from 25 records on the
+#   index's own statistics are used unchanged;
+# * lift: a record's cosine minus the query's mean cosine to the reference passages of the record's script,
+#   a measure of "closer than unrelated text" that does not depend on the index's size.
+
+REFERENCE_FILE = "reference_passages.txt"
+_reference_lock = threading.Lock()
+_reference: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def reference_passages() -> list[str]:
+    """The reference passages, one a line (``#`` lines are comments)."""
+    text = resources.files("memoryd.index").joinpath(REFERENCE_FILE).read_text(encoding="utf-8")
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+
+
+def reference_vectors(embedder) -> dict[str, np.ndarray]:
+    """``{script group: float32 (n, dim)}``: the passages embedded by ``embedder`` (once per embedder, then
+    cached; thread-safe). They are not stored text, so ``embedder.passages_embedded`` does not count them."""
+    got = _reference.get(embedder)
+    if got is None:
+        with _reference_lock:
+            got = _reference.get(embedder)
+            if got is None:
+                lines = reference_passages()
+                vecs = embedder.embed_passages(lines, count=False)
+                groups = np.array([script_group(line) for line in lines])
+                got = {g: np.ascontiguousarray(vecs[groups == g]) for g in sorted(set(groups))}
+                _reference[embedder] = got
+    return got
+
+
+def reference_cosines(embedder, qvec: np.ndarray) -> dict[str, np.ndarray]:
+    """``{script group: cosines of the query vector to that group's passages, best first}`` (float64)."""
+    return {g: np.sort(v @ qvec).astype(np.float64)[::-1] for g, v in reference_vectors(embedder).items()}

@@ -1,25 +1,47 @@
-"""The BM25 half of a search: LanceDB's full-text indexes plus the in-memory tail of newer rows.
+"""The BM25 half of a search: LanceDB's full-text indexes, the in-memory tail of newer rows, and the term
+statistics both are scored with.
 
-LanceDB is asked for indexed rows only (``fast_search``: no scan of rows written since the last index
-refresh, ~0.5 ms per written fragment); rows written since are scored by :class:`KeywordTail`
-(:mod:`memoryd.index.tail`). A row is answered once: when the tail holds it, its tail score is used and
-LanceDB's answer for it (a refresh finishing during the query) is dropped. A deleted row leaves the
-tail before its delete returns, and LanceDB does not return deleted rows.
+* LanceDB is asked for indexed rows only (``fast_search``: no scan of rows written since the last index
+  refresh, ~0.5 ms per written fragment; after 200 single-row writes a keyword query would take ~100 ms
+  instead of ~5, and refreshing the indexes after every write costs hundreds of milliseconds).
+* Rows written since are held by :class:`KeywordTail` and scored here, from their tokens, with the same
+  BM25 (k1 1.2, b 0.75, a boost per column); :meth:`memoryd.index.store.IndexStore.optimize` refreshes the
+  indexes and empties the tail. A row is answered once: when the tail holds it, its tail score is used and
+  LanceDB's answer for it (a refresh finishing during the query) is dropped. A deleted row leaves the tail
+  before its delete returns, and LanceDB does not return deleted rows. Tokens are LanceDB's
+  (:func:`tokenize_many`: the tokenizer of the text index, stemming included), so a query matches a tail
+  row exactly when it would match the row once indexed. A tail row's IDFs are the statistics over every
+  row, its average lengths LanceDB's; LanceDB uses its index's own per-column counts, so a tail row's score
+  is close to, not identical with, what the index will give it after the refresh.
+* :class:`TermStats` holds the document frequencies of the keyword terms: LanceDB computes BM25 but does
+  not expose IDF, and search needs it to tell a match on rare query terms from an accidental match on
+  common ones (the keyword half's confidence). Updated on every write; counted from the table when the
+  index opens, unless a saved copy is known to match the table (saved after every
+  :meth:`memoryd.index.store.IndexStore.optimize`, keyed by the table's version and row count): counting
+  means splitting every record's text, seconds at 100,000 records.
 
-Tokens are LanceDB's (:func:`tokenize_many`: the tokenizer of the text index, stemming included), so a
-query matches a tail row exactly when it would match the row once indexed.
+Thread-safety of the tail: one writer (the store, under its write lock), many readers; a short lock guards
+its maps.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+import json
+import math
+import os
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 
 from lancedb.background_loop import LOOP
 from lancedb.query import MultiMatchQuery
 from lancedb.table import AsyncTable
 
-from memoryd.index.tail import KeywordTail
+from memoryd.logs import get_logger
+
+log = get_logger("memoryd.index.keyword")
 
 #: Joins texts for one tokenizer call (one call costs ~0.6 ms, its text's length hardly matters): a word
 #: no text holds (term strings are lower-case letters, digits and a few marks; this has no vowel run a
@@ -101,3 +123,181 @@ def unindexed(table) -> int:
         return max((s.num_unindexed_rows for s in stats if s is not None), default=0)
 
     return asyncio.run_coroutine_threadsafe(count(), LOOP.loop).result()
+
+
+# -- the tail of rows the text indexes do not cover yet -------------------------------------------------
+
+K1 = 1.2
+B = 0.75
+
+
+class KeywordTail:
+    """Tokens of the rows not yet in the full-text indexes, per column (``columns`` in boost order)."""
+
+    def __init__(self, columns: Sequence[str], boosts: Sequence[float]) -> None:
+        self.columns = tuple(columns)
+        self.boosts = tuple(boosts)
+        self._lock = threading.Lock()
+        # id -> per column (term -> frequency, length in tokens)
+        self._rows: dict[str, tuple[tuple[Counter[str], int], ...]] = {}
+        # per column: term -> {id: frequency}
+        self._postings: list[dict[str, dict[str, int]]] = [{} for _ in self.columns]
+        self._lengths = [0] * len(self.columns)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __contains__(self, rid: object) -> bool:
+        return rid in self._rows
+
+    def ids(self) -> frozenset[str]:
+        """The ids held now (a copy)."""
+        with self._lock:
+            return frozenset(self._rows)
+
+    def put(self, rid: str, tokens: Sequence[Sequence[str]]) -> None:
+        """Hold row ``rid`` with one token list per column (replacing an earlier version of it)."""
+        per = tuple((Counter(t), len(t)) for t in tokens)
+        with self._lock:
+            self._remove(rid)
+            self._rows[rid] = per
+            for c, (tf, n) in enumerate(per):
+                self._lengths[c] += n
+                post = self._postings[c]
+                for term, k in tf.items():
+                    post.setdefault(term, {})[rid] = k
+
+    def drop(self, ids: Iterable[str]) -> None:
+        """Forget these rows (deleted, or now covered by the indexes)."""
+        with self._lock:
+            for rid in ids:
+                self._remove(rid)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._rows.clear()
+            self._postings = [{} for _ in self.columns]
+            self._lengths = [0] * len(self.columns)
+
+    def _remove(self, rid: str) -> None:
+        per = self._rows.pop(rid, None)
+        if per is None:
+            return
+        for c, (tf, n) in enumerate(per):
+            self._lengths[c] -= n
+            post = self._postings[c]
+            for term in tf:
+                hits = post.get(term)
+                if hits is not None:
+                    hits.pop(rid, None)
+                    if not hits:
+                        del post[term]
+
+    def score(
+        self,
+        idf: dict[str, float],
+        keep: Callable[[list[str]], set[str]],
+        avg: Sequence[float] | None = None,
+    ) -> list[tuple[str, float]]:
+        """``[(id, BM25)]`` of held rows matching any token of ``idf`` (token as the index makes it -> its
+        IDF), best first; ``keep`` receives the matching ids and returns those that pass the filters.
+        ``avg``: tokens per row of each column over every row (as LanceDB uses them); default: the tail's."""
+        terms = list(idf)
+        scores: dict[str, float] = {}
+        with self._lock:
+            count = len(self._rows)
+            if not count or not terms:
+                return []
+            for c, boost in enumerate(self.boosts):
+                mean = avg[c] if avg is not None and avg[c] > 0 else self._lengths[c] / count
+                mean = max(mean, 1e-9)
+                post = self._postings[c]
+                for term in terms:
+                    hits = post.get(term)
+                    if not hits:
+                        continue
+                    w = boost * idf[term]
+                    for rid, tf in hits.items():
+                        norm = tf + K1 * (1 - B + B * self._rows[rid][c][1] / mean)
+                        scores[rid] = scores.get(rid, 0.0) + w * tf * (K1 + 1) / norm
+        if not scores:
+            return []
+        allowed = keep(list(scores))
+        return sorted(((i, s) for i, s in scores.items() if i in allowed), key=lambda e: (-e[1], e[0]))
+
+
+# -- term statistics ----------------------------------------------------------------------------------
+
+STATS_FORMAT = 2  # 2: with the token lengths of the two columns
+
+
+class TermStats:
+    """``df``: term -> number of records holding it (in either keyword column); ``docs``: records;
+    ``lengths``: terms in each of the two keyword columns over every record (BM25's average lengths)."""
+
+    def __init__(self) -> None:
+        self.df: Counter[str] = Counter()
+        self.docs = 0
+        self.lengths = [0, 0]
+
+    def add(self, text_main: str, text_aux: str, sign: int = 1) -> None:
+        """Count (``sign`` 1) or uncount (-1) one record's two term strings."""
+        main, aux = text_main.split(), text_aux.split()
+        self.lengths[0] += sign * len(main)
+        self.lengths[1] += sign * len(aux)
+        terms = set(main)
+        terms.update(aux)
+        if sign > 0:
+            self.df.update(terms)  # an iterable takes Counter's C loop; a mapping a Python one
+        else:
+            self.df.subtract(terms)
+        self.docs += sign
+
+    def idf(self, term: str) -> float:
+        """BM25's IDF (Robertson–Spärck Jones, with Lucene's +1 to stay positive)."""
+        n = self.df.get(term, 0)
+        return math.log(1.0 + (self.docs - n + 0.5) / (n + 0.5))
+
+    # -- the saved copy --------------------------------------------------------------------------
+    def save(self, path: Path, version: int, rows: int) -> None:
+        """Write the counts for table ``version`` holding ``rows`` rows (temp file + rename)."""
+        live = [(t, n) for t, n in self.df.items() if n > 0]
+        doc = {
+            "format": STATS_FORMAT,
+            "version": version,
+            "rows": rows,
+            "docs": self.docs,
+            "lengths": self.lengths,
+            "terms": "\n".join(t for t, _ in live),  # terms never hold whitespace
+            "counts": [n for _, n in live],
+        }
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path: Path, version: int, rows: int) -> TermStats | None:
+        """The saved counts if they were saved for exactly this table ``version`` and ``rows``, else None
+        (absent, stale or unreadable: the caller counts from the table)."""
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            if (doc["format"], doc["version"], doc["rows"], doc["docs"]) != (
+                STATS_FORMAT,
+                version,
+                rows,
+                rows,
+            ):
+                return None
+            terms = doc["terms"].split("\n") if doc["terms"] else []
+            if len(terms) != len(doc["counts"]):
+                return None
+            stats = cls()
+            stats.df = Counter(dict(zip(terms, doc["counts"], strict=True)))
+            stats.docs = doc["docs"]
+            stats.lengths = [int(n) for n in doc["lengths"]][:2]
+            return stats
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            log.warning("termstats_unreadable", path=str(path), error=str(exc))
+            return None

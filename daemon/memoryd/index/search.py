@@ -8,7 +8,7 @@ count as much as a strong meaning match (lessons measured in ``shared/eval/READM
 * meaning: e5 cosines sit in a narrow band, so each is scaled against the query's own candidate
   distribution (``(cos − mean) / (best − mean)``) and the list's weight shrinks when the best hit does
   not stand out from the crowd (a z-score); a script group with fewer than 25 records fills that
-  distribution with the closest reference passages (:mod:`memoryd.index.reference`), so one record is
+  distribution with the closest reference passages (:func:`memoryd.index.embed.reference_cosines`), so one record is
   not its own crowd;
 * keyword: BM25 scores are divided by a saturating reference, so one weak accidental match stays
   weak, and a record matching many rare query terms scores near 1;
@@ -30,10 +30,12 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from memoryd.index import intent, reference
+from memoryd.index import intent
+from memoryd.index.columns import Filter
+from memoryd.index.embed import reference_cosines
 from memoryd.index.ranking import DEFAULT_RANKING, RANKINGS, Ranking
 from memoryd.index.redact import redact
-from memoryd.index.store import TEXT_BOOSTS, TEXT_COLUMNS, IndexStore, quote
+from memoryd.index.store import TEXT_BOOSTS, TEXT_COLUMNS, IndexStore
 from memoryd.index.text import PLACEHOLDER, term_string
 
 CANDIDATES = 50
@@ -94,17 +96,13 @@ class SearchResult:
     query_redactions: int = 0
 
 
-def _filters(
-    project: str | None, kind: str | None, status: str | None, scope: str | None = None
-) -> list[tuple[str, str]]:
-    """``[(column, value)]`` that every result must equal."""
-    pairs = [("project", project), ("project", scope), ("kind", kind), ("status", status)]
-    return [(c, v) for c, v in pairs if v]
-
-
-def _where(filters: list[tuple[str, str]]) -> str | None:
-    """The same filters as a LanceDB SQL clause (values quoted: never user syntax)."""
-    return " AND ".join(f"{c} = {quote(v)}" for c, v in filters) or None
+def _filters(project: str | None, kind: str | None, status: str | None, scope: str | None = None) -> Filter:
+    """What every result must equal (``scope``: a second project filter, ``eval --scope prefix``)."""
+    return (
+        Filter()
+        .where(project=project or None, kind=kind or None, status=status or None)
+        .where(project=scope or None)
+    )
 
 
 @dataclass
@@ -136,7 +134,7 @@ def gather(
     store: IndexStore,
     embedder,
     text: str,
-    filters: list[tuple[str, str]],
+    filters: Filter,
     as_of: datetime | None = None,
 ) -> Candidates:
     """Fetch both candidate lists for already-redacted, non-empty ``text``; ``filters`` as
@@ -144,17 +142,17 @@ def gather(
     c = Candidates(text=text)
     qterms = term_string(text, query=True)
     # BM25 runs in LanceDB's threads while the query is embedded here
-    pending = store.keyword_start(qterms, _where(filters), CANDIDATES)
+    pending = store.keyword_start(qterms, filters, CANDIDATES)
     c.ref = TEXT_BOOSTS[0] * sum(store.stats.idf(t) for t in set(qterms.split()))
     c.known = any(store.stats.df.get(t, 0) > 0 for t in qterms.split())
     if embedder is not None:
         qvec = embedder.embed_queries([text])[0]
-        by_group = store.nearest_by(qvec, CANDIDATES, [(col, v, True) for col, v in filters], per="lang")
+        by_group = store.nearest_by(qvec, CANDIDATES, filters, per="lang")
         c.bm25 = dict(pending.result())
         # Cosines are compared within each script group (a query scores higher against any text in
         # its own script): each group's list is z-scored against its own nearest neighbours, filled up
         # with the closest reference passages when the group has too few records to be a crowd.
-        ref = reference.cosines(embedder, qvec)
+        ref = reference_cosines(embedder, qvec)
         ref_mean = {g: float(v.mean()) for g, v in ref.items() if len(v)}
         stats: dict[str, tuple[float, float]] = {}
         raw: dict[str, float] = {}

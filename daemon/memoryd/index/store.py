@@ -26,7 +26,6 @@ os.environ.setdefault("LANCEDB_LOG", "error")  # before lancedb loads: its Rust 
 
 import asyncio
 import contextlib
-import re
 import shutil
 import threading
 from collections.abc import Iterable, Sequence
@@ -44,12 +43,11 @@ from lancedb.query import MultiMatchQuery
 from lancedb.table import AsyncTable
 
 from memoryd.index import keyword
+from memoryd.index.columns import ANY_ROW, Columns, Filter
 from memoryd.index.columns import COLUMNS as MEM_COLUMNS
-from memoryd.index.columns import Columns
+from memoryd.index.keyword import KeywordTail, TermStats
 from memoryd.index.lock import DEFAULT_WAIT_S, OWN_FILES, IndexLock
 from memoryd.index.records import Record
-from memoryd.index.tail import KeywordTail
-from memoryd.index.termstats import TermStats
 from memoryd.logs import get_logger
 
 log = get_logger("memoryd.index.store")
@@ -58,7 +56,7 @@ TABLE = "records"
 SCHEMA_VERSION = "2"
 FILTER_COLUMNS = ("id", "kind", "project", "task", "status", "created_at", "title", "line", "lang")
 TEXT_COLUMNS = ("text_main", "text_aux")
-#: Saved keyword term statistics (see :mod:`memoryd.index.termstats`), beside the table.
+#: Saved keyword term statistics (:class:`memoryd.index.keyword.TermStats`), beside the table.
 STATS_FILE = "termstats.json"
 #: BM25 weight of each text column: what the person said and the titles count more than screen text.
 TEXT_BOOSTS = (2.0, 1.0)
@@ -82,9 +80,26 @@ def _schema(dim: int) -> pa.Schema:
     return pa.schema(fields, metadata={"memoryd.schema": SCHEMA_VERSION, "memoryd.dim": str(dim)})
 
 
-def quote(value: str) -> str:
+def _quote(value: str) -> str:
     """A SQL string literal for LanceDB filters (single quotes doubled)."""
     return "'" + value.replace("'", "''") + "'"
+
+
+def where_sql(where: Filter) -> str | None:
+    """``where`` as a LanceDB SQL filter (None for a filter that passes every row): the only place a
+    filter becomes SQL. Raises ValueError for a column the table does not have."""
+    parts = []
+    for column, values, keep in where.terms:
+        if column not in FILTER_COLUMNS:
+            raise ValueError(f"no column {column!r} to filter on")
+        if len(values) == 1:
+            parts.append(f"{column} {'=' if keep else '!='} {_quote(next(iter(values)))}")
+        elif values:
+            listed = ", ".join(_quote(v) for v in sorted(values))
+            parts.append(f"{column} {'IN' if keep else 'NOT IN'} ({listed})")
+        else:
+            parts.append("FALSE" if keep else "TRUE")
+    return " AND ".join(parts) or None
 
 
 @dataclass(frozen=True)
@@ -256,7 +271,7 @@ class IndexStore:
         out: dict[str, dict] = {}
         ids = list(ids)
         for start in range(0, len(ids), 500):
-            in_list = ", ".join(quote(i) for i in ids[start : start + 500])
+            in_list = ", ".join(_quote(i) for i in ids[start : start + 500])
             got = self._table.search().where(f"id IN ({in_list})").select(list(columns)).limit(None).to_list()
             out.update((r["id"], r) for r in got)
         return out
@@ -265,17 +280,19 @@ class IndexStore:
         """Stored vectors by id (only rows that have one): float32 ``(dim,)`` copies."""
         return self.mem.vectors(ids)
 
-    def keyword(self, query_terms: str, where: str | None, limit: int) -> list[tuple[str, float]]:
+    def keyword(self, query_terms: str, where: Filter, limit: int) -> list[tuple[str, float]]:
         """BM25 over the text columns: ``[(id, score)]`` best first. ``query_terms`` are our own terms
         (never user syntax); an empty string or an index with no rows gives ``[]``."""
         return self.keyword_start(query_terms, where, limit).result()
 
-    def keyword_start(self, query_terms: str, where: str | None, limit: int) -> Future:
+    def keyword_start(self, query_terms: str, where: Filter, limit: int) -> Future:
         """Start :meth:`keyword` and return a :class:`concurrent.futures.Future` of its answer at once.
 
         The query runs on LanceDB's own event loop and threads in one round trip (the sync API makes
-        six, each a thread hand-off), so the caller can embed the query meanwhile. ``where`` is a
-        LanceDB SQL filter applied before ranking. ``.result()`` re-raises LanceDB errors."""
+        six, each a thread hand-off), so the caller can embed the query meanwhile. ``where`` is applied
+        before ranking. ``.result()`` re-raises LanceDB errors; a column the table does not have raises
+        ValueError at once."""
+        sql = where_sql(where)
         if not query_terms.strip() or self.count() == 0:
             done: Future = Future()
             done.set_result([])
@@ -286,65 +303,41 @@ class IndexStore:
                     self._build_fts()
         q = MultiMatchQuery(query_terms, list(TEXT_COLUMNS), boosts=list(TEXT_BOOSTS))
         inner = getattr(self._table, "_table", None)
-        conditions = parse_equalities(where) if where else []
-        if not isinstance(inner, AsyncTable) or conditions is None or self._untailed:
-            # not the lancedb 0.40 layout, or a filter the tail cannot apply: LanceDB scans the rows
-            # written since the last refresh itself (slower, same answer)
+        if not isinstance(inner, AsyncTable) or self._untailed:
+            # not the lancedb 0.40 layout, or rows no tail holds: LanceDB scans the rows written since
+            # the last refresh itself (slower, same answer)
             done = Future()
             builder = self._table.search(q, query_type="fts").select(["id", "_score"]).limit(limit)
-            if where:
-                builder = builder.where(where, prefilter=True)
+            if sql:
+                builder = builder.where(sql, prefilter=True)
             done.set_result([(r["id"], float(r["_score"])) for r in builder.to_list()])
             return done
 
         def keep(ids: list[str]) -> set[str]:
-            got = self.mem.rows(ids, [c for c, _, _ in conditions])
-            return {i for i, row in got.items() if all((row[c] == v) == eq for c, v, eq in conditions)}
+            got = self.mem.rows(ids, where.columns())
+            return {i for i, row in got.items() if where.passes(row)}
 
         docs = max(self.stats.docs, 1)
         avg = [n / docs for n in self.stats.lengths]
         coro = keyword.search(
-            inner, self.tail, q, query_terms, where, limit, self.stats.idf, keep, TEXT_COLUMNS[0], avg
+            inner, self.tail, q, query_terms, sql, limit, self.stats.idf, keep, TEXT_COLUMNS[0], avg
         )
         return asyncio.run_coroutine_threadsafe(coro, LOOP.loop)
 
-    def nearest(self, vector: np.ndarray, where: str | None, limit: int) -> list[tuple[str, float]]:
-        """Cosine similarity search over rows that have a vector: ``[(id, cosine)]`` best first.
-
-        ``where`` is a LanceDB SQL filter. A conjunction of ``column = 'value'`` / ``!=`` terms (what
-        :func:`quote` builds) is answered from memory; anything else goes to a LanceDB flat scan.
-        """
-        conditions = parse_equalities(where) if where else []
-        if conditions is not None and all(c in MEM_COLUMNS for c, _, _ in conditions):
-            found = self.nearest_by(vector, limit, conditions)
-            return found.get(None, [])
-        clause = "model != ''" + f" AND ({where})"
-        builder = (
-            self._table.search(np.asarray(vector, dtype=np.float32), vector_column_name="vector")
-            .distance_type("dot")
-            .where(clause, prefilter=True)
-            .select(["id", "_distance"])
-            .limit(limit)
-        )
-        # vectors are L2-normalised, so dot "distance" = 1 - cosine
-        return [(r["id"], 1.0 - float(r["_distance"])) for r in builder.to_list()]
+    def nearest(self, vector: np.ndarray, where: Filter, limit: int) -> list[tuple[str, float]]:
+        """Cosine similarity search over rows that have a vector and pass ``where``: ``[(id, cosine)]``
+        best first (:meth:`nearest_by` without groups)."""
+        return self.nearest_by(vector, limit, where).get(None, [])
 
     def nearest_by(
-        self,
-        vector: np.ndarray,
-        limit: int,
-        conditions: Iterable[tuple[str, str, bool]] = (),
-        per: str | None = None,
+        self, vector: np.ndarray, limit: int, where: Filter = ANY_ROW, per: str | None = None
     ) -> dict[str | None, list[tuple[str, float]]]:
         """Nearest neighbours from memory: ``{group: [(id, cosine)]}``, each list best first (ties by
-        insertion order), over rows that have a vector and meet every ``(column, value, equal)``
-        condition (``equal`` False = "differs"). With ``per`` (a categorical column such as ``lang``)
-        one list per value of that column, else one list under the key None. Raises ValueError for
-        a column the index does not have."""
+        insertion order), over rows that have a vector and pass ``where``. With ``per`` (a categorical
+        column such as ``lang``) one list per value of that column, else one list under the key None.
+        Raises ValueError for a column the index does not have."""
         snap = self.mem.snap
-        mask = self.mem.mask(snap, list(conditions))
-        if mask is None:
-            raise ValueError(f"unknown filter column in {conditions!r}")
+        mask = self.mem.mask(snap, where)
         return self.mem.nearest(vector, limit, mask, snap, per)
 
     # -- writes ----------------------------------------------------------------------------------
@@ -424,7 +417,7 @@ class IndexStore:
             snap = self.mem.prepare_delete(ids)
             for start in range(0, len(ids), 500):
                 chunk = ids[start : start + 500]
-                self._table.delete("id IN (" + ", ".join(quote(i) for i in chunk) + ")")
+                self._table.delete("id IN (" + ", ".join(_quote(i) for i in chunk) + ")")
             self.mem.publish(snap)
             self.tail.drop(ids)
             for row in old.values():
@@ -477,27 +470,3 @@ class IndexStore:
 
     def version(self) -> int:
         return self._table.version
-
-
-_TERM = re.compile(r"\s*\(*\s*(\w+)\s*(=|!=)\s*'((?:[^']|'')*)'\s*\)*\s*")
-_AND = re.compile(r"AND\s", re.IGNORECASE)
-
-
-def parse_equalities(where: str) -> list[tuple[str, str, bool]] | None:
-    """``"kind = 'brief' AND (project = 'x')"`` -> ``[("kind", "brief", True), ("project", "x", True)]``;
-    None when ``where`` is anything but ``AND``-joined ``column = 'value'`` / ``column != 'value'`` terms
-    (parentheses around terms are ignored: with AND alone they change nothing)."""
-    out: list[tuple[str, str, bool]] = []
-    pos, text = 0, where.strip()
-    while True:
-        m = _TERM.match(text, pos)
-        if m is None:
-            return None
-        out.append((m.group(1), m.group(3).replace("''", "'"), m.group(2) == "="))
-        pos = m.end()
-        if pos == len(text):
-            return out if text.count("(") == text.count(")") else None
-        sep = _AND.match(text, pos)
-        if sep is None:
-            return None
-        pos = sep.end()

@@ -1,5 +1,7 @@
 """The daemon's control line: ``memoryd status`` and ``memoryd forget --now`` ask a running daemon over its
-socket (standard library only, so the CLI answers without importing the MCP SDK).
+socket (standard library only, so the CLI answers without importing the MCP SDK). Which first lines are
+control requests is decided by the listener (:func:`memoryd.serve.listener.first_line_op`): a shim's
+hello never enters this module.
 
 Wire (contract §4 terms; the connection carries exactly one exchange, then the daemon closes it)::
 
@@ -36,14 +38,6 @@ from memoryd_shim import rendezvous
 FORGET_ENGINE_WAIT_S = 60.0
 #: Client side: re-reading the board and rewriting the index take seconds on a large board.
 FORGET_TIMEOUT_S = 300.0
-
-
-def _is_request(line: bytes, op: str) -> bool:
-    try:
-        msg = json.loads(line)
-    except ValueError:
-        return False
-    return isinstance(msg, dict) and msg.get("memoryd") == op and msg.get("v") == rendezvous.WIRE_VERSION
 
 
 def _answer_line(op: str, payload: dict[str, Any]) -> bytes:
@@ -93,11 +87,6 @@ def _ask(
 # --- status ------------------------------------------------------------------------------------------
 
 
-def is_status_request(line: bytes) -> bool:
-    """Whether a connection's first line is the status request (instead of a shim's hello)."""
-    return _is_request(line, "status")
-
-
 def status_line(status: dict[str, Any]) -> bytes:
     """The daemon's one-line answer."""
     return _answer_line("status", status)
@@ -113,11 +102,6 @@ def ask_status(socket_path: str | os.PathLike[str] | Path, timeout: float = 3.0)
 
 
 # --- forget ------------------------------------------------------------------------------------------
-
-
-def is_forget_request(line: bytes) -> bool:
-    """Whether a connection's first line is the forget request."""
-    return _is_request(line, "forget")
 
 
 def forget_line(result: dict[str, Any]) -> bytes:
@@ -197,12 +181,6 @@ MAX_CAPTURE_BYTES = 1 << 20
 #: How long a capture request waits for an engine that is still loading (the hook has long gone by
 #: then; the request is still filed).
 CAPTURE_ENGINE_WAIT_S = 120.0
-
-
-def is_capture_request(line: bytes) -> bool:
-    """Whether a connection's first line is a capture request
-    ``{"memoryd":"capture","v":1,"request":{...}}`` (:mod:`memoryd.core.capture` describes ``request``)."""
-    return line.startswith(b'{"memoryd": "capture"') or line.startswith(b'{"memoryd":"capture"')
 
 
 async def capture_answer(engine_handle: Any, line: bytes, wait_s: float = CAPTURE_ENGINE_WAIT_S) -> bytes:

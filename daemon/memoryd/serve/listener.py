@@ -16,6 +16,9 @@ Per connection, in order:
    * a **forget request** ``{"memoryd":"forget","v":1}`` (``memoryd forget --now``): answered with one
      line once the index has been purged (:func:`memoryd.serve.control.forget_answer`), then closed.
 
+   * a **capture request** ``{"memoryd":"capture","v":1,"request":{...}}`` (an agent's hook, ``memoryd
+     brief``): answered with one line (:func:`memoryd.serve.control.capture_answer`), then closed.
+
 The tool groups a session sees come from the hello's ``tools`` (``briefs`` by default).
 """
 
@@ -24,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import json
 import os
 import socket
 import struct
@@ -128,17 +132,18 @@ class Listener:
             line = b"x" * (MAX_HELLO_BYTES + 1)
         if line is None:
             return  # connected and left (a liveness probe)
-        if control.is_capture_request(line):  # an agent's hook, or `memoryd brief`
+        op = first_line_op(line)
+        if op == "capture":  # an agent's hook, or `memoryd brief`
             await out.send(await control.capture_answer(self.app.engine, line))
             return
         if len(line) > MAX_HELLO_BYTES:
             clog.info("hello_too_long", bytes=len(line))
             await out.send(rendezvous.error_line(f"hello line longer than {MAX_HELLO_BYTES} bytes"))
             return
-        if control.is_status_request(line):
+        if op == "status":
             await out.send(control.status_line(await self._status()))
             return
-        if control.is_forget_request(line):  # memoryd forget --now
+        if op == "forget":  # memoryd forget --now
             clog.info("forget_requested")
             await out.send(await control.forget_answer(self.app.engine))
             return
@@ -184,6 +189,40 @@ class Listener:
         with anyio.move_on_after(timeout / 2):
             while self._scopes:
                 await anyio.sleep(0.02)
+
+
+_CAPTURE_PREFIXES = (b'{"memoryd": "capture"', b'{"memoryd":"capture"')
+_HELLO_PREFIXES = (b'{"memoryd": "hello"', b'{"memoryd":"hello"')
+
+
+def first_line_op(line: bytes) -> str:
+    """What a connection's first line asks for: ``"capture"``, ``"status"`` or ``"forget"`` (control
+    requests, answered by :mod:`memoryd.serve.control`), else ``"hello"`` (validated by
+    ``rendezvous.parse_hello``, which refuses anything that is not one).
+
+    A capture request is known by its prefix (it may be long: it is never parsed here); a shim's hello
+    (``rendezvous.hello_line``) by its own, so it is parsed once, by ``parse_hello``; any other line of
+    at most :data:`MAX_HELLO_BYTES` is a status or forget request when it is the JSON object
+    ``{"memoryd": op, "v": 1}``, whatever its spacing or key order."""
+    if line.startswith(_CAPTURE_PREFIXES):
+        return "capture"
+    if line.startswith(_HELLO_PREFIXES) or len(line) > MAX_HELLO_BYTES:
+        return "hello"
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        return "hello"
+    if (
+        isinstance(msg, dict)
+        and msg.get("v") == rendezvous.WIRE_VERSION
+        and msg.get("memoryd") in CONTROL_OPS
+    ):
+        return msg["memoryd"]
+    return "hello"
+
+
+#: The control requests other than capture (parsed in full by :func:`first_line_op`).
+CONTROL_OPS = ("status", "forget")
 
 
 async def _lingering_close(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

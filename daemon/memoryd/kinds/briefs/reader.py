@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from memoryd import errors
-from memoryd.board.gate import SafeDir, UnsafePath, open_root, refusal
+from memoryd.board.gate import SafeDir, Skipped, UnsafePath, open_root, refusal
 from memoryd.board.ids import check_brief_id, check_task_id, is_brief_id, is_task_id
 from memoryd.index.redact import redact
 from memoryd.kinds.briefs.files import (
@@ -57,14 +57,6 @@ T = TypeVar("T")
 
 class BoardUnreadable(errors.BoardUnreadable):
     """The board root is missing, not a directory, or not readable; nothing can be said about its contents."""
-
-
-@dataclass
-class Skipped:
-    """A board file (board-relative POSIX path) that was not loaded, and why."""
-
-    path: str
-    reason: str
 
 
 @dataclass

@@ -19,8 +19,8 @@ import os
 from pathlib import Path
 
 from memoryd.board import atomic
-from memoryd.board.gate import SafeDir, UnsafePath, open_root
-from memoryd.kinds.briefs.reader import BoardUnreadable, Skipped
+from memoryd.board.gate import SafeDir, Skipped, UnsafePath, open_root
+from memoryd.kinds.briefs.reader import BoardUnreadable
 from memoryd.kinds.memories.format import (  # re-exported: the one module callers import
     _FILE_RE,
     HASH_RE,

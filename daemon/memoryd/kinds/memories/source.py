@@ -16,9 +16,8 @@ import threading
 from collections.abc import Collection
 from pathlib import Path
 
-from memoryd.board.gate import UnsafePath
+from memoryd.board.gate import Skipped, UnsafePath
 from memoryd.core.sources import SourceBatch
-from memoryd.kinds.briefs.reader import Skipped
 from memoryd.kinds.memories.files import (
     MEMORIES_DIR,
     Memory,
@@ -42,7 +41,7 @@ def origin_of(memory_id: str) -> str:
 class MemorySource:
     """Record source for ``memories/`` plus the view described in the module docstring."""
 
-    folder = MEMORIES_DIR
+    folders = (MEMORIES_DIR,)
     kinds = (KIND,)
 
     def __init__(self, board: Path) -> None:

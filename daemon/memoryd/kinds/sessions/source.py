@@ -15,9 +15,8 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
-from memoryd.board.gate import UnsafePath
+from memoryd.board.gate import Skipped, UnsafePath
 from memoryd.core.sources import SourceBatch
-from memoryd.kinds.briefs.reader import Skipped
 from memoryd.kinds.sessions.files import (
     LOG_SUFFIX,
     SESSIONS_DIR,
@@ -57,7 +56,7 @@ def summary_origin(session_id: str) -> str:
 class SessionSource:
     """Record source for ``sessions/`` plus the view described in the module docstring."""
 
-    folder = SESSIONS_DIR
+    folders = (SESSIONS_DIR,)
     kinds = KINDS
 
     def __init__(self, board: Path) -> None:
