@@ -83,10 +83,11 @@ class Engine:
             self.board, self.sources, submit=self.submit_paths, search=self.searcher.search
         )
         #: The session-start digest, for the capture hook, the get_context tool and its resources.
-        self.context = Context(self.briefs, self.searcher, self.memories)
+        self.context = Context(self.briefs, self.searcher, self.memories, lambda: self.changes.seq)
         #: Agents' hook events -> briefs, turns, summaries, the session-start digest.
         self.capture = Capture(self.board, self.briefs, self.searcher, self.context, self._index)
         self._spool_task: asyncio.Task | None = None
+        self._warm_task: asyncio.Task | None = None
 
     async def submit_paths(self, paths: Sequence[str]) -> None:
         """Index these board-relative paths (none: wait for every earlier write); no-op before start."""
@@ -125,6 +126,10 @@ class Engine:
         # What hooks could not deliver while no daemon ran is filed now, in the order it happened.
         self._spool_task = asyncio.get_running_loop().create_task(
             take_spool(self.settings.locations.state, self.capture.handle), name="memoryd-spool"
+        )
+        # Kept session-start digests are rebuilt after changes, so a hook rarely waits for one.
+        self._warm_task = asyncio.get_running_loop().create_task(
+            self.context.keep_warm(self.changes.subscribe), name="memoryd-digests"
         )
         if self.model.state == "loading":
             self._model_task = asyncio.get_running_loop().create_task(
@@ -191,6 +196,8 @@ class Engine:
             self._model_task.cancel()
         if self._spool_task is not None and not self._spool_task.done():
             self._spool_task.cancel()  # what is left stays in the spool for the next start
+        if self._warm_task is not None and not self._warm_task.done():
+            self._warm_task.cancel()
         await self.memories.close()  # writes pending accessed_at touches
         with contextlib.suppress(TimeoutError):  # captured prompts answered before their indexing
             await asyncio.wait_for(self.capture.settle(), timeout=5)

@@ -15,11 +15,17 @@ What goes in, for ``project``:
 Texts come from the indexer's snapshot of the board, which the reader redacted as it read each file;
 memories are redacted here. Tokens are counted with the embedding model's tokenizer once it is loaded,
 else with :func:`~memoryd.kinds.briefs.digest.estimate_tokens` (which never counts fewer).
+
+A session-start hook waits for its digest, so the last :data:`CACHE_SIZE` digests asked for are kept, each
+with the board's generation (the index's change count) it was built at, and :meth:`Context.keep_warm`
+rebuilds them in the background after each burst of changes: a hook usually finds its digest ready.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +42,11 @@ if TYPE_CHECKING:  # the tool registry imports this module before the index libr
 log = get_logger("memoryd.kinds.briefs.context")
 
 _TRUNK = frozenset({"main", "master", "trunk", "develop", "dev", "HEAD", ""})
+
+#: Digests kept for reuse (the most recently asked for).
+CACHE_SIZE = 8
+#: Changes arriving within this many seconds of each other are one background rebuild.
+SETTLE_S = 0.3
 
 #: Where the project of a digest came from (``Digest.source``).
 SOURCES = ("argument", "cwd", "recent", "none")
@@ -66,10 +77,18 @@ class Target:
 class Context:
     """Built by the engine from the briefs API, the searcher (for its tokenizer) and the memories API."""
 
-    def __init__(self, briefs: Briefs, searcher: Searcher, memories: Memories) -> None:
+    def __init__(
+        self,
+        briefs: Briefs,
+        searcher: Searcher,
+        memories: Memories,
+        generation: Callable[[], int] = lambda: 0,
+    ) -> None:
         self.briefs = briefs
         self.searcher = searcher
         self.memories = memories
+        self._generation = generation  # grows with every change the index applies
+        self._cache: OrderedDict[tuple, tuple[int, Digest]] = OrderedDict()
 
     def projects(self) -> set[str]:
         """Every project that has a task on the board."""
@@ -103,11 +122,45 @@ class Context:
         return dig.estimate_tokens, "estimate"
 
     async def digest(self, target: Target, budget: int, query: str = "") -> Digest:
-        """The digest of ``target.project`` within ``budget`` tokens (0: off, an empty text).
+        """The digest of ``target.project`` within ``budget`` tokens (0: off, an empty text); a kept one
+        when the board has not changed since it was built.
 
         Raises :class:`memoryd.kinds.briefs.reader.BoardUnreadable` when the board cannot be read; a failed
         memory search leaves the memories out rather than failing the digest."""
         count, counter = self.counter()
+        key = (target, budget, query, counter)
+        generation = self._generation()  # read first: a change during the build makes the next call rebuild
+        kept = self._cache.get(key)
+        if kept is not None and kept[0] == generation:
+            self._cache.move_to_end(key)
+            return kept[1]
+        built = await self._build(target, budget, query, count, counter)
+        self._cache[key] = (generation, built)
+        self._cache.move_to_end(key)
+        while len(self._cache) > CACHE_SIZE:
+            self._cache.popitem(last=False)
+        return built
+
+    async def keep_warm(self, subscribe: Callable[[], Any]) -> None:
+        """Rebuild the kept digests after each burst of board changes, until the feed ends.
+
+        ``subscribe``: :meth:`memoryd.core.changes.ChangeFeed.subscribe` (a context manager giving a queue of
+        events; ``None`` ends it)."""
+        with subscribe() as queue:
+            while await queue.get() is not None:
+                await asyncio.sleep(SETTLE_S)
+                while not queue.empty():
+                    if queue.get_nowait() is None:
+                        return
+                for target, budget, query, counter in list(self._cache):
+                    if counter != self.counter()[1]:
+                        continue  # built with the estimate before the model loaded: rebuilt when asked
+                    try:
+                        await self.digest(target, budget, query)
+                    except Exception as exc:  # the next hook builds it itself
+                        log.warning("context.rebuild_failed", error=f"{type(exc).__name__}: {exc}")
+
+    async def _build(self, target: Target, budget: int, query: str, count, counter: str) -> Digest:
         if budget <= 0:
             return Digest(target.project, target.source, budget, "", 0, counter)
         project = target.project
