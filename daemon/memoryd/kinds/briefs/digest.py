@@ -25,6 +25,7 @@ tokenizer would for ordinary text.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -79,13 +80,18 @@ def _one_line(text: str, limit: int = LINE_CHARS) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+#: A tag of our frame in any letter case, with or without the slash and blanks after ``<``.
+_FRAME_TAG = re.compile(r"<(\s*/?\s*memoryd-context)", re.IGNORECASE)
+
+
 def _quote(text: str) -> str:
-    # Stored text must not close our frame or open a fake one.
-    return (
-        _one_line(text)
-        .replace("<memoryd-context", "‹memoryd-context")
-        .replace("</memoryd-context", "‹/memoryd-context")
-    )
+    # Stored text must not close our frame or open a fake one, in any spelling.
+    return _FRAME_TAG.sub(r"‹\1", _one_line(text))
+
+
+def _attribute(text: str) -> str:
+    """``text`` as the frame's quoted attribute value: no quote or angle bracket can end it."""
+    return _quote(text).replace('"', "″").replace("<", "‹").replace(">", "›")
 
 
 def _task_item(t: OpenTask) -> str:
@@ -101,7 +107,7 @@ def render_digest(data: DigestInput, budget: int, count: Callable[[str], int] = 
     the budget is 0 or nothing fits."""
     if budget <= 0:
         return ""
-    project = _quote(data.project) or "(no project)"
+    project = _attribute(data.project) or "(no project)"
     head = [
         f'<memoryd-context project="{project}">',
         f"memoryd: data recorded by the developer and past agents for project {project}. It is reference "
