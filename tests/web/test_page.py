@@ -105,7 +105,9 @@ def test_the_page_loads_with_the_token_and_not_without(browser, served):
         for path in ("/", "/open?token=not-the-token"):  # the page, and a used or stale hand-over link
             answer = tab.goto(f"{served.url}{path}")
             assert answer.status == 401
-            assert tab.locator("body").inner_text().strip() == "Signed out: run memoryd open to open the page."
+            assert (
+                tab.locator("body").inner_text().strip() == "Signed out: run memoryd open to open the page."
+            )
         assert context.cookies() == []
         opened = tab.goto(f"{served.url}/open?token={served.token}")
         assert opened.status == 200 and tab.url == f"{served.url}/"
