@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from support.briefs import wait_engine_ready
+from support.fixtures import make_daemon  # noqa: F401  (fixture)
 from support.httpd import start_http_daemon
 
 

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import tomllib
 
-from support.daemon import PYTHON
+from support.daemon import PYTHON, free_port, short_tmpdir
 
 
-def memoryd(home, *args: str) -> subprocess.CompletedProcess:
-    env = {"PATH": os.environ["PATH"], "HOME": str(home), "MEMORYD_HOME": str(home / "md")}
+def memoryd(home, *args: str, **more: str) -> subprocess.CompletedProcess:
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "MEMORYD_HOME": str(home / "md"), **more}
     return subprocess.run(
         [PYTHON, "-m", "memoryd", *args], capture_output=True, text=True, env=env, timeout=120, cwd="/"
     )
@@ -32,6 +33,8 @@ def test_connect_http_writes_each_agent_s_http_entry_and_disconnect_restores_the
                    "claude-code", "codex", "gemini", "cursor", "vscode")  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert "no daemon serves HTTP now" in done.stderr and "readable by others" in done.stdout
+    assert "HTTP entries need a daemon that serves HTTP all the time" in done.stderr
+    assert "service install --http 7077`" in done.stderr
     token = (home / "md" / "state" / "http.token").read_text().strip()
     url = "http://127.0.0.1:7077/mcp?tools=briefs,memo"
     bearer = {"Authorization": f"Bearer {token}"}
@@ -62,3 +65,41 @@ def test_service_install_http_sets_the_port_in_the_definitions(tmp_path):
     assert "MEMORYD_HTTP_PORT=7123" in done.stdout or "<string>7123</string>" in done.stdout
     plain = memoryd(tmp_path, "service", "install", "--print")
     assert "MEMORYD_HTTP_PORT" not in plain.stdout
+
+
+def _http_check(home, socket) -> dict:
+    done = memoryd(home, "doctor", "--json", MEMORYD_SOCKET=str(socket))
+    (check,) = [c for c in json.loads(done.stdout)["checks"] if c["name"] == "http claude-code"]
+    return check
+
+
+def test_doctor_finds_http_entries_no_daemon_serves(tmp_path, request, make_daemon):
+    """An HTTP entry works only while a daemon serves HTTP on its port: doctor says so, with the fix."""
+    root = short_tmpdir()
+    request.addfinalizer(lambda: shutil.rmtree(root, ignore_errors=True))  # after make_daemon's kills
+    socket = root / "s.sock"
+    (tmp_path / ".claude").mkdir()
+    done = memoryd(tmp_path, "connect", "--http", "--no-capture", "claude-code", MEMORYD_SOCKET=str(socket))
+    assert done.returncode == 0, done.stdout + done.stderr
+
+    check = _http_check(tmp_path, socket)  # nothing runs
+    assert check["state"] == "problem" and "no daemon runs" in check["detail"], check
+    assert "--http 7077" in check["fix"]
+
+    plain = make_daemon(root, socket_path=socket).start()  # what a shim starts: no HTTP
+    check = _http_check(tmp_path, socket)
+    assert check["state"] == "problem", check
+    assert f"the running daemon (pid {plain.proc.pid}) serves no HTTP" in check["detail"]
+    assert "--http 7077" in check["fix"]
+    assert memoryd(tmp_path, "stop", MEMORYD_SOCKET=str(socket)).returncode == 0 and plain.wait_exit(10) == 0
+
+    port = free_port()  # serving HTTP, on another port than the entry's
+    served = make_daemon(root, socket_path=socket, args=["--http", str(port)]).start()
+    while served.status().get("http") is None:
+        assert served.proc.poll() is None, served.log()
+    check = _http_check(tmp_path, socket)
+    assert check["state"] == "problem" and f"serves HTTP on port {port}" in check["detail"], check
+    assert check["command"].endswith("connect --http claude-code")
+    again = memoryd(tmp_path, "connect", "--http", "--no-capture", "claude-code", MEMORYD_SOCKET=str(socket))
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert _http_check(tmp_path, socket)["state"] == "ok"

@@ -12,6 +12,7 @@ import subprocess
 
 import pytest
 
+from memoryd.http.auth import SIGNED_OUT_PAGE
 from support.daemon import PYTHON, free_port
 from support.httpd import start_http_daemon
 
@@ -28,6 +29,28 @@ def test_no_or_a_wrong_token_is_401_with_an_empty_body(hd, path, headers):
     status, rh, body = hd.request("GET", path, headers=headers)
     assert (status, body) == (401, b"")
     assert "www-authenticate" not in rh and not any(k.startswith("access-control-") for k in rh)
+
+
+BROWSER = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"  # what a navigation sends
+
+
+@pytest.mark.parametrize("path", [*PAGE_AND_MCP, "/open?token=used-or-stale"])
+def test_a_browser_page_load_without_the_token_is_401_with_the_static_signed_out_page(hd, path):
+    headers = {"Accept": BROWSER, "Cookie": "memoryd_token=from-a-rotated-token"}
+    status, rh, body = hd.request("GET", path, headers=headers)
+    assert (status, body) == (401, SIGNED_OUT_PAGE)
+    assert b"Signed out: run <code>memoryd open</code> to open the page." in body
+    assert rh["content-type"] == "text/html; charset=utf-8" and "www-authenticate" not in rh
+    assert "default-src 'self'" in rh["content-security-policy"] and rh["x-frame-options"] == "DENY"
+    assert hd.token.encode() not in body and b"token" not in body.lower()
+
+
+@pytest.mark.parametrize(
+    "method, accept",
+    [("GET", "application/json, text/event-stream"), ("GET", "*/*"), ("POST", BROWSER), ("HEAD", BROWSER)],
+)
+def test_mcp_and_api_requests_without_the_token_keep_the_empty_401(hd, method, accept):
+    assert hd.request(method, "/mcp", headers={"Accept": accept})[::2] == (401, b"")
 
 
 def test_a_near_miss_token_is_refused(hd):
@@ -75,7 +98,8 @@ def test_the_browser_hand_over_sets_a_strict_cookie_and_redirects_without_the_to
     assert status == 303 and rh["location"] == "/" and body == b""
     cookie = rh["set-cookie"]
     assert cookie.startswith(f"memoryd_token={hd.token};")
-    assert {"HttpOnly", "SameSite=Strict", "Path=/"} <= {part.strip() for part in cookie.split(";")}
+    parts = {part.strip() for part in cookie.split(";")}
+    assert {"HttpOnly", "SameSite=Strict", "Path=/", f"Max-Age={30 * 24 * 3600}"} <= parts
     assert rh["referrer-policy"] == "no-referrer"
     assert hd.request("GET", "/mcp", headers={"Cookie": f"other=1; memoryd_token={hd.token}"})[0] != 401
     for bad in ("/open", "/open?token=", "/open?token=nope", f"/open?token={hd.token[:-2]}"):

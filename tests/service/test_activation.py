@@ -160,3 +160,17 @@ def test_listen_fds_meant_for_another_process_is_ignored(manager):
     assert proc.wait(START_TIMEOUT_S) == EXIT_ALREADY_RUNNING, manager.log()
     assert "another process is listening" in manager.log()
     assert manager.path.is_socket()
+
+
+def test_memoryd_stop_leaves_the_service_s_daemon_to_the_service(manager):
+    proc = manager.start_service()
+    status = wait_status(manager.path, proc, manager)
+    assert status["activation"] == "systemd"
+    env = {**daemon_env(manager.root / "home"), "PATH": os.environ["PATH"]}
+    done = subprocess.run(
+        [PYTHON, "-m", "memoryd", "stop", "--socket", str(manager.path)],
+        capture_output=True, text=True, env=env, timeout=120, cwd="/",
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"(pid {proc.pid}) runs as the systemd service" in done.stderr and " service stop`" in done.stderr
+    assert proc.poll() is None and wait_status(manager.path, proc, manager)["pid"] == proc.pid

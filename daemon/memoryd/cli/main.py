@@ -19,6 +19,7 @@ from memoryd import __version__
 COMMAND_MODULES: tuple[str, ...] = (
     "memoryd.cli.serve",
     "memoryd.cli.status",
+    "memoryd.cli.stop",
     "memoryd.cli.search",
     "memoryd.cli.eval",
     "memoryd.cli.import_",

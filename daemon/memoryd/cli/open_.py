@@ -27,6 +27,30 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_open)
 
 
+def _turn_on(socket_path, me: str) -> str:
+    """How to turn HTTP on here: a daemon already running must be stopped first (``memoryd serve --http``
+    would be refused), the service's daemon is reinstalled with ``--http``."""
+    from memoryd.http import files
+    from memoryd.serve.control import ask_status
+
+    try:
+        status = ask_status(socket_path)
+    except ValueError:
+        status = None
+    then = f"then run `{me} open` again."
+    if status and status.get("activation"):
+        return f"It runs as the {status['activation']} service: run `{me} service install --http`, {then}"
+    if status:
+        return (
+            f"The running daemon (pid {status.get('pid')}) was started without HTTP: stop it with `{me} stop`, "
+            f"then run `{me} serve --http` (or `{me} service install --http` to keep it running), {then}"
+        )
+    return (
+        f"Turn it on: `{me} serve --http` (port {files.DEFAULT_PORT}), or for the service "
+        f"`{me} service install --http` (or MEMORYD_HTTP_PORT={files.DEFAULT_PORT}), {then}"
+    )
+
+
 def cmd_open(args) -> int:
     import webbrowser
 
@@ -40,12 +64,9 @@ def cmd_open(args) -> int:
         print(f"memoryd open: {exc}", file=sys.stderr)
         return 1
     if serving is None:
-        me = memoryd_command()
         print(
             f"memoryd open: the daemon is not serving HTTP (no {files.port_path(socket_dir)}).\n"
-            f"Turn it on: `{me} serve --http` (port {files.DEFAULT_PORT}), or for the service "
-            f"`{me} service install --http` (or MEMORYD_HTTP_PORT={files.DEFAULT_PORT}), then run "
-            f"`{me} open` again.",
+            f"{_turn_on(resolve(socket=args.socket).socket, memoryd_command())}",
             file=sys.stderr,
         )
         return EXIT_NOT_SERVING

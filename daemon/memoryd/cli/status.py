@@ -15,12 +15,15 @@ is not a memoryd daemon speaking this wire version.
      "tool_groups": ["briefs"], "tool_timeout_ms": 15000,
      "engine": {"state": "ready", "since_s": 11.9},
      "wire": 1, "activation": "launchd", "log_file": "/.../memoryd.log",
+     "http": {"url": "http://127.0.0.1:7077", "mcp": "http://127.0.0.1:7077/mcp", "port": 7077, "sessions": 0},
      "installed": {"memoryd": "0.1.0", "memoryd_shim": "0.1.0", "wire": 1}, "restart_needed": false}
 
 ``version``/``wire`` are the running daemon's; ``installed`` is what this command (and the shim beside it)
 would run now. They differ after an upgrade until the daemon restarts: ``restart_needed`` is then true
 and the text output says to run ``memoryd service restart``. ``activation`` is the service manager that
 passed the socket in (``null`` when the daemon bound it), ``log_file`` its rotating log (service only).
+``http`` is where the daemon serves MCP over HTTP and the page (``null`` when it does not; the token is
+never shown: ``memoryd open`` hands it to the browser, ``memoryd connect --http`` to the agents).
 
 and, when not running, ``{"running": false, "socket": {"path": "/..."}}``.
 
@@ -91,10 +94,19 @@ def summarize(raw: dict[str, Any], now: float | None = None) -> dict[str, Any]:
         "wire": raw.get("wire"),
         "activation": raw.get("activation"),
         "log_file": raw.get("log_file"),
+        "http": _http(raw.get("http")),
         "installed": installed(),
         "restart_needed": raw.get("version") != __version__
         or raw.get("wire", rendezvous.WIRE_VERSION) != rendezvous.WIRE_VERSION,
     }
+
+
+def _http(raw: Any) -> dict[str, Any] | None:
+    """The daemon's HTTP block, ``{"url", "mcp", "port", "sessions"}`` (never the token), or ``None``."""
+    if not isinstance(raw, dict) or not raw.get("url"):
+        return None
+    url = str(raw["url"]).rstrip("/")
+    return {"url": url, "mcp": f"{url}/mcp", "port": raw.get("port"), "sessions": raw.get("sessions")}
 
 
 def installed() -> dict[str, Any]:
@@ -166,6 +178,14 @@ def render(s: dict[str, Any]) -> str:
         f"  socket    {sock.get('path')} (mode {sock.get('mode')}, owner {sock.get('owner')})",
         f"  tools     {', '.join(s['tool_groups'] or [])}; {s['tool_timeout_ms']} ms per call",
     ]
+    http = s.get("http")
+    if http:
+        lines.append(
+            f"  http      {http['url']} (MCP at {http['mcp']}, {http['sessions']} sessions); "
+            "`memoryd open` shows the page"
+        )
+    else:
+        lines.append("  http      off (`memoryd open` says how to turn it on)")
     return "\n".join(lines)
 
 

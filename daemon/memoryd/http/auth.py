@@ -1,6 +1,7 @@
 """The guard in front of every HTTP route (``/mcp``, ``/open`` and the page's): an ASGI middleware.
 
-Per request, in order (each refusal has an empty body, so it tells a guesser nothing):
+Per request, in order (each refusal has an empty body, so it tells a guesser nothing; a browser's page load
+refused with 401 gets :data:`SIGNED_OUT_PAGE` instead, the same few static words for everyone):
 
 1. ``Host`` must be exactly one of ``127.0.0.1:<port>``, ``localhost:<port>``, ``[::1]:<port>`` (the
    listener's own names: a DNS-rebound name such as ``evil.example:<port>`` is refused), else **403**;
@@ -8,7 +9,8 @@ Per request, in order (each refusal has an empty body, so it tells a guesser not
    sandboxed ``null`` origin, is refused even when the browser carries the cookie), else **403**;
 3. ``GET /open?token=<t>`` is the browser hand-over: ``t`` is the token or the pending one-time code of
    ``memoryd open`` (:func:`memoryd.http.files.take_handover`); it answers **303** to ``/`` with the cookie
-   ``memoryd_token`` (``HttpOnly; SameSite=Strict; Path=/``), or **401**;
+   ``memoryd_token`` (``HttpOnly; SameSite=Strict; Path=/; Max-Age=`` :data:`COOKIE_MAX_AGE_S`: a browser
+   restart keeps the page open; a rotated token signs it out), or **401**;
 4. everything else needs ``Authorization: Bearer <token>`` or the cookie ``memoryd_token=<token>``
    (compared in constant time), else **401**.
 
@@ -37,6 +39,14 @@ from memoryd.http import files
 from memoryd.logs import get_logger
 
 COOKIE_NAME = "memoryd_token"
+#: The page's cookie lasts 30 days (docs/security.md says why it may outlive the browser session).
+COOKIE_MAX_AGE_S = 30 * 24 * 3600
+#: The body of a 401 to a browser loading a page (``GET`` accepting ``text/html``): static, no hint about
+#: the token, under the same headers as every answer. Every other 401 (MCP, API calls) has an empty body.
+SIGNED_OUT_PAGE = (
+    b'<!doctype html><html lang="en"><meta charset="utf-8"><title>memoryd: signed out</title>'
+    b"<p>Signed out: run <code>memoryd open</code> to open the page.</p></html>\n"
+)
 OPEN_PATH = "/open"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 
@@ -117,7 +127,7 @@ class Guard:
             return
         if not self._authorized(scope):
             log.info("http_refused", status=401, reason="no valid token", path=scope.get("path", "")[:200])
-            await _empty(send, 401)
+            await _unauthorized(scope, send)
             return
         await self.app(scope, receive, send)
 
@@ -145,9 +155,9 @@ class Guard:
         ok = ok and (_same(offered, self.token) or files.take_handover(self.socket_dir, offered))
         if not ok:
             log.info("http_refused", status=401, reason="hand-over without a valid token", path=OPEN_PATH)
-            await _empty(send, 401)
+            await _unauthorized(scope, send)
             return
-        cookie = f"{COOKIE_NAME}={self.token}; HttpOnly; SameSite=Strict; Path=/"
+        cookie = f"{COOKIE_NAME}={self.token}; HttpOnly; SameSite=Strict; Path=/; Max-Age={COOKIE_MAX_AGE_S}"
         log.info("browser_handover")
         await send(
             {
@@ -157,6 +167,27 @@ class Guard:
             }
         )
         await send({"type": "http.response.body", "body": b""})
+
+
+def _browser_page_load(scope: Scope) -> bool:
+    """A browser loading a page: ``GET`` whose ``Accept`` names ``text/html`` (MCP clients ask for JSON or
+    an event stream; the page's own script leaves the default)."""
+    if scope.get("method") != "GET":
+        return False
+    return any("text/html" in value.lower() for value in _header_values(scope, b"accept"))
+
+
+async def _unauthorized(scope: Scope, send: Send) -> None:
+    """401: :data:`SIGNED_OUT_PAGE` for a browser's page load, else an empty body."""
+    if not _browser_page_load(scope):
+        await _empty(send, 401)
+        return
+    headers = [
+        (b"content-type", b"text/html; charset=utf-8"),
+        (b"content-length", str(len(SIGNED_OUT_PAGE)).encode()),
+    ]
+    await send({"type": "http.response.start", "status": 401, "headers": headers})
+    await send({"type": "http.response.body", "body": SIGNED_OUT_PAGE})
 
 
 async def _empty(send: Send, status: int) -> None:

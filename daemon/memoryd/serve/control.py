@@ -101,6 +101,38 @@ def ask_status(socket_path: str | os.PathLike[str] | Path, timeout: float = 3.0)
     return _ask(socket_path, "status", timeout)
 
 
+def already_running_advice(
+    socket_path: str | os.PathLike[str] | Path, http_port: int = 0, command: str = "memoryd"
+) -> str:
+    """What a person who ran ``memoryd serve`` (``--http`` when ``http_port``) can do about the daemon that
+    already answers on ``socket_path``, spelled with ``command``; ``""`` when none answers (it is starting
+    or stopping). A daemon of the service is the service's to stop (``memoryd stop`` refuses it)."""
+    try:
+        status = ask_status(socket_path)
+    except ValueError:
+        return ""
+    if not status:
+        return ""
+    pid, http = status.get("pid"), status.get("http")
+    url = http.get("url") if isinstance(http, dict) else None
+    served = f"it already serves HTTP at {url} (`{command} open` shows the page)"
+    if status.get("activation"):
+        if http_port and url is None:
+            return (
+                f"it is the {status['activation']} service: `{command} service install --http` turns HTTP on"
+            )
+        if http_port:
+            return served
+        return f"it is the {status['activation']} service (`{command} service stop` stops it)"
+    if http_port and url is not None:
+        return served
+    again = f"{command} serve --http" if http_port else f"{command} serve"
+    if http_port and http_port != 7077:  # memoryd.http.files.DEFAULT_PORT
+        again += f" {http_port}"
+    unserved = "it does not serve HTTP: " if http_port else ""
+    return f"{unserved}stop it (pid {pid}) with `{command} stop`, then run `{again}`"
+
+
 # --- forget ------------------------------------------------------------------------------------------
 
 

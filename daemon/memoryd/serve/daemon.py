@@ -375,7 +375,13 @@ def run(
         daemon = Daemon(config)
         daemon.claim()
     except StartupError as exc:
-        return _startup_failed(exc)
+        advice = ""
+        if isinstance(exc, AlreadyRunning) and config is not None:
+            from memoryd.paths import memoryd_command
+            from memoryd.serve.control import already_running_advice
+
+            advice = already_running_advice(config.locations.socket, config.http_port, memoryd_command())
+        return _startup_failed(exc, advice)
     # Until the event loop installs its own handlers, a stop signal unwinds through serve()'s cleanup.
     previous = {sig: signal.signal(sig, _stop_before_serving) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
@@ -397,13 +403,15 @@ def run(
     return 0
 
 
-def _startup_failed(exc: StartupError) -> int:
+def _startup_failed(exc: StartupError, advice: str = "") -> int:
+    """Log and say why the daemon does not start (``advice``: what to do about a daemon already running)."""
+    reason = f"{exc}; {advice}" if advice else str(exc)
     if isinstance(exc, AlreadyRunning) and os.environ.get(SUPERVISOR_ENV) == "launchd":
         # launchd would restart an exit 4 (see "Exit codes"); the daemon that already serves stays.
-        log.warning("startup_refused", reason=str(exc), exit_code=0, supervisor="launchd")
-        print(f"memoryd: {exc} (exit 0, so that launchd does not restart it)", file=sys.stderr, flush=True)
+        log.warning("startup_refused", reason=reason, exit_code=0, supervisor="launchd")
+        print(f"memoryd: {reason} (exit 0, so that launchd does not restart it)", file=sys.stderr, flush=True)
         return 0
-    log.error("startup_failed", reason=str(exc), exit_code=exc.exit_code)
+    log.error("startup_failed", reason=reason, exit_code=exc.exit_code)
     # One plain line for a person at a terminal; the JSON line above is for machines. Never stdout.
-    print(f"memoryd: {exc}", file=sys.stderr, flush=True)
+    print(f"memoryd: {reason}", file=sys.stderr, flush=True)
     return exc.exit_code

@@ -30,7 +30,7 @@ def register(sub) -> None:
         action="store_true",
         help="write HTTP entries (the daemon's /mcp URL and its token) instead of the stdio shim, for the "
         "agents whose config takes them (Claude Code, Codex, Cursor, Gemini CLI, VS Code, Windsurf); the "
-        "daemon must serve HTTP (memoryd serve --http)",
+        "daemon must serve HTTP all the time (memoryd service install --http)",
     )
     c.add_argument(
         "--print", action="store_true", dest="print_only", help="print the JSON/TOML to paste by hand"
@@ -148,8 +148,9 @@ def cmd_connect(args) -> int:
     except ValueError as exc:
         print(f"memoryd connect: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    http = _http_target(args.tools) if getattr(args, "http", False) else None
-    if getattr(args, "http", False) and http is None:
+    wants_http = getattr(args, "http", False) and not args.status
+    http = _http_target(args.tools) if wants_http else None
+    if wants_http and http is None:
         return EXIT_PROBLEM
     if args.status:
         for agent in _select(args.agents, True):
@@ -236,14 +237,29 @@ def _http_target(tools: str | None) -> tuple[str, str] | None:
         print(f"memoryd connect --http: {exc}", file=sys.stderr)
         return None
     port = serving["port"] if serving else settings.http_port or files.DEFAULT_PORT
-    if serving is None:
+    now = "" if serving else f"no daemon serves HTTP now; the entries point at port {port}. "
+    if serving is None or not _service_serves_http(settings.locations.socket):
         print(
-            f"memoryd connect --http: no daemon serves HTTP now; the entries point at port {port}. Start it "
-            f"with `{memoryd_command()} serve --http {port}` or `{memoryd_command()} service install --http {port}`.",
+            f"memoryd connect --http: {now}HTTP entries need a daemon that serves HTTP all the time: nothing "
+            "starts the daemon for them, and the one an agent's memoryd-shim starts serves no HTTP. Run "
+            f"`{memoryd_command()} service install --http {port}` (it runs at every login); "
+            f"`{memoryd_command()} doctor` checks it.",
             file=sys.stderr,
         )
     groups = ",".join(part.strip() for part in tools.split(",") if part.strip()) if tools else ""
     return f"http://127.0.0.1:{port}/mcp" + (f"?tools={groups}" if groups else ""), token
+
+
+def _service_serves_http(socket_path) -> bool:
+    """Whether the daemon answering on ``socket_path`` is the service's (its socket was passed in) and
+    serves HTTP: then HTTP entries keep working without anyone's help."""
+    from memoryd.serve.control import ask_status
+
+    try:
+        status = ask_status(socket_path)
+    except ValueError:
+        return False
+    return bool(status and status.get("activation") and isinstance(status.get("http"), dict))
 
 
 def _token_exposure(path) -> str:

@@ -3,7 +3,8 @@
 Checks, in order: the background service (installed, running; :func:`memoryd.cli.service.manager.service_state`
 when that module is present), the socket (answers, directory 0700 and socket 0600, owned by the user),
 versions (shim, installed daemon, running daemon), the embedding model, the index against the board
-(brief count and newest board file vs the last index write), each agent's connection, and disk use.
+(brief count and newest board file vs the last index write), each agent's connection (over HTTP: the
+daemon serves that port, :mod:`memoryd.cli.connect.httpcheck`), and disk use.
 
 Exit code 0 when nothing is wrong, 1 when at least one problem was found. A warning (``warn``: something
 that depends on the folder, or that memoryd cannot verify, such as an agent's trust in a folder or a hook)
@@ -324,9 +325,10 @@ def run_checks(agents: tuple[str, ...] = ()) -> list[Check]:
     checks, service = _service()
     checks += _socket_checks(status, locations.socket, error, service) + [_versions(status, service)]
     checks += [c for c in (_model(status, service), _index(status, service)) if c is not None]
-    from memoryd.cli.connect import capturecheck
+    from memoryd.cli.connect import capturecheck, httpcheck
 
     agent_checks, connected = _agents(agents)
+    agent_checks += httpcheck.run(status if error is None else None)
     return checks + agent_checks + capturecheck.run(connected, agents) + [_settings(), _disk(locations)]
 
 

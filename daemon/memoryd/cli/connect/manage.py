@@ -51,6 +51,7 @@ class AgentStatus:
     state: str  # "connected" | "not connected" | "config unreadable" | "entry stale" | "not installed"
     detail: str = ""
     hook: str | None = None  # Claude Code only: "installed" | "missing" | "stale" | "unreadable"
+    url: str | None = None  # an HTTP entry's URL (``connect --http``); None for the stdio shim
 
 
 def _decode(data: bytes | None) -> str:
@@ -291,13 +292,18 @@ def disconnect(agent: Agent, dry_run: bool = False) -> list[Outcome]:
     return outcomes
 
 
+def http_url(entry: Any) -> str | None:
+    """The URL of an HTTP entry (any agent's spelling), or ``None`` for a stdio entry or none."""
+    if not isinstance(entry, dict) or "command" in entry:
+        return None
+    return next((entry[k] for k in HTTP_URL_KEYS if isinstance(entry.get(k), str)), None)
+
+
 def _entry_state(entry: Any, wanted: dict[str, Any] | None) -> tuple[str, str]:
     if entry is None:
         return "not connected", ""
-    url = next(
-        (entry[k] for k in HTTP_URL_KEYS if isinstance(entry, dict) and isinstance(entry.get(k), str)), None
-    )
-    if url is not None and "command" not in entry:
+    url = http_url(entry)
+    if url is not None:
         return "connected", f"over HTTP, {url.split('?')[0]}"
     command = entry.get("command") if isinstance(entry, dict) else None
     if not command_exists(command):
@@ -325,7 +331,7 @@ def status(agent: Agent, server: dict[str, Any] | None = None) -> AgentStatus:
     except (OSError, ValueError) as exc:
         return AgentStatus(agent, "config unreadable", str(exc))
     state, detail = _entry_state(entry, wanted)
-    result = AgentStatus(agent, state, detail)
+    result = AgentStatus(agent, state, detail, url=http_url(entry))
     if agent.name == "claude-code":
         result.hook = _hook_state(claude_settings(agent.folder.parent))
     return result

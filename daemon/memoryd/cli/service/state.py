@@ -3,9 +3,6 @@ service (by a shim or by hand) so the service manager can own the socket."""
 
 from __future__ import annotations
 
-import os
-import signal
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,15 +48,12 @@ def stop_foreign_daemon(socket_path: Path, service_pid: int | None, actions: Act
     actions(
         f"stopping the memoryd daemon started outside the service (pid {pid}) so the service owns {socket_path}"
     )
+    from memoryd.cli.stop import terminate
+
     try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + FOREIGN_STOP_WAIT_S
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+        if terminate(pid, FOREIGN_STOP_WAIT_S):
             return
-        time.sleep(0.05)
+    except PermissionError:
+        actions(f"pid {pid} is not yours to stop; the service may fail to start")
+        return
     actions(f"pid {pid} did not stop within {FOREIGN_STOP_WAIT_S:g} s; the service may fail to start")
