@@ -115,3 +115,51 @@ def test_connect_all_then_disconnect_leaves_the_home_exactly_as_it_was(tmp_path)
     assert {p: after[p] for p in set(after) - set(before)} == {}, "left behind"
     assert after == before
     assert "memoryd had created this file: deleted" in out and "backup deleted" in out, out
+
+
+def test_tool_groups_are_kept_and_not_reported_as_another_install(tmp_path):
+    home = tmp_path / "h"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".codex").mkdir()
+
+    def args_of(agent: str) -> list[str]:
+        if agent == "codex":
+            return tomlkit.parse((home / ".codex" / "config.toml").read_text())["mcp_servers"]["memoryd"][
+                "args"
+            ]
+        return json.loads((home / ".claude.json").read_text())["mcpServers"]["memoryd"]["args"]
+
+    memoryd(home, "connect", "--tools", "all")
+    status = memoryd(home, "connect", "--status").stdout
+    lines = {line.split()[0]: line for line in status.splitlines()}
+    for name in ("claude-code", "codex"):
+        assert "differs" not in lines[name] and "tools all" in lines[name], status
+    # connect without --tools (what the old warning advised) refreshes the entry and keeps the groups
+    again = memoryd(home, "connect").stdout
+    assert "keeps --tools all" in again and "updated" not in again, again
+    assert args_of("claude-code")[-2:] == args_of("codex")[-2:] == ["--tools", "all"]
+    # --tools still changes them
+    memoryd(home, "connect", "codex", "--tools", "briefs,memo")
+    assert args_of("codex")[-2:] == ["--tools", "briefs,memo"] and args_of("claude-code")[-1] == "all"
+    # a real difference (another interpreter) is still reported, tool groups aside
+    config = home / ".claude.json"
+    data = json.loads(config.read_text())
+    data["mcpServers"]["memoryd"]["command"] = "/bin/sh"
+    config.write_text(json.dumps(data))
+    claude = memoryd(home, "connect", "--status").stdout.splitlines()[0]
+    assert "differs from this install" in claude, claude
+
+
+def test_the_tool_groups_of_an_entry_are_read_from_stdio_args_and_http_urls():
+    from memoryd.cli.connect.agents import tools_of, without_tools
+
+    assert tools_of({"command": "py", "args": ["-S", "shim.py", "--tools", "all"]}) == "all"
+    assert tools_of({"command": "py", "args": ["-S", "shim.py"]}) is None
+    assert (
+        tools_of({"httpUrl": "http://127.0.0.1:7077/mcp?tools=briefs,memo", "headers": {}}) == "briefs,memo"
+    )
+    assert tools_of({"url": "http://127.0.0.1:7077/mcp"}) is None and tools_of("odd") is None
+    assert without_tools({"command": "py", "args": ["-S", "s.py", "--tools", "all"]})["args"] == [
+        "-S",
+        "s.py",
+    ]

@@ -15,7 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from memoryd.cli.connect import capturehooks, edits, safewrite
-from memoryd.cli.connect.agents import HTTP_URL_KEYS, Agent, claude_settings, command_exists, hook_command
+from memoryd.cli.connect.agents import (
+    HTTP_URL_KEYS,
+    Agent,
+    claude_settings,
+    command_exists,
+    hook_command,
+    tools_of,
+    without_tools,
+)
 from memoryd.cli.connect.jsonedit import NotPlainJson
 from memoryd.cli.connect.tomledit import NotToml
 from memoryd.paths import memoryd_command
@@ -153,6 +161,15 @@ def connect(
     if capture and agent.name in capturehooks.EVENTS and outcomes[0].ok:
         outcomes.append(connect_capture(agent, server["command"], tokens, server.get("env"), dry_run))
     return outcomes
+
+
+def entry_tools(agent: Agent) -> str | None:
+    """The tool groups of memoryd's entry in ``agent``'s config now (None: default, no entry, unreadable)."""
+    try:
+        text = _decode(safewrite.read_bytes(agent.config))
+        return tools_of(edits.read_entry(text, agent.fmt, agent.container))
+    except (OSError, ValueError):
+        return None
 
 
 def capture_outcome_name(agent: Agent) -> str:
@@ -306,12 +323,14 @@ def _entry_state(entry: Any, wanted: dict[str, Any] | None) -> tuple[str, str]:
     script = next((a for a in args if isinstance(a, str) and a.endswith(".py")), None)
     if script is not None and not os.path.isfile(script):
         return "entry stale", f"{script!r} no longer exists; `{memoryd_command()} connect` fixes it"
-    if wanted is not None and entry != wanted:
+    # The tool groups are the user's choice (`connect --tools`), not a sign of another install.
+    if wanted is not None and without_tools(entry) != without_tools(wanted):
         return (
             "connected",
             f"through {command} (differs from this install; `{memoryd_command()} connect` updates it)",
         )
-    return "connected", ""
+    groups = tools_of(entry)
+    return "connected", f"tools {groups}" if groups else ""
 
 
 def status(agent: Agent, server: dict[str, Any] | None = None) -> AgentStatus:
