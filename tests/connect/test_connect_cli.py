@@ -163,3 +163,27 @@ def test_the_tool_groups_of_an_entry_are_read_from_stdio_args_and_http_urls():
         "-S",
         "s.py",
     ]
+
+
+def test_capture_off_and_on_keep_the_budget_and_a_file_memoryd_created_still_goes(tmp_path):
+    home = tmp_path / "h"
+    (home / ".gemini").mkdir(parents=True)  # the folder exists, settings.json does not yet
+    settings = home / ".gemini" / "settings.json"
+
+    def start_hook() -> str:
+        return json.loads(settings.read_text())["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+
+    memoryd(home, "connect", "gemini", "--context-tokens", "500")
+    assert start_hook().endswith("--tokens 500")
+    off = memoryd(home, "capture", "off", "gemini").stdout
+    assert "removed" in off and "hooks" not in json.loads(settings.read_text())
+    on = memoryd(home, "capture", "on", "gemini").stdout
+    assert start_hook().endswith("--tokens 500") and "keeps --context-tokens 500" in on, on
+    refreshed = memoryd(home, "connect", "gemini").stdout  # replacing the hooks keeps it too
+    assert start_hook().endswith("--tokens 500") and "already connected" in refreshed, refreshed
+    memoryd(home, "capture", "on", "gemini", "--context-tokens", "800")
+    assert start_hook().endswith("--tokens 800")
+    assert not safewrite.backup_path(settings).exists()  # memoryd created the file: no "before" to keep
+    out = memoryd(home, "disconnect", "gemini").stdout
+    assert "memoryd had created this file: deleted" in out, out
+    assert list((home / ".gemini").iterdir()) == []

@@ -313,7 +313,7 @@ def cmd_capture(args) -> int:
                 )
             )
         else:
-            found = manage.disconnect_capture(agent, args.dry_run)
+            found = manage.disconnect_capture(agent, args.dry_run, remember=True)
             if found is not None:
                 outcomes.append(found)
     if not outcomes:

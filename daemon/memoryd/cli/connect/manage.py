@@ -118,12 +118,18 @@ def _apply(
     return Outcome(name, path, action, detail, backup=backup)
 
 
+#: Where any agent keeps server entries: a file memoryd created may hold its entry beside its hooks
+#: (Gemini CLI's settings.json holds both).
+_CONTAINERS = {"json": (("mcpServers",), ("servers",)), "toml": (("mcp_servers",),)}
+
+
 def _holds_ours(text: str, fmt: str) -> bool:
-    """Whether a config text still holds one of memoryd's hooks (the Stop hook or a capture hook)."""
-    if fmt != "json":
-        return False
+    """Whether a config text still holds something of memoryd's: its server entry, the Stop hook or a
+    capture hook (then a file memoryd created stays marked as memoryd's)."""
     try:
-        return bool(capturehooks.read(text)) or edits.read_hook(text) is not None
+        if any(edits.read_entry(text, fmt, c) is not None for c in _CONTAINERS.get(fmt, ())):
+            return True
+        return fmt == "json" and (bool(capturehooks.read(text)) or edits.read_hook(text) is not None)
     except (NotPlainJson, ValueError, TypeError, AttributeError):
         return False
 
@@ -179,15 +185,21 @@ def capture_outcome_name(agent: Agent) -> str:
 def connect_capture(
     agent: Agent, python: str, tokens: int | None, env: dict[str, str] | None, dry_run: bool = False
 ) -> Outcome:
-    """Install (or refresh) memoryd's capture hooks for ``agent`` in its hooks file."""
+    """Install (or refresh) memoryd's capture hooks for ``agent`` in its hooks file. ``tokens`` None keeps
+    the budget of the hooks there now, else the one ``capture off`` remembered, else the default."""
     path = capturehooks.hooks_file(agent.name, agent.folder)
-    groups = capturehooks.wanted(agent.name, python, tokens, env)
-    commands = {e: g["hooks"][0]["command"] for e, g in groups.items()}
     try:
         previous = capturehooks.read(_decode(safewrite.read_bytes(path)))
     except (OSError, ValueError):
         previous = {}
-    return _apply(
+    kept = None
+    if tokens is None:
+        kept = capturehooks.tokens_of(previous)
+        if kept is None:
+            kept = capturehooks.remembered_tokens(agent.name)
+    groups = capturehooks.wanted(agent.name, python, tokens if kept is None else kept, env)
+    commands = {e: g["hooks"][0]["command"] for e, g in groups.items()}
+    done = _apply(
         capture_outcome_name(agent),
         path,
         "json",
@@ -197,21 +209,30 @@ def connect_capture(
         capturehooks.snippet(groups),
         UPDATED if previous else CONNECTED,
     )
+    if done.state in (CONNECTED, UPDATED, UNCHANGED):
+        capturehooks.remember_tokens(agent.name, None)  # the hooks hold it now
+    if kept is not None and done.ok and not done.detail:
+        done.detail = f"keeps --context-tokens {kept}"
+    return done
 
 
-def disconnect_capture(agent: Agent, dry_run: bool = False) -> Outcome | None:
-    """Remove memoryd's capture hooks from ``agent``'s hooks file; None when there are none."""
+def disconnect_capture(agent: Agent, dry_run: bool = False, remember: bool = False) -> Outcome | None:
+    """Remove memoryd's capture hooks from ``agent``'s hooks file; None when there are none. ``remember``
+    (``capture off``): keep their digest budget for the next ``capture on``."""
     if agent.name not in capturehooks.EVENTS:
         return None
     path = capturehooks.hooks_file(agent.name, agent.folder)
     try:
-        present = bool(capturehooks.read(_decode(safewrite.read_bytes(path))))
+        found = capturehooks.read(_decode(safewrite.read_bytes(path)))
     except (OSError, ValueError):
-        present = path.exists()
-    if not present:
-        return None
+        found = {}
+        if not path.exists():
+            return None
+    else:
+        if not found:
+            return None
     had = _had(path, "json")
-    return _apply(
+    done = _apply(
         capture_outcome_name(agent),
         path,
         "json",
@@ -221,6 +242,10 @@ def disconnect_capture(agent: Agent, dry_run: bool = False) -> Outcome | None:
         None,
         REMOVED,
     )
+    tokens = capturehooks.tokens_of(found)
+    if remember and done.state == REMOVED and tokens is not None:
+        capturehooks.remember_tokens(agent.name, tokens)
+    return done
 
 
 def capture_state(agent: Agent) -> str | None:
