@@ -253,7 +253,9 @@ def after_removal(path: Path, empty: bool, ours_left: bool = False) -> str | Non
                 return "back to its original bytes: backup deleted"
             # Changed since connect (by the agent or by hand): the file keeps those changes, and the backup,
             # the only copy of the file from before memoryd, stays for the person to compare or delete.
-            return f"changed since connect: {backup.name}, the file before memoryd, is kept; delete it when done"
+            return (
+                f"changed since connect: {backup.name}, the file before memoryd, is kept; delete it when done"
+            )
     except OSError:
         return None
     return None
