@@ -53,7 +53,8 @@ def test_connect_without_arguments_picks_installed_agents_and_reports_each(tmp_p
 
     again = memoryd(fh.home, "connect", check_rc=1).stdout
     assert "already connected" in again
-    assert not [line for line in again.splitlines() if line[25:].startswith(("connected", "updated"))]
+    states = [line[line.index("  ") :].lstrip() for line in again.splitlines() if "  " in line]
+    assert not [s for s in states if s.startswith(("connected", "updated"))], again
 
     gone = memoryd(fh.home, "disconnect", check_rc=1).stdout  # 1: the broken file could not be checked
     assert "removed" in gone and "windsurf" in gone and "NOT changed" in gone
@@ -187,3 +188,14 @@ def test_capture_off_and_on_keep_the_budget_and_a_file_memoryd_created_still_goe
     out = memoryd(home, "disconnect", "gemini").stdout
     assert "memoryd had created this file: deleted" in out, out
     assert list((home / ".gemini").iterdir()) == []
+
+
+def test_connect_output_keeps_its_columns_with_capture_hook_rows(tmp_path):
+    home = tmp_path / "h"
+    for folder in (".claude", ".codex", ".cursor"):
+        (home / folder).mkdir(parents=True)
+    out = memoryd(home, "connect").stdout
+    rows = [line for line in out.splitlines() if "/h/" in line and not line.startswith(" ")]
+    assert any("(capture hooks)" in r for r in rows) and any(r.startswith("cursor ") for r in rows), out
+    columns = {r.index("connected") for r in rows}
+    assert len(columns) == 1, out  # every state starts in the same column

@@ -114,6 +114,7 @@ def _print_outcomes(outcomes, verb: str) -> int:
     from memoryd.cli.connect import manage
 
     code = EXIT_OK
+    width = max(len(o.agent) for o in outcomes) if outcomes else 0  # "claude-code (capture hooks)" too
     for o in outcomes:
         line = {
             manage.CONNECTED: f"{verb}",
@@ -126,7 +127,7 @@ def _print_outcomes(outcomes, verb: str) -> int:
         }[o.state]
         extra = f" ({o.detail})" if o.detail else ""
         backup = " [backup: .memoryd-backup]" if o.backup else ""
-        print(f"{o.agent:<24} {line}{extra}  {o.path}{backup}")
+        print(f"{o.agent:<{width}}  {line}{extra}  {o.path}{backup}")
         if o.diff:
             print(o.diff, end="" if o.diff.endswith("\n") else "\n")
         if o.snippet:
