@@ -61,6 +61,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         (root / "board" / "briefs" / BRIEF).mkdir(parents=True)
+        (root / "board" / "briefs" / BRIEF / "prompt.md").write_text("go\n")  # the handed prompt
         path = root / "t.jsonl"
         transcript(path, args.turns)
         env = {**os.environ, "MEMORYD_HOME": str(root / "home"), "MEMORYD_BOARD": str(root / "board")}

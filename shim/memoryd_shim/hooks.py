@@ -134,14 +134,35 @@ def render(agent: str, event: str, answer: dict) -> dict | None:
     return None
 
 
-def _without_private(value):
-    """``value`` with every ``<private>…</private>`` span cut from its strings (an unclosed tag hides the
-    rest): private text never reaches a file, not even the spool. Secrets are redacted by the daemon when
-    it files the spool (the redactor is not standard library)."""
+def cut_private(text: str) -> tuple[str, int]:
+    """``text`` without its ``<private>…</private>`` spans (an unclosed tag hides the rest), and how many.
+
+    A span between two words leaves one space ("a <private>x</private> b" -> "a b"); one at the start of a
+    line leaves the indentation as it was, one at the end of a line leaves no trailing blank. Whitespace
+    elsewhere is not touched. The daemon uses this same function."""
     import re
 
+    def gap(m) -> str:
+        before, after = m.group(1) or "", m.group(2)
+        end = m.end()
+        if end == len(text) or text[end] in "\r\n":
+            return ""  # at the end of a line: no trailing blank
+        start = m.start()
+        if before or start == 0 or text[start - 1].isspace():
+            return before  # the blank before (or the indentation) stands for the span
+        return after
+
+    return re.subn(
+        r"((?<=\S)[ \t]+)?<private>.*?(?:</private>|\Z)([ \t]*)", gap, text, flags=re.IGNORECASE | re.DOTALL
+    )
+
+
+def _without_private(value):
+    """``value`` with every ``<private>…</private>`` span cut from its strings (:func:`cut_private`):
+    private text never reaches a file, not even the spool. Secrets are redacted by the daemon when it
+    files the spool (the redactor is not standard library)."""
     if isinstance(value, str):
-        return re.sub(r"<private>.*?(?:</private>|\Z)", "", value, flags=re.IGNORECASE | re.DOTALL)
+        return cut_private(value)[0]
     if isinstance(value, dict):
         return {k: _without_private(v) for k, v in value.items()}
     if isinstance(value, list):

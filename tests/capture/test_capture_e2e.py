@@ -11,8 +11,10 @@ the daemon stopped every hook exits 0 and the spool is taken in at the next star
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import time
 
 import pytest
 
@@ -157,6 +159,39 @@ def test_claude_code_stop_asks_once_and_keeps_the_turn(setup):
     assert summary["method"] == "extractive"
     raw = board_bytes(daemon.board)
     assert PRIVATE.encode() not in raw and PASSWORD.encode() not in raw
+
+
+def test_stop_asks_only_about_the_captured_brief_and_never_over_an_outcome(setup):
+    daemon, home, commands, repo = setup
+    cmd = commands["claude-code"]
+
+    def prompt(session, text):
+        out = run_hook(
+            cmd["UserPromptSubmit"], claude("UserPromptSubmit", repo, session, prompt=text), home, repo
+        )
+        return BRIEF_ID.search(out.json()["hookSpecificOutput"]["additionalContext"])[0]
+
+    def stop(session):
+        payload = claude(
+            "Stop", repo, session, stop_hook_active=False, last_assistant_message="Looked at it."
+        )
+        out = run_hook(cmd["Stop"], payload, home, repo)
+        assert out.code == 0, out.stderr
+        return out.json() if out.stdout.strip() else None
+
+    other = prompt("o-0", "Make the cart page load faster on slow phones")  # never reported on
+    done = prompt("o-1", "Fix the checkout rounding of totals")
+    outcome = daemon.board / "briefs" / done / "outcome.md"
+    outcome.write_text("## Did\n- rounded half-even in totals.ts\n\n## Open\n- refunds not checked\n")
+    assert stop("o-1") is None  # the agent saved its outcome during the turn: nothing to ask
+    os.utime(outcome, (time.time() - 3600, time.time() - 3600))  # an earlier report, not this turn's
+    before = outcome.read_bytes()
+    asked = prompt("o-2", f"Look at {done} and {other}, then plan the refunds work")
+    block = stop("o-2")
+    assert block["decision"] == "block" and asked in block["reason"]
+    assert done not in block["reason"] and other not in block["reason"]
+    assert "each other brief" not in block["reason"]
+    assert outcome.read_bytes() == before
 
 
 def test_session_start_digest_is_bounded_and_marked_as_data(setup):

@@ -53,7 +53,8 @@ def test_connect_without_arguments_picks_installed_agents_and_reports_each(tmp_p
 
     again = memoryd(fh.home, "connect", check_rc=1).stdout
     assert "already connected" in again
-    assert not [line for line in again.splitlines() if line[25:].startswith(("connected", "updated"))]
+    states = [line[line.index("  ") :].lstrip() for line in again.splitlines() if "  " in line]
+    assert not [s for s in states if s.startswith(("connected", "updated"))], again
 
     gone = memoryd(fh.home, "disconnect", check_rc=1).stdout  # 1: the broken file could not be checked
     assert "removed" in gone and "windsurf" in gone and "NOT changed" in gone
@@ -115,3 +116,86 @@ def test_connect_all_then_disconnect_leaves_the_home_exactly_as_it_was(tmp_path)
     assert {p: after[p] for p in set(after) - set(before)} == {}, "left behind"
     assert after == before
     assert "memoryd had created this file: deleted" in out and "backup deleted" in out, out
+
+
+def test_tool_groups_are_kept_and_not_reported_as_another_install(tmp_path):
+    home = tmp_path / "h"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".codex").mkdir()
+
+    def args_of(agent: str) -> list[str]:
+        if agent == "codex":
+            return tomlkit.parse((home / ".codex" / "config.toml").read_text())["mcp_servers"]["memoryd"][
+                "args"
+            ]
+        return json.loads((home / ".claude.json").read_text())["mcpServers"]["memoryd"]["args"]
+
+    memoryd(home, "connect", "--tools", "all")
+    status = memoryd(home, "connect", "--status").stdout
+    lines = {line.split()[0]: line for line in status.splitlines()}
+    for name in ("claude-code", "codex"):
+        assert "differs" not in lines[name] and "tools all" in lines[name], status
+    # connect without --tools (what the old warning advised) refreshes the entry and keeps the groups
+    again = memoryd(home, "connect").stdout
+    assert "keeps --tools all" in again and "updated" not in again, again
+    assert args_of("claude-code")[-2:] == args_of("codex")[-2:] == ["--tools", "all"]
+    # --tools still changes them
+    memoryd(home, "connect", "codex", "--tools", "briefs,memo")
+    assert args_of("codex")[-2:] == ["--tools", "briefs,memo"] and args_of("claude-code")[-1] == "all"
+    # a real difference (another interpreter) is still reported, tool groups aside
+    config = home / ".claude.json"
+    data = json.loads(config.read_text())
+    data["mcpServers"]["memoryd"]["command"] = "/bin/sh"
+    config.write_text(json.dumps(data))
+    claude = memoryd(home, "connect", "--status").stdout.splitlines()[0]
+    assert "differs from this install" in claude, claude
+
+
+def test_the_tool_groups_of_an_entry_are_read_from_stdio_args_and_http_urls():
+    from memoryd.cli.connect.agents import tools_of, without_tools
+
+    assert tools_of({"command": "py", "args": ["-S", "shim.py", "--tools", "all"]}) == "all"
+    assert tools_of({"command": "py", "args": ["-S", "shim.py"]}) is None
+    assert (
+        tools_of({"httpUrl": "http://127.0.0.1:7077/mcp?tools=briefs,memo", "headers": {}}) == "briefs,memo"
+    )
+    assert tools_of({"url": "http://127.0.0.1:7077/mcp"}) is None and tools_of("odd") is None
+    assert without_tools({"command": "py", "args": ["-S", "s.py", "--tools", "all"]})["args"] == [
+        "-S",
+        "s.py",
+    ]
+
+
+def test_capture_off_and_on_keep_the_budget_and_a_file_memoryd_created_still_goes(tmp_path):
+    home = tmp_path / "h"
+    (home / ".gemini").mkdir(parents=True)  # the folder exists, settings.json does not yet
+    settings = home / ".gemini" / "settings.json"
+
+    def start_hook() -> str:
+        return json.loads(settings.read_text())["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+
+    memoryd(home, "connect", "gemini", "--context-tokens", "500")
+    assert start_hook().endswith("--tokens 500")
+    off = memoryd(home, "capture", "off", "gemini").stdout
+    assert "removed" in off and "hooks" not in json.loads(settings.read_text())
+    on = memoryd(home, "capture", "on", "gemini").stdout
+    assert start_hook().endswith("--tokens 500") and "keeps --context-tokens 500" in on, on
+    refreshed = memoryd(home, "connect", "gemini").stdout  # replacing the hooks keeps it too
+    assert start_hook().endswith("--tokens 500") and "already connected" in refreshed, refreshed
+    memoryd(home, "capture", "on", "gemini", "--context-tokens", "800")
+    assert start_hook().endswith("--tokens 800")
+    assert not safewrite.backup_path(settings).exists()  # memoryd created the file: no "before" to keep
+    out = memoryd(home, "disconnect", "gemini").stdout
+    assert "memoryd had created this file: deleted" in out, out
+    assert list((home / ".gemini").iterdir()) == []
+
+
+def test_connect_output_keeps_its_columns_with_capture_hook_rows(tmp_path):
+    home = tmp_path / "h"
+    for folder in (".claude", ".codex", ".cursor"):
+        (home / folder).mkdir(parents=True)
+    out = memoryd(home, "connect").stdout
+    rows = [line for line in out.splitlines() if "/h/" in line and not line.startswith(" ")]
+    assert any("(capture hooks)" in r for r in rows) and any(r.startswith("cursor ") for r in rows), out
+    columns = {r.index("connected") for r in rows}
+    assert len(columns) == 1, out  # every state starts in the same column

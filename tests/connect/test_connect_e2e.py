@@ -109,7 +109,8 @@ def test_the_installed_stop_hook_command_runs_and_blocks(served, tmp_path):
     command = json.loads(claude_settings(home).read_text())["hooks"]["Stop"][0]["hooks"][0]["command"]
     transcript = tmp_path / "t.jsonl"
     line = {"type": "user", "timestamp": "2026-11-29T09:02:00.000Z",
-            "message": {"role": "user", "content": f"memoryd brief {BRIEF}: find the double charge"}}  # fmt: skip
+            "message": {"role": "user", "content": f"memoryd brief {BRIEF}\n\n## Ask\nFind why the "
+                        "idempotency key is dropped."}}  # fmt: skip
     transcript.write_text(json.dumps(line) + "\n")
     stdin = json.dumps({"session_id": "s", "transcript_path": str(transcript), "stop_hook_active": False})
     env = {**agent_env(home, {}), "MEMORYD_HOME": os.environ["MEMORYD_HOME"]}
@@ -236,4 +237,4 @@ def test_doctor_with_a_running_daemon_and_a_connected_agent(served):
     for name in ("daemon", "socket", "versions", "index", "agent cursor"):
         assert checks[name]["state"] == "ok", checks[name]
     assert checks["model"]["state"] == "info"  # --model none: keyword-only, said, not a problem
-    assert "in step with 1 briefs" in checks["index"]["detail"]
+    assert "in step with 1 brief" in checks["index"]["detail"]

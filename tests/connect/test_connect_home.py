@@ -235,7 +235,8 @@ def test_a_backup_stays_while_the_file_differs_from_it(tmp_path):
     manage.connect(gemini, server_entry(), capture=False)
     gemini.config.write_text(gemini.config.read_text().replace("Dracula", "GitHub"))  # the user's edit
     [gone] = manage.disconnect(gemini)
-    assert gone.state == manage.REMOVED and gone.detail == ""
+    assert gone.state == manage.REMOVED and "settings.json.memoryd-backup" in gone.detail
+    assert "is kept" in gone.detail
     assert gemini.config.read_text() == '{\n  "theme": "GitHub"\n}\n'
     assert safewrite.backup_path(gemini.config).read_text() == '{\n  "theme": "Dracula"\n}\n'
 

@@ -1,9 +1,10 @@
 """``memoryd hook claude-stop`` on transcript fixtures written here (Claude Code's JSONL shape), run as the
 real command with the hook input on stdin, against a board folder.
 
-Blocks once for the turn in which a brief arrived without an outcome; allows with an outcome saved (on the
-board or by a save_outcome call in the turn), in later turns, with ``stop_hook_active``, for ids that are
-not on the board, and for malformed input (exit 0 and a line on stderr).
+Blocks once for the turn in which a brief arrived (its id and prompt.md) without an outcome; allows with
+an outcome on the board (even an earlier one) or a save_outcome call in the turn, in later turns, with
+``stop_hook_active``, for ids only mentioned or not on the board, and for malformed input (exit 0 and a line
+on stderr).
 """
 
 from __future__ import annotations
@@ -23,10 +24,11 @@ from memoryd.cli.connect import hook
 
 BRIEF = "b-20261129-a1b2c3"
 OTHER = "b-20261020-0f0f0f"
-ARRIVED = (
-    f"memoryd brief {BRIEF}\n\n## Context\nshopfront checkout double-charges on retry.\n\n## Ask\nFind why "
-    "the idempotency key is not sent. When you are done, report with save_outcome."
+PROMPT = (
+    "## Context\nshopfront checkout double-charges on retry.\n\n## Ask\nFind why the idempotency key is not "
+    "sent. When you are done, report with save_outcome."
 )
+ARRIVED = f"memoryd brief {BRIEF}\n\n{PROMPT}"
 
 
 def iso(epoch: float) -> str:
@@ -78,9 +80,10 @@ class Transcript:
 @pytest.fixture
 def board(tmp_path, monkeypatch) -> Path:
     root = tmp_path / "board"
-    for brief in (BRIEF, OTHER):
+    for brief, prompt in ((BRIEF, PROMPT), (OTHER, "## Ask\nMake the cart page load faster.")):
         (root / "briefs" / brief).mkdir(parents=True)
         (root / "briefs" / brief / "brief.json").write_text("{}")
+        (root / "briefs" / brief / "prompt.md").write_text(prompt + "\n")
     monkeypatch.setenv("MEMORYD_BOARD", str(root))
     return root
 
@@ -151,15 +154,34 @@ def test_with_the_capture_stop_hook_installed_it_leaves_the_asking_to_that_hook(
     )  # without capture, this one asks
 
 
-def test_an_outcome_saved_on_the_board_since_the_brief_arrived_allows(board, transcript):
+def test_a_brief_with_an_outcome_on_the_board_allows_even_one_from_before_the_turn(board, transcript):
     path = transcript.user_blocks(ARRIVED).say("Done.").write()
     outcome = board / "briefs" / BRIEF / "outcome.md"
     outcome.write_text("## Did\n- found the bug\n")
     assert blocked(run_hook(payload(path))) is None
-    # An outcome from before this turn does not count as saved for it.
+    # An earlier report counts too: asking would get it replaced by this turn's account.
     arrived = transcript.t - 1.0
     os.utime(outcome, (arrived - 600, arrived - 600))
-    assert blocked(run_hook(payload(path))) is not None
+    assert blocked(run_hook(payload(path))) is None
+
+
+def test_only_a_brief_the_turn_was_handed_is_asked_about_not_ids_it_mentions(board, transcript):
+    # Handed BRIEF (its prompt.md, whitespace reflowed), mentioning OTHER: only BRIEF is asked about.
+    handed = (
+        transcript.user(f"{ARRIVED.replace(chr(10) * 2, chr(10))}\n\nRelated: {OTHER}").say("Ok.").write()
+    )
+    answer = blocked(run_hook(payload(handed)))
+    assert answer is not None and BRIEF in answer["reason"] and OTHER not in answer["reason"]
+    assert "each other brief" not in answer["reason"]
+    # Only mentioning both ids, without either prompt: nothing to ask.
+    mention = handed.with_name("mention.jsonl")
+    Transcript(mention, time.time() - 60).user(f"compare {BRIEF}, {OTHER} with the new plan").say(
+        "ok"
+    ).write()
+    assert blocked(run_hook(payload(mention))) is None
+    # A brief without a prompt.md cannot be recognised as handed: allow.
+    (board / "briefs" / BRIEF / "prompt.md").unlink()
+    assert blocked(run_hook(payload(handed))) is None
 
 
 def test_a_save_outcome_call_in_the_turn_allows_and_a_failed_one_does_not(board, transcript):

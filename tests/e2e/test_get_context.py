@@ -221,7 +221,7 @@ def test_resources_give_the_same_text_and_the_hook_too(world, here):
 
     read = asyncio.run(main())
     assert read["briefs://context"] == tool and read["briefs://context/payments"] == payments
-    assert read["briefs://context/nowhere"].startswith("Nothing recorded for project nowhere")
+    assert read["briefs://context/nowhere"].startswith("Nothing recorded yet for project nowhere")
     # The session-start hook's answer comes from the same builder: the same text for the same checkout.
     request = {"event": "start", "agent": "claude-code", "session": "fresh", "cwd": str(repo), "tokens": 1500}
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:

@@ -89,6 +89,7 @@ def cmd_tasks(args) -> int:
     from memoryd.kinds.briefs.reader import BoardReader, BoardUnreadable
     from memoryd.paths import resolve
     from memoryd.serve.control import ask_status
+    from memoryd.wording import counted
 
     locations = resolve()
     board = locations.board
@@ -113,7 +114,9 @@ def cmd_tasks(args) -> int:
         if (not args.project or t.project == args.project) and (not args.status or t.status == args.status)
     ]
     rows.sort(key=lambda r: (r[1], r[0].id), reverse=True)
-    print(f"{len(rows)} task(s) on {board}")
+    print(f"{counted(len(rows), 'task')} on {board}")
     for task, last, n in rows[: max(1, args.limit)]:
-        print(f"{task.id}  {task.status:<4}  {last[:10]}  {n:>3} brief(s)  [{task.project}] {task.title}")
+        print(
+            f"{task.id}  {task.status:<4}  {last[:10]}  {n:>3} brief{'' if n == 1 else 's'}  [{task.project}] {task.title}"
+        )
     return EXIT_OK

@@ -23,6 +23,7 @@ from typing import Any
 from memoryd.cli.client import DaemonClient, DaemonError, DaemonUnavailable
 from memoryd.errors import StartupError
 from memoryd.settings import Settings
+from memoryd.wording import redaction_line
 
 LIMIT_MAX = 50  # search_briefs' own bound
 
@@ -163,7 +164,8 @@ def print_human(answer: dict[str, Any]) -> None:
     # Not memoryd.tools.answers.of_total: importing memoryd.tools costs the MCP types (about a second).
     matched = f"{answer['matched']}{'+' if answer.get('matched_at_least') else ''}"
     if answer["results"]:
-        print(f"{answer['shown']} of {matched} matching briefs (via {answer['via']})")
+        noun = "matching brief" if matched == "1" else "matching briefs"
+        print(f"{answer['shown']} of {matched} {noun} (via {answer['via']})")
     else:
         print("no brief matches that query")
     for r in answer["results"]:
@@ -174,4 +176,4 @@ def print_human(answer: dict[str, Any]) -> None:
     if answer.get("mode_note"):
         print(f"({answer['mode_note']})", file=sys.stderr)
     if answer.get("redacted"):
-        print(f"(secrets redacted: {answer['redacted']})", file=sys.stderr)
+        print(f"({redaction_line(answer['redacted'])})", file=sys.stderr)

@@ -44,6 +44,7 @@ import memoryd_shim
 from memoryd import __version__
 from memoryd.paths import resolve
 from memoryd.serve.control import ask_status
+from memoryd.wording import counted
 from memoryd_shim import rendezvous
 
 EXIT_UP = 0
@@ -147,14 +148,16 @@ def render(s: dict[str, Any]) -> str:
         lines.append(f"  board     {s['board']}")
         lines.append(f"  index     {s['index']}")
     else:
-        skipped = f", {s['skipped_files']} files skipped (see the log)" if s["skipped_files"] else ""
+        skipped = (
+            f", {counted(s['skipped_files'], 'file')} skipped (see the log)" if s["skipped_files"] else ""
+        )
         fresh = s["index_freshness"]
         model = s["model"] or {}
         mode = "hybrid search" if s["search_mode"] == "hybrid" else "keyword-only search"
         detail = f" ({model['detail']})" if model.get("detail") else ""
         lines += [
-            f"  board     {s['board']}: {s['tasks']} tasks, {s['briefs']} briefs{skipped}",
-            f"  index     {s['index']}: {s['records']} records; last write "
+            f"  board     {s['board']}: {counted(s['tasks'], 'task')}, {counted(s['briefs'], 'brief')}{skipped}",
+            f"  index     {s['index']}: {counted(s['records'], 'record')}; last write "
             f"{_ago(fresh['last_indexed_age_s'])}, last compaction {_ago(fresh['last_optimize_age_s'])}",
             f"  model     {model.get('name')}: {model.get('state')}{detail}, {mode}",
             f"  watcher   {s['watcher']}",

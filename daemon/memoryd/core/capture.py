@@ -15,7 +15,8 @@ filed last (its task and brief, the prompt, whether the agent was already asked 
 memory; for a session it does not remember (after a restart) it is recovered from the board: the newest
 brief whose ``brief.json`` names that agent and session (``"captured"``) gives its project, task, brief
 and prompt, so the session's next prompt stays in its task. That brief counts as asked for: a restart
-never makes the Stop hook ask twice.
+never makes the Stop hook ask twice. A ``stop`` blocks (once) only for the brief the session's latest
+prompt was filed as, and only while that brief has no ``outcome.md``: never for ids the prompt mentions.
 Raises ``ValueError`` for a request it cannot use (the control line answers with the message).
 """
 
@@ -23,15 +24,12 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import re
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memoryd.board.ids import BRIEF_ID_PATTERN, is_task_id
+from memoryd.board.ids import is_task_id
 from memoryd.index.redact import redact
 from memoryd.kinds.briefs import capture as cap
 from memoryd.kinds.briefs import digest as dig
@@ -46,7 +44,6 @@ log = get_logger("memoryd.core.capture")
 
 MARKER = "[memoryd]"
 SEARCH_POOL = 30
-_BRIEF_ID = re.compile(rf"(?<![0-9A-Za-z_-])({BRIEF_ID_PATTERN})(?![0-9A-Za-z_-])", re.ASCII)
 
 #: ``index(briefs=, tasks=, paths=)``: hand changes to the writer; resolves once they are searchable.
 IndexFn = Callable[..., Awaitable[Any]]
@@ -60,7 +57,6 @@ class SessionState:
     task: str | None = None
     brief: str | None = None
     prompt: str = ""
-    captured_at: float = 0.0
     asked: set[str] = field(default_factory=set)
 
 
@@ -72,15 +68,13 @@ def session_file_id(agent: str, session: str) -> str:
     return f"{(agent or 'agent')[:20].replace('.', '-')}-{digest}"
 
 
-def reason_for(briefs: list[str]) -> str:
-    """The instruction a Stop hook hands back when an outcome is missing (asked once per brief)."""
-    ids = ", ".join(briefs)
+def reason_for(brief: str) -> str:
+    """The instruction a Stop hook hands back when the turn's captured brief has no outcome (asked once)."""
     return (
-        f"{MARKER} This turn worked on memoryd brief {ids}, and no outcome has been saved for it yet. "
-        f"Before you stop, call the memoryd tool save_outcome with brief_id={briefs[0]!r}"
-        + (" (and once for each other brief)" if len(briefs) > 1 else "")
-        + ": `did` = what you did, `open` = what is still open or unverified (plus `decided`, `files`, "
-        "`retired` when they apply). Then finish your answer."
+        f"{MARKER} This turn answered memoryd brief {brief}, and no outcome has been saved for it yet. "
+        f"Before you stop, call the memoryd tool save_outcome with brief_id={brief!r}: `did` = what you did, "
+        "`open` = what is still open or unverified (plus `decided`, `files`, `retired` when they apply). "
+        "Then finish your answer."
     )
 
 
@@ -141,12 +135,8 @@ class Capture:
                 newest = b
         if newest is None:
             return SessionState()
-        try:
-            at = datetime.fromisoformat(newest.created_at).timestamp()
-        except ValueError:
-            at = 0.0
         log.info("capture.session_recovered", agent=agent, brief=newest.id, task=newest.task)
-        return SessionState(newest.project, newest.task, newest.id, newest.said, at, {newest.id})
+        return SessionState(newest.project, newest.task, newest.id, newest.said, {newest.id})
 
     # -- prompt submitted ---------------------------------------------------------------------------------
     async def prompt(self, req: dict) -> dict[str, Any]:
@@ -162,7 +152,7 @@ class Capture:
                 clean.text, clean.text, project, decision.task, None, (), self._captured(req), wait=False
             )
         state.project, state.task, state.brief = project, task_id, brief_id
-        state.prompt, state.captured_at = clean.text, time.time()
+        state.prompt = clean.text
         log.info(
             "capture.prompt",
             brief=brief_id,
@@ -323,24 +313,24 @@ class Capture:
             await self._index(paths=[path.relative_to(self.board).as_posix()])
             turn = True
         block = None
-        if req.get("stop_active") is not True and state.brief:
-            wanted = list(dict.fromkeys([state.brief, *_BRIEF_ID.findall(state.prompt)]))
-            pending = [
-                b for b in wanted if b not in state.asked and not self._outcome_since(b, state.captured_at)
-            ]
-            if pending:
-                state.asked.update(pending)
-                block = reason_for(pending)
+        # Only the brief captured for this turn: ids the prompt merely mentions are other work, and a brief
+        # that has an outcome already would get it replaced (save_outcome rewrites outcome.md).
+        brief = state.brief
+        if (
+            req.get("stop_active") is not True
+            and brief
+            and brief not in state.asked
+            and not self._has_outcome(brief)
+        ):
+            state.asked.add(brief)
+            block = reason_for(brief)
         return {"block": block, "turn": turn}
 
-    def _outcome_since(self, brief: str, since: float) -> bool:
+    def _has_outcome(self, brief: str) -> bool:
         folder = self.board / "briefs" / brief
         if not folder.is_dir():
             return True  # nothing to report on
-        try:
-            return (folder / "outcome.md").stat().st_mtime >= since - 1.0
-        except OSError:
-            return False
+        return (folder / "outcome.md").exists()
 
     # -- session end / compaction ------------------------------------------------------------------------------
     async def end(self, req: dict) -> dict[str, Any]:

@@ -114,6 +114,9 @@ def report_lines(answer: Mapping[str, object]) -> list[str]:
 
 
 def of_total(shown: int, total: int, noun: str, at_least: bool = False) -> str:
-    """Counts first: ``"10 of 120 tasks"``, ``"10 of 50+ briefs"``, ``"3 briefs"``."""
+    """Counts first: ``"10 of 120 tasks"``, ``"10 of 50+ briefs"``, ``"3 briefs"``, ``"1 task"`` (``noun``
+    is the plural; a total of exactly one drops its final "s")."""
     total_text = f"{total}+" if at_least else str(total)
+    if total == 1 and not at_least and noun.endswith("s"):
+        noun = noun[:-1]
     return f"{shown} {noun}" if shown == total and not at_least else f"{shown} of {total_text} {noun}"

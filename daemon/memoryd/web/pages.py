@@ -12,6 +12,7 @@ from typing import Any
 
 from memoryd.kinds.briefs.edits import note_digest
 from memoryd.web.html import age, delete_form, esc, status_badge, url
+from memoryd.wording import counted
 
 
 def tasks(answer: Mapping[str, Any]) -> str:
@@ -24,20 +25,21 @@ def tasks(answer: Mapping[str, Any]) -> str:
             "<h1>Tasks</h1><p class=empty>No tasks on the board yet. Briefs arrive as you prompt your agents "
             "(or with <code>memoryd brief</code>).</p>"
         )
-    out = [f"<h1>Tasks</h1><p class=meta>{answer['total']} tasks in {len(by_project)} projects.</p>"]
+    where = counted(len(by_project), "project")
+    out = [f"<h1>Tasks</h1><p class=meta>{counted(answer['total'], 'task')} in {where}.</p>"]
     for project, rows in by_project.items():
         rows = sorted(rows, key=lambda t: t["status"] != "open")  # stable: newest first within each status
         n_open = sum(t["status"] == "open" for t in rows)
         out.append(
             f'<section class="project" aria-labelledby="p-{esc(project)}">'
-            f'<h2 id="p-{esc(project)}">{esc(project)} <span class=meta>{n_open} open · {len(rows)} tasks</span></h2>'
+            f'<h2 id="p-{esc(project)}">{esc(project)} <span class=meta>{n_open} open · {counted(len(rows), "task")}</span></h2>'
             '<ul class="tasks">'
         )
         for t in rows:
             out.append(
                 f'<li class="task {esc(t["status"])}">{status_badge(t["status"])} '
                 f'<a href="{url("task", t["task_id"])}">{esc(t["title"])}</a>'
-                f"<span class=meta>{t['briefs']} briefs · last {esc(t['last_activity'])}</span></li>"
+                f"<span class=meta>{counted(t['briefs'], 'brief')} · last {esc(t['last_activity'])}</span></li>"
             )
         out.append("</ul></section>")
     return "".join(out)
@@ -101,7 +103,7 @@ def task(
     out = [
         f'<p><a href="/">← Tasks</a></p><h1>{esc(t["title"])}</h1>'
         f"<p class=meta>{status_badge(t['status'])} {esc(t['project'])} · created {esc(t['created'])} · "
-        f"{head['briefs_total']} briefs, oldest first · <code>{esc(t['task_id'])}</code></p>"
+        f"{counted(head['briefs_total'], 'brief')}, oldest first · <code>{esc(t['task_id'])}</code></p>"
     ]
     if head["shown"] < head["briefs_total"]:
         out.append(f"<p class=meta>Only the newest {head['shown']} briefs are shown.</p>")

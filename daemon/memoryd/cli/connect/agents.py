@@ -37,6 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import memoryd_shim
 from memoryd.paths import interpreter
@@ -193,6 +194,39 @@ def server_entry(
     if carried:
         entry["env"] = carried
     return entry
+
+
+def tools_of(entry: Any) -> str | None:
+    """The tool groups an existing entry names (``"all"``, ``"briefs,memo"``), or None for the default:
+    the shim's ``--tools`` argument of a stdio entry, the ``tools`` query of an HTTP entry's URL."""
+    if not isinstance(entry, dict):
+        return None
+    args = entry.get("args")
+    if isinstance(args, list) and "--tools" in args:
+        at = args.index("--tools") + 1
+        value = args[at] if at < len(args) else None
+        return value if isinstance(value, str) and value else None
+    url = next((entry[k] for k in HTTP_URL_KEYS if isinstance(entry.get(k), str)), None)
+    if url is None:
+        return None
+    values = parse_qs(urlsplit(url).query).get("tools")
+    return values[0] if values and values[0] else None
+
+
+def without_tools(entry: Any) -> Any:
+    """``entry`` with the shim's ``--tools`` argument taken out (for comparing installs, not groups)."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("args"), list):
+        return entry
+    args, out = entry["args"], []
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg == "--tools":
+            skip = True
+        else:
+            out.append(arg)
+    return {**entry, "args": out}
 
 
 def hook_command(python: str | None = None) -> str:

@@ -19,6 +19,8 @@ exits 0 within its budget) on these events, read from each agent's hooks referen
 A group is memoryd's when every hook in it runs ``-m memoryd_shim.hooks``; edits touch only those groups
 (and the containers they create or empty, unless the one-time backup shows they existed before), and check
 that the rest of the file's values are unchanged, else :class:`memoryd.cli.connect.edits.EditError`.
+The digest budget (``--tokens N`` on the session-start hook) survives ``capture off``/``on`` in
+``<state>/capture-budgets.json``: memoryd's own file, never the agent's.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ EVENTS: dict[str, tuple[str, ...]] = {
 #: The agent's own kill timeout for one hook run; the hook itself ends within ~2.5 s.
 TIMEOUT_S = 10
 START_EVENT = "SessionStart"
+#: In memoryd's state folder: ``{agent: tokens}`` of hooks ``capture off`` removed, for ``capture on``.
+BUDGETS_FILE = "capture-budgets.json"
 
 
 def hooks_file(agent: str, folder: Path) -> Path:
@@ -178,6 +182,56 @@ def remove_hooks(text: str, had: set[tuple[str, ...]] | None) -> str:
         doc.remove(("hooks",))
     _check(before, doc.value)
     return doc.render()
+
+
+def tokens_of(commands: Mapping[str, str]) -> int | None:
+    """The digest budget (``--tokens N``) of the session-start hook in ``{event: command}``, else None."""
+    try:
+        words = shlex.split(commands.get(START_EVENT, ""))
+    except ValueError:
+        return None
+    at = words.index("--tokens") + 1 if "--tokens" in words else 0
+    return int(words[at]) if 0 < at < len(words) and words[at].isdigit() else None
+
+
+def _budgets_file() -> Path:
+    from memoryd.paths import resolve
+
+    return resolve().state / BUDGETS_FILE
+
+
+def _budgets() -> dict[str, int]:
+    try:
+        data = json.loads(_budgets_file().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(v, int)} if isinstance(data, dict) else {}
+
+
+def remembered_tokens(agent: str) -> int | None:
+    """The budget ``capture off`` found in ``agent``'s hooks (for the next ``capture on``), else None."""
+    return _budgets().get(agent)
+
+
+def remember_tokens(agent: str, tokens: int | None) -> None:
+    """Keep (``tokens`` None: forget) ``agent``'s budget in memoryd's own state folder; errors are ignored:
+    losing it only means the default budget."""
+    budgets = _budgets()
+    if tokens is None and agent not in budgets:
+        return
+    if tokens is None:
+        budgets.pop(agent)
+    else:
+        budgets[agent] = tokens
+    path = _budgets_file()
+    try:
+        if budgets:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(budgets, sort_keys=True) + "\n", encoding="utf-8")
+        else:
+            path.unlink(missing_ok=True)
+    except OSError:
+        pass
 
 
 def snippet(groups: Mapping[str, dict[str, Any]]) -> str:

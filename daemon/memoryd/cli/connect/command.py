@@ -114,6 +114,7 @@ def _print_outcomes(outcomes, verb: str) -> int:
     from memoryd.cli.connect import manage
 
     code = EXIT_OK
+    width = max(len(o.agent) for o in outcomes) if outcomes else 0  # "claude-code (capture hooks)" too
     for o in outcomes:
         line = {
             manage.CONNECTED: f"{verb}",
@@ -126,7 +127,7 @@ def _print_outcomes(outcomes, verb: str) -> int:
         }[o.state]
         extra = f" ({o.detail})" if o.detail else ""
         backup = " [backup: .memoryd-backup]" if o.backup else ""
-        print(f"{o.agent:<24} {line}{extra}  {o.path}{backup}")
+        print(f"{o.agent:<{width}}  {line}{extra}  {o.path}{backup}")
         if o.diff:
             print(o.diff, end="" if o.diff.endswith("\n") else "\n")
         if o.snippet:
@@ -149,7 +150,7 @@ def cmd_connect(args) -> int:
         print(f"memoryd connect: {exc}", file=sys.stderr)
         return EXIT_USAGE
     wants_http = getattr(args, "http", False) and not args.status
-    http = _http_target(args.tools) if wants_http else None
+    http = _http_target() if wants_http else None
     if wants_http and http is None:
         return EXIT_PROBLEM
     if args.status:
@@ -176,7 +177,9 @@ def cmd_connect(args) -> int:
             return EXIT_OK
         for agent in targets:
             print(f"# {agent.title}: {agent.config}")
-            entry = (http and agent.http_entry(*http)) or agent.entry(server)
+            entry = (http and agent.http_entry(_http_url(http[0], args.tools), http[1])) or agent.entry(
+                server
+            )
             print(edits.snippet(agent.fmt, agent.container, entry), end="")
             if agent.name == "claude-code":
                 print(f"# {agent.title} Stop hook: {agent.folder / 'settings.json'}")
@@ -196,10 +199,16 @@ def cmd_connect(args) -> int:
         return EXIT_USAGE
     outcomes = []
     for agent in agents:
-        entry = agent.http_entry(*http) if http else None
+        # Without --tools, an entry keeps the tool groups it has (connect refreshes paths, not choices).
+        kept = None if args.tools else manage.entry_tools(agent)
+        try:
+            ours = server_entry(kept) if kept else server
+        except ValueError:  # groups this version does not know: the default, as before
+            kept, ours = None, server
+        entry = agent.http_entry(_http_url(http[0], args.tools or kept), http[1]) if http else None
         done = manage.connect(
             agent,
-            server,
+            ours,
             dry_run=args.dry_run,
             capture=not args.no_capture,
             tokens=args.context_tokens,
@@ -211,6 +220,8 @@ def cmd_connect(args) -> int:
             )
         elif http and done[0].state in (manage.CONNECTED, manage.UPDATED):
             done[0].detail = _token_exposure(agent.config) or done[0].detail
+        if kept and done[0].ok and not done[0].detail:
+            done[0].detail = f"keeps --tools {kept}"
         outcomes += done
     code = _print_outcomes(outcomes, "connected")
     if not args.dry_run and any(o.state in (manage.CONNECTED, manage.UPDATED) for o in outcomes):
@@ -220,9 +231,10 @@ def cmd_connect(args) -> int:
     return code
 
 
-def _http_target(tools: str | None) -> tuple[str, str] | None:
+def _http_target() -> tuple[str, str] | None:
     """``(url, token)`` for HTTP entries: the port the daemon serves HTTP on (``http.json``), else the
-    configured one (``MEMORYD_HTTP_PORT``, else 7077, with a note); the token is created if there is none."""
+    configured one (``MEMORYD_HTTP_PORT``, else 7077, with a note); the token is created if there is none.
+    The URL carries no tool groups (:func:`_http_url` adds them per agent)."""
     from memoryd.http import files
     from memoryd.paths import memoryd_command
     from memoryd.settings import Settings
@@ -246,8 +258,12 @@ def _http_target(tools: str | None) -> tuple[str, str] | None:
             f"`{memoryd_command()} doctor` checks it.",
             file=sys.stderr,
         )
+    return f"http://127.0.0.1:{port}/mcp", token
+
+
+def _http_url(url: str, tools: str | None) -> str:
     groups = ",".join(part.strip() for part in tools.split(",") if part.strip()) if tools else ""
-    return f"http://127.0.0.1:{port}/mcp" + (f"?tools={groups}" if groups else ""), token
+    return url + (f"?tools={groups}" if groups else "")
 
 
 def _service_serves_http(socket_path) -> bool:
@@ -314,7 +330,7 @@ def cmd_capture(args) -> int:
                 )
             )
         else:
-            found = manage.disconnect_capture(agent, args.dry_run)
+            found = manage.disconnect_capture(agent, args.dry_run, remember=True)
             if found is not None:
                 outcomes.append(found)
     if not outcomes:

@@ -31,6 +31,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from memoryd.wording import counted
+
 OK, PROBLEM, WARN, INFO = "ok", "problem", "warn", "info"
 #: How far the newest board file may be ahead of the last index write before the index counts as behind
 #: (the watcher debounces per brief, and a save is indexed within seconds).
@@ -216,10 +218,11 @@ def _index(status: dict[str, Any] | None, service: bool) -> Check | None:
         return Check(
             "index",
             PROBLEM,
-            f"behind the board: {engine.get('briefs')} briefs indexed, {count} on {board}",
+            f"behind the board: {counted(engine.get('briefs') or 0, 'brief')} indexed, {count} on {board}",
             fix,
         )
-    return Check("index", OK, f"{engine.get('records')} records, in step with {count} briefs on the board")
+    records, briefs = counted(engine.get("records") or 0, "record"), counted(count, "brief")
+    return Check("index", OK, f"{records}, in step with {briefs} on the board")
 
 
 def _agents(asked: tuple[str, ...] = ()) -> tuple[list[Check], dict[str, bool]]:

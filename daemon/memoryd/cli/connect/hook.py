@@ -11,11 +11,12 @@ The transcript is JSONL, one object per line: ``{"type": "user"|"assistant"|...,
 ending starts at the last user line typed by the person (text, not only tool results; not ``isMeta``,
 ``isSidechain`` or ``isCompactSummary`` lines).
 
-Blocks once, only when that turn's opening message names a brief on the board (id pattern
-:data:`memoryd.board.ids.BRIEF_ID_PATTERN`) with no outcome saved since the turn began: ``outcome.md``
-older than the turn (or absent) and no successful ``save_outcome`` call for it in the turn. Never when
-``stop_hook_active`` is true (Claude Code is already continuing because of a Stop hook), never when the
-opening message is memoryd's own reminder. Any error allows the stop, with one line on stderr.
+Blocks once, only when that turn's opening message is a brief on the board handed to the agent: it names
+the brief's id (pattern :data:`memoryd.board.ids.BRIEF_ID_PATTERN`) and carries its ``prompt.md``
+(whitespace aside); a mere mention of an id is not a brief. Only while the brief has no outcome: no
+``outcome.md`` at all (an earlier report is never asked to be replaced) and no successful ``save_outcome``
+call for it in the turn. Never when ``stop_hook_active`` is true (Claude Code is already continuing because
+of a Stop hook), never when the opening message is memoryd's own reminder. Any error allows the stop, with one line on stderr.
 
 Imports stay light (no LanceDB, onnxruntime or MCP SDK) so the hook answers well within a second.
 """
@@ -37,6 +38,7 @@ BRIEF_ID = re.compile(r"(?<![0-9A-Za-z_-])(b-\d{8}-[0-9a-f]{6})(?![0-9A-Za-z_-])
 MARKER = "[memoryd]"
 _CHUNK = 1 << 16
 _MAX_SCAN_BYTES = 256 << 20  # a turn larger than this is not inspected (allow)
+_MAX_PROMPT_CHARS = 1 << 20  # a prompt.md larger than this is not compared (allow)
 
 
 @dataclass
@@ -147,11 +149,20 @@ def board_root() -> Path:
     return locations.board
 
 
-def _outcome_saved_since(board: Path, brief: str, since: float) -> bool:
+def _squeeze(text: str) -> str:
+    return " ".join(text.split())
+
+
+def was_handed(board: Path, brief: str, opening: str) -> bool:
+    """Whether the turn's opening message is brief ``brief``: its ``prompt.md`` (whitespace aside) is in it.
+
+    An id that is only mentioned ("see b-… for context") is not a brief handed to the agent."""
     try:
-        return (board / "briefs" / brief / "outcome.md").stat().st_mtime >= since
+        with open(board / "briefs" / brief / "prompt.md", encoding="utf-8", errors="replace") as fh:
+            prompt = _squeeze(fh.read(_MAX_PROMPT_CHARS + 1))
     except OSError:
         return False
+    return bool(prompt) and len(prompt) <= _MAX_PROMPT_CHARS and prompt in _squeeze(opening)
 
 
 def reason_for(briefs: list[str]) -> str:
@@ -180,16 +191,17 @@ def decide(payload: Any, board: Path | None = None) -> dict[str, str] | None:
     turn = last_turn(Path(transcript).expanduser())
     if turn is None or MARKER in turn.text:
         return None
-    mentioned = list(dict.fromkeys(BRIEF_ID.findall(turn.text)))
-    if not mentioned:
+    named = list(dict.fromkeys(BRIEF_ID.findall(turn.text)))
+    if not named:
         return None
     board = board or board_root()
+    # An existing outcome.md means "reported": asking again would get it replaced by this turn's account.
     pending = [
         brief
-        for brief in mentioned
-        if (board / "briefs" / brief).is_dir()
-        and brief not in turn.saved
-        and not _outcome_saved_since(board, brief, turn.started)
+        for brief in named
+        if brief not in turn.saved
+        and not (board / "briefs" / brief / "outcome.md").exists()
+        and was_handed(board, brief, turn.text)
     ]
     if not pending:
         return None

@@ -15,7 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from memoryd.cli.connect import capturehooks, edits, safewrite
-from memoryd.cli.connect.agents import HTTP_URL_KEYS, Agent, claude_settings, command_exists, hook_command
+from memoryd.cli.connect.agents import (
+    HTTP_URL_KEYS,
+    Agent,
+    claude_settings,
+    command_exists,
+    hook_command,
+    tools_of,
+    without_tools,
+)
 from memoryd.cli.connect.jsonedit import NotPlainJson
 from memoryd.cli.connect.tomledit import NotToml
 from memoryd.paths import memoryd_command
@@ -111,12 +119,18 @@ def _apply(
     return Outcome(name, path, action, detail, backup=backup)
 
 
+#: Where any agent keeps server entries: a file memoryd created may hold its entry beside its hooks
+#: (Gemini CLI's settings.json holds both).
+_CONTAINERS = {"json": (("mcpServers",), ("servers",)), "toml": (("mcp_servers",),)}
+
+
 def _holds_ours(text: str, fmt: str) -> bool:
-    """Whether a config text still holds one of memoryd's hooks (the Stop hook or a capture hook)."""
-    if fmt != "json":
-        return False
+    """Whether a config text still holds something of memoryd's: its server entry, the Stop hook or a
+    capture hook (then a file memoryd created stays marked as memoryd's)."""
     try:
-        return bool(capturehooks.read(text)) or edits.read_hook(text) is not None
+        if any(edits.read_entry(text, fmt, c) is not None for c in _CONTAINERS.get(fmt, ())):
+            return True
+        return fmt == "json" and (bool(capturehooks.read(text)) or edits.read_hook(text) is not None)
     except (NotPlainJson, ValueError, TypeError, AttributeError):
         return False
 
@@ -156,6 +170,15 @@ def connect(
     return outcomes
 
 
+def entry_tools(agent: Agent) -> str | None:
+    """The tool groups of memoryd's entry in ``agent``'s config now (None: default, no entry, unreadable)."""
+    try:
+        text = _decode(safewrite.read_bytes(agent.config))
+        return tools_of(edits.read_entry(text, agent.fmt, agent.container))
+    except (OSError, ValueError):
+        return None
+
+
 def capture_outcome_name(agent: Agent) -> str:
     return f"{agent.name} (capture hooks)"
 
@@ -163,15 +186,21 @@ def capture_outcome_name(agent: Agent) -> str:
 def connect_capture(
     agent: Agent, python: str, tokens: int | None, env: dict[str, str] | None, dry_run: bool = False
 ) -> Outcome:
-    """Install (or refresh) memoryd's capture hooks for ``agent`` in its hooks file."""
+    """Install (or refresh) memoryd's capture hooks for ``agent`` in its hooks file. ``tokens`` None keeps
+    the budget of the hooks there now, else the one ``capture off`` remembered, else the default."""
     path = capturehooks.hooks_file(agent.name, agent.folder)
-    groups = capturehooks.wanted(agent.name, python, tokens, env)
-    commands = {e: g["hooks"][0]["command"] for e, g in groups.items()}
     try:
         previous = capturehooks.read(_decode(safewrite.read_bytes(path)))
     except (OSError, ValueError):
         previous = {}
-    return _apply(
+    kept = None
+    if tokens is None:
+        kept = capturehooks.tokens_of(previous)
+        if kept is None:
+            kept = capturehooks.remembered_tokens(agent.name)
+    groups = capturehooks.wanted(agent.name, python, tokens if kept is None else kept, env)
+    commands = {e: g["hooks"][0]["command"] for e, g in groups.items()}
+    done = _apply(
         capture_outcome_name(agent),
         path,
         "json",
@@ -181,21 +210,30 @@ def connect_capture(
         capturehooks.snippet(groups),
         UPDATED if previous else CONNECTED,
     )
+    if done.state in (CONNECTED, UPDATED, UNCHANGED):
+        capturehooks.remember_tokens(agent.name, None)  # the hooks hold it now
+    if kept is not None and done.ok and not done.detail:
+        done.detail = f"keeps --context-tokens {kept}"
+    return done
 
 
-def disconnect_capture(agent: Agent, dry_run: bool = False) -> Outcome | None:
-    """Remove memoryd's capture hooks from ``agent``'s hooks file; None when there are none."""
+def disconnect_capture(agent: Agent, dry_run: bool = False, remember: bool = False) -> Outcome | None:
+    """Remove memoryd's capture hooks from ``agent``'s hooks file; None when there are none. ``remember``
+    (``capture off``): keep their digest budget for the next ``capture on``."""
     if agent.name not in capturehooks.EVENTS:
         return None
     path = capturehooks.hooks_file(agent.name, agent.folder)
     try:
-        present = bool(capturehooks.read(_decode(safewrite.read_bytes(path))))
+        found = capturehooks.read(_decode(safewrite.read_bytes(path)))
     except (OSError, ValueError):
-        present = path.exists()
-    if not present:
-        return None
+        found = {}
+        if not path.exists():
+            return None
+    else:
+        if not found:
+            return None
     had = _had(path, "json")
-    return _apply(
+    done = _apply(
         capture_outcome_name(agent),
         path,
         "json",
@@ -205,6 +243,10 @@ def disconnect_capture(agent: Agent, dry_run: bool = False) -> Outcome | None:
         None,
         REMOVED,
     )
+    tokens = capturehooks.tokens_of(found)
+    if remember and done.state == REMOVED and tokens is not None:
+        capturehooks.remember_tokens(agent.name, tokens)
+    return done
 
 
 def capture_state(agent: Agent) -> str | None:
@@ -312,12 +354,14 @@ def _entry_state(entry: Any, wanted: dict[str, Any] | None) -> tuple[str, str]:
     script = next((a for a in args if isinstance(a, str) and a.endswith(".py")), None)
     if script is not None and not os.path.isfile(script):
         return "entry stale", f"{script!r} no longer exists; `{memoryd_command()} connect` fixes it"
-    if wanted is not None and entry != wanted:
+    # The tool groups are the user's choice (`connect --tools`), not a sign of another install.
+    if wanted is not None and without_tools(entry) != without_tools(wanted):
         return (
             "connected",
             f"through {command} (differs from this install; `{memoryd_command()} connect` updates it)",
         )
-    return "connected", ""
+    groups = tools_of(entry)
+    return "connected", f"tools {groups}" if groups else ""
 
 
 def status(agent: Agent, server: dict[str, Any] | None = None) -> AgentStatus:

@@ -5,7 +5,8 @@
   from before memoryd's first change; it is never overwritten. A file memoryd creates gets
   ``<file>.memoryd-created`` instead, naming the folders it created for it (JSON ``{"dirs": [...]}``).
 * After a removal (:func:`after_removal`): a file memoryd created that holds nothing else is deleted with
-  its marker and the (empty) folders memoryd created; a backup goes once the file is back to its bytes.
+  its marker and the (empty) folders memoryd created; a backup goes once the file is back to its bytes, and
+  stays (said so) when the file changed since connect: then it is the only copy of the file before memoryd.
 * The new bytes go to a temp file ``.<file>.memoryd-<pid>.tmp`` beside the target, are fsync-ed and
   renamed over it; the target's mode is kept. Temps left by a killed ``connect`` (their pid is not
   running) are removed by the next write of that file. A file that changed since it was read is not
@@ -246,9 +247,15 @@ def after_removal(path: Path, empty: bool, ours_left: bool = False) -> str | Non
                     _hand_over(Path(dirs[i]), dirs[: i + 1])
                     break
             return "memoryd had created this file: deleted"
-        if os.path.lexists(backup) and read_bytes(path) == backup.read_bytes():
-            backup.unlink()
-            return "back to its original bytes: backup deleted"
+        if os.path.lexists(backup):
+            if read_bytes(path) == backup.read_bytes():
+                backup.unlink()
+                return "back to its original bytes: backup deleted"
+            # Changed since connect (by the agent or by hand): the file keeps those changes, and the backup,
+            # the only copy of the file from before memoryd, stays for the person to compare or delete.
+            return (
+                f"changed since connect: {backup.name}, the file before memoryd, is kept; delete it when done"
+            )
     except OSError:
         return None
     return None

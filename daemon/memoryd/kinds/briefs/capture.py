@@ -31,12 +31,12 @@ from memoryd.board.gate import open_root
 from memoryd.board.ids import check_brief_id, check_task_id
 from memoryd.index.redact import redact
 from memoryd.kinds.briefs.reader import BRIEFS_DIR, TASKS_DIR, BoardUnreadable
+from memoryd_shim.hooks import cut_private
 
 #: A prompt longer than this is cut (characters) before it is stored; agents paste whole logs.
 MAX_PROMPT_CHARS = 100_000
 TITLE_CHARS = 80
 SUMMARY_CHARS = 240
-_PRIVATE = re.compile(r"<private>.*?(?:</private>|\Z)", re.IGNORECASE | re.DOTALL)
 _SLASH = re.compile(r"/[A-Za-z][\w:.-]*(?:\s[^\n]*)?", re.ASCII)
 #: Whole prompts that answer a tool-approval question or a menu rather than ask for work.
 APPROVALS = frozenset(
@@ -99,9 +99,9 @@ class CleanPrompt:
 
 
 def strip_private(text: str) -> tuple[str, int]:
-    """``text`` without its ``<private>…</private>`` spans (an unclosed tag hides the rest); and how many."""
-    out, n = _PRIVATE.subn("", text)
-    return out, n
+    """``text`` without its ``<private>…</private>`` spans (an unclosed tag hides the rest); and how many.
+    The hooks' own rule (:func:`memoryd_shim.hooks.cut_private`): a cut between words leaves one space."""
+    return cut_private(text)
 
 
 def clean_prompt(text: str) -> CleanPrompt:

@@ -17,6 +17,7 @@ from typing import Any
 
 from memoryd.kinds.briefs.files import OUTCOME_SECTIONS, Brief, Outcome, Task
 from memoryd.tools.answers import DATA_NOTE, Scrub, of_total, report_lines
+from memoryd.wording import counted
 
 LINE_CHARS = 200  # one line of what was said, in overviews
 TITLE_CHARS = 300
@@ -176,7 +177,7 @@ def render_tasks(a: Mapping[str, Any]) -> str:
         for t in a["tasks"]:
             lines.append(
                 f"- {t['task_id']} · {t['status']} · {t['project']} · last activity {t['last_activity']} · "
-                f"{t['briefs']} briefs · created {t['created']}"
+                f"{counted(t['briefs'], 'brief')} · created {t['created']}"
             )
             lines.append(f"  {t['title']}")
     lines += ["", f"Projects on the board: {', '.join(a['projects']) or 'none'}."]
@@ -365,9 +366,12 @@ def empty_context(a: Mapping[str, Any]) -> str:
     """The sentence that stands for an empty digest (the ``briefs://context`` resources hand it out)."""
     if a["budget"] <= 0:
         return "No context: the budget is 0 tokens."
-    known = ", ".join(a.get("projects", ())) or "none"
+    projects = a.get("projects", ())
+    known = ", ".join(projects) or "none"
+    if a["project"] not in projects:  # nothing to fit: not "nothing fits"
+        return f"Nothing recorded yet for project {a['project'] or '(none)'}. Projects on the board: {known}."
     return (
-        f"Nothing recorded for project {a['project'] or '(none)'} fits in {a['budget']} tokens. Projects "
+        f"Nothing recorded for project {a['project']} fits in {a['budget']} tokens. Projects "
         f"on the board: {known}."
     )
 
