@@ -62,3 +62,15 @@ def test_service_install_http_sets_the_port_in_the_definitions(tmp_path):
     assert "MEMORYD_HTTP_PORT=7123" in done.stdout or "<string>7123</string>" in done.stdout
     plain = memoryd(tmp_path, "service", "install", "--print")
     assert "MEMORYD_HTTP_PORT" not in plain.stdout
+
+
+def test_a_symlinked_token_file_is_named_as_such(tmp_path):
+    state = tmp_path / "md" / "state"
+    state.mkdir(parents=True, mode=0o700)
+    real = tmp_path / "elsewhere"
+    real.write_text("x" * 43)
+    real.chmod(0o600)
+    (state / "http.token").symlink_to(real)
+    done = memoryd(tmp_path, "connect", "--http", "--dry-run", "claude-code")
+    assert f"{state / 'http.token'} is a symlink; remove it" in done.stderr, done.stdout + done.stderr
+    assert "Too many levels" not in done.stderr and "Traceback" not in done.stderr
