@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.settings import VARS, Settings, SettingsError
+from memoryd.settings import VARS, Settings, SettingsError, check_env
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -41,6 +41,36 @@ def test_values_are_read_clamped_to_their_range_and_flags_win(tmp_path):
 def test_an_unusable_value_is_refused_naming_the_variable(tmp_path, name, value):
     with pytest.raises(SettingsError, match=name):
         Settings.load(env={"MEMORYD_HOME": str(tmp_path), name: value})
+
+
+@pytest.mark.parametrize("value", ["65536", "-1", "99999999999"])
+def test_a_port_outside_its_range_is_refused_not_clamped(tmp_path, value):
+    env = {"MEMORYD_HOME": str(tmp_path), "MEMORYD_HTTP_PORT": value}
+    with pytest.raises(SettingsError, match="MEMORYD_HTTP_PORT must be an integer from 0 to 65535"):
+        Settings.load(env=env)
+    assert check_env(env) == [
+        (
+            "MEMORYD_HTTP_PORT",
+            "refused",
+            f"MEMORYD_HTTP_PORT must be an integer from 0 to 65535, not {value!r}",
+        )
+    ]
+    with pytest.raises(SettingsError, match="from 0 \\(off\\) to 65535"):
+        Settings.load(env={"MEMORYD_HOME": str(tmp_path)}, http_port=int(value))
+
+
+@pytest.mark.parametrize("command", [["serve", "--model", "none"], ["service", "install", "--print"]])
+@pytest.mark.parametrize("value", ["65536", "-1", "99999999999", "http"])
+def test_an_http_flag_outside_the_port_range_is_a_usage_error(tmp_path, command, value):
+    env = {"MEMORYD_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    run = subprocess.run(
+        [sys.executable, "-m", "memoryd", *command, "--http", value],
+        env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert (
+        run.returncode == 2 and f"--http: must be a port from 0 (off) to 65535, not {value!r}" in run.stderr
+    )
+    assert "Traceback" not in run.stderr
 
 
 def test_a_command_reports_an_unusable_value_without_a_traceback(tmp_path):

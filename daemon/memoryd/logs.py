@@ -8,6 +8,10 @@ Run as a service (the LaunchAgent plist and the systemd unit set ``MEMORYD_LOG_F
 files kept (``memoryd.log.1`` ...), while stderr keeps warnings and errors only, so crashes still land in
 the service manager's stderr file (launchd's ``StandardErrorPath``, systemd's journal) without the
 routine lines filling an unrotated file.
+
+asyncio's "socket.accept() out of system resource" (the process is out of file descriptors) is logged
+for every accept it retries, up to a hundred a millisecond; :class:`AcceptErrorThrottle` keeps one a
+minute, saying how many it dropped.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import logging
 import logging.handlers
 import os
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
@@ -70,6 +75,9 @@ def configure(
     root.setLevel(numeric)
     for noisy in ("watchdog", "mcp", "httpx", "asyncio"):
         logging.getLogger(noisy).setLevel(max(numeric, logging.WARNING))
+    aio = logging.getLogger("asyncio")
+    if not any(isinstance(f, AcceptErrorThrottle) for f in aio.filters):
+        aio.addFilter(AcceptErrorThrottle())
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
@@ -84,6 +92,33 @@ def configure(
         cache_logger_on_first_use=False,
     )
     _configured = True
+
+
+class AcceptErrorThrottle(logging.Filter):
+    """Passes one asyncio "out of system resource" accept error per ``every_s`` seconds; the one that
+    passes says how many were dropped before it. Other records pass untouched."""
+
+    PREFIX = "socket.accept() out of system resource"
+
+    def __init__(self, every_s: float = 60.0) -> None:
+        super().__init__()
+        self.every_s = every_s
+        self.dropped = 0
+        self._passed_at: float | None = None
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not (isinstance(record.msg, str) and record.msg.startswith(self.PREFIX)):
+            return True
+        now = time.monotonic()
+        if self._passed_at is not None and now - self._passed_at < self.every_s:
+            self.dropped += 1
+            return False
+        self._passed_at = now
+        if self.dropped:
+            record.msg = f"{record.getMessage()}\n({self.dropped} more dropped since the last one)"
+            record.args = None
+            self.dropped = 0
+        return True
 
 
 def get_logger(name: str | None = None, **bound: Any) -> structlog.stdlib.BoundLogger:

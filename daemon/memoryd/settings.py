@@ -4,7 +4,7 @@
 ``envconfig`` style); the locations (``MEMORYD_HOME``, ``MEMORYD_BOARD``, ``MEMORYD_INDEX``,
 ``MEMORYD_SOCKET``, ``MEMORYD_MODELS``) come from their one rule in :mod:`memoryd.paths`.
 Precedence: command-line flag > environment variable > default. An integer outside its range is clamped to
-it; a value that is not an integer at all is refused (:class:`SettingsError`, which ``memoryd serve``
+it, except where no nearest value makes sense (a port: refused); a value that is not an integer at all is refused (:class:`SettingsError`, which ``memoryd serve``
 reports and exits 1 on). ``memoryd status`` and the start-up log show the effective values
 (:meth:`Settings.public`).
 """
@@ -20,6 +20,7 @@ from memoryd.paths import Locations, resolve
 
 DEFAULT_MODEL = "multilingual-e5-small"
 LOG_LEVELS = ("debug", "info", "warning", "error")
+PORT_MAX = 65535
 
 
 class SettingsError(StartupError):
@@ -37,6 +38,8 @@ class Var:
     lo: int | None = None
     hi: int | None = None
     choices: tuple[str, ...] = ()
+    #: False: a value outside ``lo``..``hi`` is refused instead of clamped (a port has no "nearest" one).
+    clamp: bool = True
 
     def parse(self, raw: str | None) -> int | str | bool:
         """The value of ``raw`` (None or "": the default). Raises :class:`SettingsError`."""
@@ -51,6 +54,8 @@ class Var:
                 raise SettingsError(
                     f"{self.env} must be an integer from {self.lo} to {self.hi}, not {raw!r}"
                 ) from None
+            if not self.clamp and not self.lo <= value <= self.hi:  # type: ignore[operator]
+                raise SettingsError(f"{self.env} must be an integer from {self.lo} to {self.hi}, not {raw!r}")
             return max(
                 self.lo if self.lo is not None else value,
                 min(self.hi if self.hi is not None else value, value),
@@ -99,7 +104,8 @@ VARS: tuple[Var, ...] = (
         "also serve MCP Streamable HTTP and the page on 127.0.0.1 and ::1 at this port (0: off; "
         "`memoryd serve --http` alone means 7077)",
         0,
-        65535,
+        PORT_MAX,
+        clamp=False,
     ),
     Var("MEMORYD_TEST_TOOLS", "test_tools", False, "1 adds the test-only _diagnostics tools (tests only)"),
 )
@@ -130,13 +136,16 @@ class Settings:
         http_port: int | None = None,
         env: Mapping[str, str] | None = None,
     ) -> Settings:
-        """Resolve every setting once. Raises :class:`SettingsError` for an unusable value."""
+        """Resolve every setting once. Raises :class:`SettingsError` for an unusable value (an
+        ``http_port`` outside 0..65535 included)."""
         env = os.environ if env is None else env
         values = {var.field: var.parse(env.get(var.env)) for var in VARS}
         if model:
             values["model"] = model
         if http_port is not None:
-            values["http_port"] = max(0, min(65535, http_port))
+            if not 0 <= http_port <= PORT_MAX:
+                raise SettingsError(f"the HTTP port must be from 0 (off) to {PORT_MAX}, not {http_port}")
+            values["http_port"] = http_port
         return cls(locations=resolve(board=board, index=index, socket=socket, env=env), **values)
 
     def public(self) -> dict:
@@ -144,6 +153,20 @@ class Settings:
         out = asdict(self)
         out["locations"] = {k: str(v) for k, v in asdict(self.locations).items()}
         return out
+
+
+def port_arg(text: str) -> int:
+    """``argparse`` type of a ``--http PORT`` flag: an integer from 0 (off) to :data:`PORT_MAX`. Raises
+    ``argparse.ArgumentTypeError`` (a usage error naming the range) for anything else."""
+    import argparse
+
+    try:
+        value = int(text.strip())
+    except ValueError:
+        value = None
+    if value is None or not 0 <= value <= PORT_MAX:
+        raise argparse.ArgumentTypeError(f"must be a port from 0 (off) to {PORT_MAX}, not {text!r}")
+    return value
 
 
 def check_env(env: Mapping[str, str] | None = None) -> list[tuple[str, str, str]]:

@@ -103,3 +103,15 @@ def test_doctor_finds_http_entries_no_daemon_serves(tmp_path, request, make_daem
     again = memoryd(tmp_path, "connect", "--http", "--no-capture", "claude-code", MEMORYD_SOCKET=str(socket))
     assert again.returncode == 0, again.stdout + again.stderr
     assert _http_check(tmp_path, socket)["state"] == "ok"
+
+
+def test_a_symlinked_token_file_is_named_as_such(tmp_path):
+    state = tmp_path / "md" / "state"
+    state.mkdir(parents=True, mode=0o700)
+    real = tmp_path / "elsewhere"
+    real.write_text("x" * 43)
+    real.chmod(0o600)
+    (state / "http.token").symlink_to(real)
+    done = memoryd(tmp_path, "connect", "--http", "--dry-run", "claude-code")
+    assert f"{state / 'http.token'} is a symlink; remove it" in done.stderr, done.stdout + done.stderr
+    assert "Too many levels" not in done.stderr and "Traceback" not in done.stderr

@@ -63,6 +63,22 @@ def test_an_unknown_group_is_a_clear_400(hd):
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_resources_and_their_templates_are_listed_and_read(hd, mode):
+    async def main() -> None:
+        http, client = sdk_client(hd, mode)
+        async with http, client:
+            listed = [str(r.uri) for r in (await client.list_resources()).resources]
+            assert listed == ["briefs://context"]
+            templates = (await client.list_resource_templates()).resource_templates
+            assert [t.uri_template for t in templates] == ["briefs://context/{project}"]
+            for uri in ("briefs://context", "briefs://context/shopfront"):
+                read = await client.read_resource(uri)
+                assert [str(c.uri) for c in read.contents] == [uri] and read.contents[0].text.strip()
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
 def test_errors_timeouts_and_metrics_are_the_socket_s(hd, mode):
     from mcp.shared.exceptions import MCPError
 
@@ -128,6 +144,8 @@ def _initialize(hd) -> str:
         (b'{"id":7,"method":"ping"}', -32600, 7),
         (b'{"jsonrpc":"2.0","id":null,"method":"ping"}', -32600, None),
         (b'{"jsonrpc":"2.0","id":"p","method":"tools/list","params":[1]}', -32602, "p"),
+        (b"", -32700, None),
+        (b" \r\n", -32700, None),
     ],
 )
 def test_malformed_bodies_are_answered_as_on_the_socket(hd, body, code, echo):

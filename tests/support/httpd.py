@@ -66,13 +66,40 @@ class HttpDaemon:
         return status, rh, msgs
 
 
-def start_http_daemon(port: int | None = None, **env: str) -> HttpDaemon:
+#: Runs the rest of its arguments as a Python command line with RLIMIT_NOFILE set to (argv[1], argv[2]).
+_WITH_NOFILE = (
+    "import os, resource, sys; resource.setrlimit(resource.RLIMIT_NOFILE, (int(sys.argv[1]), int(sys.argv[2])));"
+    " os.execv(sys.executable, [sys.executable, *sys.argv[3:]])"
+)
+
+
+class _LimitedDaemon(DaemonProcess):
+    """A daemon started with a given soft and hard RLIMIT_NOFILE (``nofile``)."""
+
+    def __init__(self, *args, nofile: tuple[int, int], **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.nofile = nofile
+
+    @property
+    def argv(self) -> list[str]:
+        python, *rest = super().argv
+        return [python, "-c", _WITH_NOFILE, *map(str, self.nofile), *rest]
+
+
+def start_http_daemon(
+    port: int | None = None, nofile: tuple[int, int] | None = None, **env: str
+) -> HttpDaemon:
+    """A daemon serving HTTP on ``port`` (default: a free one), with RLIMIT_NOFILE ``(soft, hard)`` when
+    ``nofile`` is given."""
     root = short_tmpdir()
     port = port or free_port()
-    proc = DaemonProcess(root, env={"MEMORYD_TOOL_TIMEOUT_MS": "3000", **env}, args=["--http", str(port)])
+    kind, extra = (DaemonProcess, {}) if nofile is None else (_LimitedDaemon, {"nofile": nofile})
+    proc = kind(root, env={"MEMORYD_TOOL_TIMEOUT_MS": "3000", **env}, args=["--http", str(port)], **extra)
     proc.start()
     deadline = time.monotonic() + 30
-    while proc.status().get("http") is None:  # the socket answers first; HTTP starts right after
+    # The socket answers first; HTTP starts right after, and http.json is written once it listens (the
+    # engine starts in the same loop turn, so its state is "loading" or later from then on).
+    while proc.status().get("http") is None or not (proc.socket.parent / "http.json").exists():
         assert time.monotonic() < deadline and not proc.events("http_failed"), proc.log()
         time.sleep(0.05)
     return HttpDaemon(proc, port)

@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+from memoryd.settings import port_arg
+
 DEFAULT_HTTP_PORT = 7077  # memoryd.http.files.DEFAULT_PORT, without importing it to build the parser
 
 
@@ -21,7 +23,7 @@ def register(sub) -> None:
     s.add_argument(
         "--http",
         nargs="?",
-        type=int,
+        type=port_arg,
         const=DEFAULT_HTTP_PORT,
         metavar="PORT",
         help=f"also serve MCP over HTTP and the page on 127.0.0.1/::1 (default port {DEFAULT_HTTP_PORT}; "

@@ -17,6 +17,7 @@ Standard library only: the CLI reads these without importing Starlette or the MC
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import secrets
@@ -80,7 +81,13 @@ def _replace(path: Path, data: bytes) -> None:
 def _read_private(path: Path) -> bytes:
     """The bytes of a 0600 regular file owned by us. Raises ``FileNotFoundError``, or :class:`HttpFileError`
     for a symlink, another owner or looser permissions (a file others could have read is not trusted)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as exc:
+        # O_NOFOLLOW on a symlink: ELOOP on Linux and macOS, EMLINK on FreeBSD
+        if exc.errno in (errno.ELOOP, errno.EMLINK) and os.path.islink(path):
+            raise HttpFileError(f"{path} is a symlink; remove it") from None
+        raise
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
@@ -90,10 +97,6 @@ def _read_private(path: Path) -> bytes:
                 f"{path} is readable by others (mode {stat.S_IMODE(st.st_mode):o}); remove it"
             )
         return os.read(fd, 1 << 16)
-    except OSError as exc:
-        if isinstance(exc, HttpFileError) or exc.errno != 40:  # ELOOP: O_NOFOLLOW met a symlink
-            raise
-        raise HttpFileError(f"{path} is a symlink; remove it") from None
     finally:
         os.close(fd)
 

@@ -2,8 +2,12 @@
 
 :meth:`HttpListener.start` binds, builds the app (:func:`memoryd.http.app.build_app`), starts uvicorn on
 the bound sockets, and records the port in ``http.json`` (:mod:`memoryd.http.files`);
-:meth:`HttpListener.stop` ends it within its budget (open SSE streams are cut after
-:data:`GRACEFUL_S`) and removes ``http.json``.
+:meth:`HttpListener.stop` ends it within its budget and removes ``http.json``: it first sets
+:attr:`HttpListener.closing` (``app.state.closing``), on which the page's event streams end by
+themselves; what is still open after :data:`GRACEFUL_S` (an MCP stream) is cut.
+
+Connections go through :class:`memoryd.http.protocol.GuardedH11Protocol`: at most
+:data:`memoryd.http.protocol.MAX_CONNECTIONS` open, each with a deadline for its request head.
 
 Addresses: ``127.0.0.1`` and ``::1`` (``IPV6_V6ONLY``), never a wildcard or an outside interface. A machine
 without IPv6 loopback is served on 127.0.0.1 alone (logged).
@@ -33,12 +37,15 @@ from typing import Any
 import uvicorn
 
 from memoryd.http import files
+from memoryd.http.protocol import TALLY, GuardedH11Protocol
 from memoryd.logs import get_logger
 
 GRACEFUL_S = 1.0
 LOOPBACK_V4 = "127.0.0.1"
 LOOPBACK_V6 = "::1"
-_BACKLOG = 128
+#: The listen queue, and how many connections asyncio accepts per loop turn: uvicorn's 2048 would let a
+#: flood take that many descriptors between two turns, past the connection cap (memoryd.http.protocol).
+_BACKLOG = 32
 
 log = get_logger("memoryd.http.listener")
 
@@ -108,6 +115,8 @@ class HttpListener:
         self.sessions = sessions
         self._server: _Server | None = None
         self._task: asyncio.Task[None] | None = None
+        #: Set when stopping begins; the page's event streams end on it (``app.state.closing``).
+        self.closing = asyncio.Event()
 
     @property
     def url(self) -> str | None:
@@ -132,9 +141,11 @@ class HttpListener:
                 hint="another process holds the port; clients configured for it need `memoryd connect --http` again",
             )
         self.port = sockets[0].getsockname()[1]
+        app = self._build(token, self.port)
+        app.state.closing = self.closing
         config = uvicorn.Config(
-            self._build(token, self.port),
-            http="h11",
+            app,
+            http=GuardedH11Protocol,
             ws="none",
             lifespan="off",
             log_config=None,
@@ -143,6 +154,7 @@ class HttpListener:
             date_header=False,
             proxy_headers=False,
             timeout_graceful_shutdown=GRACEFUL_S,
+            backlog=_BACKLOG,
         )
         self._server = _Server(config)
         self._task = asyncio.create_task(self._serve(sockets), name="memoryd-http")
@@ -169,11 +181,13 @@ class HttpListener:
         files.remove_port(self.socket_dir)
 
     async def stop(self, timeout: float) -> None:
-        """Stop accepting, end open requests (streams are cut after :data:`GRACEFUL_S`), remove
-        ``http.json``. Idempotent; never raises."""
+        """Stop accepting, end the page's event streams, end open requests (what is left is cut after
+        :data:`GRACEFUL_S`), remove ``http.json``. Idempotent; never raises."""
         files.remove_port(self.socket_dir)
         if self._server is None or self._task is None:
             return
+        self.closing.set()  # streams that only end when told end now, before uvicorn's graceful wait
+        await asyncio.sleep(0)
         self._server.should_exit = True
         try:
             await asyncio.wait_for(asyncio.shield(self._task), timeout)
@@ -184,6 +198,7 @@ class HttpListener:
                 await self._task
         except Exception as exc:
             log.error("http_stop_failed", exc_info=exc)
+        TALLY.report()
         log.info("http_stopped", port=self.port)
 
 

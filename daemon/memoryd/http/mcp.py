@@ -16,7 +16,8 @@ What this module adds in front of it, so HTTP behaves as the socket does:
   and metrics are the socket's, unchanged;
 * **JSON-RPC hygiene**: every POST body passes :func:`memoryd.serve.jsonrpc.classify` first. An answer
   it makes there (``-32700`` for malformed JSON, ``-32600`` for a batch, a non-object or a bad id,
-  ``-32602`` for positional params) is sent as a 400 with that JSON-RPC error as its body; a malformed
+  ``-32602`` for positional params; ``-32700`` for an empty body too, which the socket would drop as a
+  blank line) is sent as a 400 with that JSON-RPC error as its body; a malformed
   notification or response is acknowledged 202 and dropped. A request reusing the id of a request still
   in flight in the same session is refused ``-32600`` (the SDK keys in-flight requests by ``str(id)`` and
   would mix up their answers);
@@ -37,7 +38,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.types import Message, Receive, Scope, Send
 
-from memoryd.errors import INVALID_PARAMS, INVALID_REQUEST
+from memoryd.errors import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
 from memoryd.logs import get_logger
 from memoryd.serve import jsonrpc
 from memoryd.serve.app import HTTP_SCOPE_KEY, McpApp, SessionState
@@ -108,6 +109,10 @@ class McpHttp:
                 await _json_answer(send, 413, error.rstrip(b"\n"))
                 return
             body = read
+            if not body.strip():  # a line protocol drops blank lines; an HTTP body must hold a message
+                error = jsonrpc.error_line(None, PARSE_ERROR, "Parse error: the request body is empty")
+                await _json_answer(send, 400, error.rstrip(b"\n"))
+                return
             match jsonrpc.classify(body):
                 case jsonrpc.Reply(answer, reason):
                     log.info("rejected_body", reason=reason, bytes=len(body))
@@ -149,6 +154,7 @@ class McpHttp:
             groups=groups,
             tools=self.registry.visible(groups),
             resources=self.registry.visible_resources(groups),
+            templates=self.registry.visible_templates(groups),
             log=log.bind(http=conn, era="modern" if modern else "handshake"),
         )
 

@@ -151,9 +151,9 @@ class McpApp:
         return session_of(ctx).resource_listing
 
     async def _list_resource_templates(
-        self, ctx: ServerRequestContext[SessionState], params: types.PaginatedRequestParams | None
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
-        return ctx.lifespan_context.template_listing
+        return session_of(ctx).template_listing
 
     async def _read_resource(
         self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams

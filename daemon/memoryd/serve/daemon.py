@@ -363,6 +363,7 @@ def run(
     """
     logs.use_service_log()  # MEMORYD_LOG_FILE (set by the LaunchAgent/systemd unit): rotating JSON log too
     memory.limit_arenas()  # before the model, LanceDB and the event loop start their threads
+    _raise_fd_limit()
     try:
         if config is None:
             from memoryd.settings import Settings
@@ -401,6 +402,24 @@ def run(
         daemon.release()
         daemon.cancel_watchdog()
     return 0
+
+
+def _raise_fd_limit() -> None:
+    """The soft ``RLIMIT_NOFILE`` up to the hard one (often 1024 of far more): connections, the index
+    and the model all hold descriptors. macOS refuses an unlimited soft limit, hence its OPEN_MAX."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    unlimited = resource.RLIM_INFINITY
+    for target in (1 << 20, 10240) if hard == unlimited else (hard, min(hard, 10240)):
+        if soft == unlimited or soft >= target:
+            return
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        except (ValueError, OSError):
+            continue
+        log.debug("fd_limit_raised", soft=soft, now=target, hard=hard)
+        return
 
 
 def _startup_failed(exc: StartupError, advice: str = "") -> int:

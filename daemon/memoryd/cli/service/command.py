@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from memoryd.cli.service.common import Actions, ServiceError
+from memoryd.settings import port_arg
 
 FOLLOW_POLL_S = 0.5
 
@@ -34,7 +35,7 @@ def register(sub) -> None:
     install.add_argument(
         "--http",
         nargs="?",
-        type=int,
+        type=port_arg,
         const=7077,
         metavar="PORT",
         help="the service also serves MCP over HTTP and the page on 127.0.0.1 (default port 7077; 0: off; "

@@ -96,7 +96,7 @@ class Context:
             locations=resolve(env=env),
             platform=platform or sys.platform,
             home=os.path.abspath(os.path.expanduser(home)) if home else None,
-            http_port=max(0, min(65535, http_port)),
+            http_port=http_port,
         )
 
     @property
