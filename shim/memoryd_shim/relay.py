@@ -1,5 +1,8 @@
 """The relay: an agent's stdin/stdout <-> the daemon's Unix socket, one thread, one ``select`` loop.
 
+One module of ~560 lines on purpose: the state machine below is one loop whose states share the held
+lines and the replay; split across modules, the "exactly one answer per request" rule could not be read whole.
+
 States (``Relay.state``)::
 
     CONNECTING  no socket: connect with backoff, start the daemon once if allowed; client lines wait in `held`

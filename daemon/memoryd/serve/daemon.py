@@ -1,5 +1,8 @@
 """``memoryd serve``: start-up -> serve -> shutdown of the one long-running daemon.
 
+One module of ~430 lines on purpose: the start-up and shutdown orders below are the daemon's safety
+(locks before the bind, the socket removed before the lock is released), and they read as one sequence.
+
 Entry points (for ``memoryd.cli.main``)::
 
     run(config: ServeConfig | None = None, *, board=None, index=None, socket=None, model=None,
