@@ -236,9 +236,9 @@ class Daemon:
                 self.listener.handle, sock=self._bound.sock, limit=rendezvous.MAX_LINE_BYTES, **extra
             )
             log.info("listening", socket=str(self._bound.path), groups=self.registry.groups)
+            self.engine.start(self.config.engine_factory)  # loads in the background; status says "loading"
             if self.http is not None:
                 await self._start_http()
-            self.engine.start(self.config.engine_factory)
             announce = loop.create_task(self._announce_ready(), name="memoryd-ready-line")
             await self._stop.wait()
             announce.cancel()
