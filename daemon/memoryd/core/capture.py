@@ -186,6 +186,9 @@ class Capture:
         return {k: _text(req, k)[:200] for k in ("agent", "session") if _text(req, k)}
 
     async def _decide(self, text: str, project: str, current: str | None) -> filing.Filing:
+        named = filing.named_task(text, self._open_tasks(project), self._task_of_brief)
+        if named is not None:
+            return filing.Filing(named, 1.0, "named")
         scores, mode = await self.filing_scores(text, project)
         if not scores and current is None:
             return filing.Filing(None, 0.0, "new")
@@ -194,7 +197,7 @@ class Capture:
     async def filing_scores(self, text: str, project: str) -> tuple[dict[str, float], str]:
         """``({open task of project: best 0–1 score of its briefs}, "hybrid"|"keyword")`` for a cleaned prompt:
         what :func:`memoryd.kinds.briefs.filing.choose_task` decides on (``memoryd eval --filing`` too)."""
-        open_ids = {t.id for t in self.briefs.tasks().values() if t.status == "open" and t.project == project}
+        open_ids = self._open_tasks(project)
         if not open_ids:
             return {}, self.searcher.mode
         result = await self.searcher.search(
@@ -202,6 +205,13 @@ class Capture:
         )
         mode = "hybrid" if result.mode == "hybrid" else "keyword"
         return filing.task_scores(((h.task, h.score) for h in result.hits), open_ids), mode
+
+    def _task_of_brief(self, brief_id: str) -> str | None:
+        brief = self.briefs.snapshot().briefs.get(brief_id)
+        return brief.task if brief is not None else None
+
+    def _open_tasks(self, project: str) -> set[str]:
+        return {t.id for t in self.briefs.tasks().values() if t.status == "open" and t.project == project}
 
     async def _write(
         self,

@@ -13,7 +13,16 @@ Built in memory from the shared eval folder (``DIR`` = ``shared/eval``, read in 
   - ``resume``: a later prompt of a task, from a fresh session (the task is open on the board);
   - ``switch``: a later prompt of a task, sent in a session that last worked on another open task.
 
-  A task marked ``done`` on the board is closed right after its last prompt.
+  A task marked ``done`` on the board is closed right after its last prompt. After a project's own
+  prompts come :data:`UNRELATED` prompts about other work, which must start a new task: the first prompt
+  of a done task of another project (its project's name swapped for this one's), drawn by
+  ``random.Random("unrelated/<project>")``, leaving out the few pairs whose subject is close to an open
+  task of this project (:data:`CLOSE_SUBJECTS`). They alternate between
+
+  - ``unrelated``: from a fresh agent session;
+  - ``unrelated (in session)``: sent in a session whose task is still open;
+
+  each is written into a task of its own that is closed at once, so it never competes with the next.
 * **LoCoMo** (``locomo/corpus.jsonl``): each conversation is a project and each of its dated sessions one
   task, sent by one agent session: its first :data:`LOCOMO_TURNS` turns that are briefs (at least
   :data:`LOCOMO_MIN_WORDS` words) are consecutive prompts. The first only opens the task (not scored: whether a
@@ -29,6 +38,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -36,7 +46,16 @@ from pathlib import Path
 from memoryd.cli.eval.labelled import read_jsonl
 from memoryd.kinds.briefs.capture import clean_prompt
 
-CASES = ("new", "new-subject", "same-session", "resume", "switch", "same-session (chat)")
+CASES = (
+    "new",
+    "new-subject",
+    "same-session",
+    "resume",
+    "switch",
+    "unrelated",
+    "unrelated (in session)",
+    "same-session (chat)",
+)
 TUNE_GROUPS = frozenset({"shopfront", "infra", "pipeline", "locomo-conv-26", "locomo-conv-41"})
 LOCOMO_TURNS = 3
 LOCOMO_MIN_WORDS = 4
@@ -44,6 +63,19 @@ LOCOMO_MIN_WORDS = 4
 P_NEW_SUBJECT = 0.5
 P_SAME = 0.4
 P_SWITCH = 0.25
+#: Unrelated prompts appended to each board-v1 project.
+UNRELATED = 10
+#: (task of another project, project): the task's subject is close to an open task of that project (the
+#: same words for related work), so "new task" would be a debatable label: left out.
+CLOSE_SUBJECTS = frozenset(
+    {
+        ("t-20261118-98b3b5", "docs-site"),  # Japanese onboarding copy / Japanese version of the docs
+        ("t-20260814-eed858", "mobile"),  # code blocks in dark mode / dark mode for the app
+        ("t-20260915-569206", "infra"),  # slow web CI / autoscale CI runners
+        ("t-20261111-585a5a", "infra"),  # mask personal data / masked staging snapshot
+        ("t-20260922-1ba58e", "infra"),  # Postgres exhaustion under load / scale payments-api
+    }
+)
 
 
 @dataclass
@@ -90,13 +122,17 @@ def _board_steps(board: Path) -> list[Step]:
     by_project: dict[str, list] = defaultdict(list)
     for row in briefs:
         by_project[row[3]].append(row)
+    openers: dict[str, tuple[str, str]] = {}  # done task -> (its project, its first prompt)
+    for _, _, task, project, text in briefs:
+        if tasks.get(task, {}).get("status") == "done":
+            openers.setdefault(task, (project, text))
     steps: list[Step] = []
     for project in sorted(by_project):
-        steps.extend(_project_steps(project, by_project[project], tasks, last_of))
+        steps.extend(_project_steps(project, by_project[project], tasks, last_of, openers))
     return steps
 
 
-def _project_steps(project: str, rows: list, tasks: dict, last_of: dict) -> list[Step]:
+def _project_steps(project: str, rows: list, tasks: dict, last_of: dict, openers: dict) -> list[Step]:
     rng = random.Random(f"filing/{project}")
     on: dict[str, str] = {}  # agent session -> the task it sent its last prompt for (insertion = recency)
     closed: set[str] = set()
@@ -124,6 +160,29 @@ def _project_steps(project: str, rows: list, tasks: dict, last_of: dict) -> list
         steps.append(
             Step(project, _split(project), session, project, text, task, case, [task] if done else [])
         )
+    return steps + _unrelated_steps(project, openers, on, closed)
+
+
+def _unrelated_steps(project: str, openers: dict, on: dict, closed: set) -> list[Step]:
+    rng = random.Random(f"unrelated/{project}")
+    pool = sorted(
+        (task, source, text)
+        for task, (source, text) in openers.items()
+        if source != project and (task, project) not in CLOSE_SUBJECTS
+    )
+    steps = []
+    for k, (task, source, text) in enumerate(rng.sample(pool, min(UNRELATED, len(pool)))):
+        text = re.sub(rf"\b{re.escape(source)}\b", project, text)
+        busy = [s for s, t in on.items() if t not in closed]
+        if k % 2 and busy:
+            case, session = "unrelated (in session)", busy[-1]
+        else:
+            case, session = "unrelated", f"{project}/s{len(on) + 1}"
+        gold = f"unrelated/{project}/{task}"
+        on.pop(session, None)
+        on[session] = gold
+        closed.add(gold)
+        steps.append(Step(project, _split(project), session, project, text, gold, case, [gold]))
     return steps
 
 
