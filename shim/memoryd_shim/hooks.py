@@ -22,10 +22,16 @@ daemon asks for a missing outcome, ``{"decision": "block", "reason": ...}`` (Gem
 makes it retry with the reason as the next prompt). Gemini CLI always gets a JSON object (``{}`` when
 there is nothing to say).
 
-Budget: the whole run ends within :data:`BUDGET_S` of the event (connect, send, wait). When no daemon
-answers the connect, a ``prompt``/``stop``/``end`` request is appended to the capture spool
-(:func:`memoryd_shim.rendezvous.capture_spool_path_str`), which the daemon takes in at its next start; a
-request that was sent is the daemon's, even when its answer comes too late.
+What is sent: stdin is read as UTF-8 (a byte that is not becomes U+FFFD), and every string of the request
+goes through :func:`memoryd_shim.textrules.scrub` first: ``<private>`` spans are cut and lone surrogates
+replaced before anything leaves this process, on the wire or in the spool.
+
+Budget: the whole run ends within :data:`BUDGET_S` of the event (connect, send, wait). Every request
+carries a unique ``rid`` (32 hex digits). A ``prompt``/``stop``/``end`` request that got no answer line
+(no daemon, a refused connect, no answer in time, the connection closed) is appended to the capture spool
+(:func:`memoryd_shim.rendezvous.capture_spool_path_str`), which the daemon takes in at its next start:
+the daemon may have taken it all the same (it was only slow, or died after filing it), so it skips a
+spooled request whose ``rid`` it already filed (:mod:`memoryd.core.spool`).
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ import sys
 import time
 
 from memoryd_shim import rendezvous
+from memoryd_shim.textrules import scrub
 
 #: Seconds from start to exit, per request kind: well inside every agent's hook timeout.
 BUDGET_S = {"prompt": 2.0, "stop": 2.0, "start": 2.5, "end": 2.0}
@@ -97,11 +104,13 @@ def _last_answer(transcript: str) -> str:
 
 
 def build_request(agent: str, event: str, payload: dict, tokens: int | None) -> dict:
-    """The neutral capture request for one agent hook input (shapes in :mod:`memoryd.core.capture`)."""
+    """The neutral capture request for one agent hook input (shapes in :mod:`memoryd.core.capture`), every
+    string scrubbed (:func:`memoryd_shim.textrules.scrub`) before it is cut to :data:`TEXT_CHARS`."""
     kind = EVENTS[agent][event]
+    payload = scrub(payload)
     req: dict = {
         "event": kind,
-        "id": f"{time.time_ns():x}-{os.urandom(6).hex()}",
+        "rid": os.urandom(16).hex(),
         "agent": agent,
         "session": _str(payload.get("session_id"))[:200],
         "cwd": _str(payload.get("cwd")) or os.getcwd(),
@@ -112,7 +121,7 @@ def build_request(agent: str, event: str, payload: dict, tokens: int | None) -> 
     elif kind == "stop":
         answer = _str(payload.get("last_assistant_message")) or _str(payload.get("prompt_response"))
         if not answer and agent == "claude-code" and _str(payload.get("transcript_path")):
-            answer = _last_answer(os.path.expanduser(payload["transcript_path"]))
+            answer = scrub(_last_answer(os.path.expanduser(payload["transcript_path"])))
         req["response"] = answer[:TEXT_CHARS]
         req["stop_active"] = payload.get("stop_hook_active") is True
     elif kind == "start":
@@ -134,46 +143,12 @@ def render(agent: str, event: str, answer: dict) -> dict | None:
     return None
 
 
-def cut_private(text: str) -> tuple[str, int]:
-    """``text`` without its ``<private>…</private>`` spans (an unclosed tag hides the rest), and how many.
-
-    A span between two words leaves one space ("a <private>x</private> b" -> "a b"); one at the start of a
-    line leaves the indentation as it was, one at the end of a line leaves no trailing blank. Whitespace
-    elsewhere is not touched. The daemon uses this same function."""
-    import re
-
-    def gap(m) -> str:
-        before, after = m.group(1) or "", m.group(2)
-        end = m.end()
-        if end == len(text) or text[end] in "\r\n":
-            return ""  # at the end of a line: no trailing blank
-        start = m.start()
-        if before or start == 0 or text[start - 1].isspace():
-            return before  # the blank before (or the indentation) stands for the span
-        return after
-
-    return re.subn(
-        r"((?<=\S)[ \t]+)?<private>.*?(?:</private>|\Z)([ \t]*)", gap, text, flags=re.IGNORECASE | re.DOTALL
-    )
-
-
-def _without_private(value):
-    """``value`` with every ``<private>…</private>`` span cut from its strings (:func:`cut_private`):
-    private text never reaches a file, not even the spool. Secrets are redacted by the daemon when it
-    files the spool (the redactor is not standard library)."""
-    if isinstance(value, str):
-        return cut_private(value)[0]
-    if isinstance(value, dict):
-        return {k: _without_private(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_without_private(v) for v in value]
-    return value
-
-
 def spool(request: dict, path: str | None = None) -> bool:
-    """Append ``request`` to the capture spool (one line, one write); False when it could not."""
+    """Append ``request`` to the capture spool (one line, one write); False when it could not. Its strings
+    are scrubbed again: private text never reaches a file. Secrets are redacted by the daemon when it files
+    the spool (the redactor is not standard library)."""
     path = path or rendezvous.capture_spool_path_str()
-    line = (json.dumps(_without_private(request), ensure_ascii=False) + "\n").encode("utf-8")
+    line = (json.dumps(scrub(request), ensure_ascii=False) + "\n").encode("utf-8")
     try:
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
@@ -188,41 +163,38 @@ def spool(request: dict, path: str | None = None) -> bool:
     return True
 
 
-def ask(socket_path: str, request: dict, deadline: float) -> tuple[str, dict | None]:
-    """Send ``request``; ``("answered", answer)``, ``("sent", None)`` (no answer in time) or
-    ``("undelivered", None)`` (nothing took it: the caller spools it)."""
+def ask(socket_path: str, request: dict, deadline: float) -> tuple[bool, dict | None]:
+    """Send ``request``; ``(True, answer)`` when a daemon answered with a line (``answer``: its capture
+    object, None for an error line), ``(False, None)`` when none did by ``deadline`` (the caller spools)."""
     line = (
         json.dumps({"memoryd": "capture", "v": rendezvous.WIRE_VERSION, "request": request}) + "\n"
     ).encode()
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         sock.settimeout(max(0.05, min(1.0, deadline - time.monotonic())))
+        data = b""
         try:
             sock.connect(socket_path)
             sock.sendall(line)
-        except OSError:
-            return "undelivered", None
-        data = b""
-        while b"\n" not in data:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return "sent", None
-            sock.settimeout(left)
-            try:
+            while b"\n" not in data:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False, None
+                sock.settimeout(left)
                 chunk = sock.recv(1 << 16)
-            except OSError:
-                return "sent", None
-            if not chunk:
-                break
-            data += chunk
+                if not chunk:  # closed without a whole line: a daemon that died or shut down
+                    return False, None
+                data += chunk
+        except OSError:
+            return False, None
     finally:
         sock.close()
     try:
         msg = json.loads(data.split(b"\n", 1)[0])
     except ValueError:
-        return "sent", None
+        return True, None
     capture = msg.get("capture") if isinstance(msg, dict) else None
-    return ("answered", capture) if isinstance(capture, dict) else ("sent", None)
+    return True, capture if isinstance(capture, dict) else None
 
 
 def _parse(argv: list[str]) -> tuple[str, str, int | None, str | None]:
@@ -254,20 +226,20 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
     try:
         agent, event, tokens, socket_path = _parse(sys.argv[1:] if argv is None else argv)
         kind = EVENTS[agent][event]
-        payload = json.loads(stdin.read(MAX_STDIN_BYTES) or b"{}")
+        payload = json.loads(stdin.read(MAX_STDIN_BYTES).decode("utf-8-sig", "replace") or "{}")
         if not isinstance(payload, dict):
             raise ValueError("the hook input is not a JSON object")
         request = build_request(agent, event, payload, tokens)
         if kind == "start" and tokens == 0:
             out = None  # the digest is switched off
         else:
-            state, answer = ask(
+            answered, answer = ask(
                 socket_path or os.path.abspath(rendezvous.socket_path_str()),
                 request,
                 started + BUDGET_S[kind],
             )
-            if state == "undelivered" and kind != "start" and not spool(request):
-                print("memoryd hook: no daemon, and the spool is full or unwritable", file=sys.stderr)
+            if not answered and kind != "start" and not spool(request):
+                print("memoryd hook: no answer, and the spool is full or unwritable", file=sys.stderr)
             out = render(agent, event, answer) if answer else None
     except Exception as exc:  # noqa: BLE001 - a hook must never fail the agent
         print(f"memoryd hook: {type(exc).__name__}: {exc}", file=sys.stderr)

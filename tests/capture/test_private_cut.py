@@ -1,5 +1,5 @@
-"""Cutting ``<private>…</private>`` (the hooks' :func:`memoryd_shim.hooks.cut_private`, which the daemon's
-capture uses too): the text is gone, a cut between words leaves one space, and whitespace elsewhere
+"""Cutting ``<private>…</private>`` (:func:`memoryd_shim.textrules.strip_private`, which the hooks and the
+daemon's capture both use): the text is gone, a cut between words leaves one space, and whitespace elsewhere
 (newlines, indentation, a double space the person typed) is as it was."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ import json
 import pytest
 
 from memoryd.kinds.briefs.capture import clean_prompt, strip_private
-from memoryd_shim.hooks import cut_private, spool
+from memoryd_shim.hooks import spool
+from memoryd_shim.textrules import strip_private as cut_private
 
 
 @pytest.mark.parametrize(

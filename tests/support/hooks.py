@@ -52,13 +52,14 @@ class HookRun:
         return json.loads(self.stdout) if self.stdout.strip() else None
 
 
-def run_hook(command: str, payload: dict, home: Path, cwd: Path) -> HookRun:
-    """Run one installed hook command through a shell, as the agents do."""
+def run_hook(command: str, payload: dict | bytes, home: Path, cwd: Path) -> HookRun:
+    """Run one installed hook command through a shell, as the agents do (``payload``: the JSON input, or
+    the raw bytes of stdin)."""
     env = {"HOME": str(home), "PATH": "/usr/bin:/bin"}
     started = time.monotonic()
     proc = subprocess.run(
         ["/bin/sh", "-c", command],
-        input=json.dumps(payload).encode(),
+        input=payload if isinstance(payload, bytes) else json.dumps(payload).encode(),
         capture_output=True,
         env=env,
         cwd=cwd,

@@ -10,7 +10,13 @@ One :class:`Capture` per engine. Its :meth:`Capture.handle` takes one neutral re
     {"event": "brief",  "text", "cwd"?, "project"?, "task"?, "new_task"?, "screens"?: [[png, txt|null]]}
                                                                          -> {"brief", "task", "filed"}
 
-Every write is indexed through the engine's one writer before the answer goes out. What each session
+Hook requests carry a ``rid`` (unique per event), recorded with what they file, so the spool can skip
+what was filed already (:mod:`memoryd.core.delivery`). Strings with lone surrogates are mended (U+FFFD),
+not refused.
+
+Every write is indexed through the engine's one writer before the answer goes out, except a prompt's:
+it is answered once its files are written, and the filing lock stays held until its indexing is done,
+so the next prompt's search sees it (two sessions sending one new prompt share one task). What each session
 filed last (its task and brief, the prompt, whether the agent was already asked for an outcome) lives in
 memory; for a session it does not remember (after a restart) it is recovered from the board: the newest
 brief whose ``brief.json`` names that agent and session (``"captured"``) gives its project, task, brief
@@ -23,13 +29,16 @@ Raises ``ValueError`` for a request it cannot use (the control line answers with
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memoryd.board.ids import is_task_id
+from memoryd.board.ids import BRIEF_ID_PATTERN, is_task_id
+from memoryd.core.delivery import Delivered, rid_of, turn_id
 from memoryd.index.redact import redact
 from memoryd.kinds.briefs import capture as cap
 from memoryd.kinds.briefs import digest as dig
@@ -39,11 +48,16 @@ from memoryd.kinds.sessions import files as sessions
 from memoryd.kinds.sessions.summarize import extractive
 from memoryd.logs import get_logger
 from memoryd.project import branch_of, project_of
+from memoryd.textcheck import without_lone_surrogates
 
 log = get_logger("memoryd.core.capture")
 
 MARKER = "[memoryd]"
 SEARCH_POOL = 30
+#: A prompt is filed by what it starts with: a pasted log or file adds little but search time (a 60,000
+#: character prompt took seconds to search, most of it embedding and matching the whole text).
+FILING_QUERY_CHARS = 1_000
+_BRIEF_ID = re.compile(rf"(?<![0-9A-Za-z_-])({BRIEF_ID_PATTERN})(?![0-9A-Za-z_-])", re.ASCII)
 
 #: ``index(briefs=, tasks=, paths=)``: hand changes to the writer; resolves once they are searchable.
 IndexFn = Callable[..., Awaitable[Any]]
@@ -97,11 +111,14 @@ class Capture:
         #: Tasks a prompt started whose indexing runs after the hook's answer: open until the view has them.
         self._pending_tasks: set[str] = set()
         self._indexing: set[asyncio.Task] = set()
+        #: What was filed, by request id; ``delivered.applied`` is what the spool asks.
+        self.delivered = Delivered(self.board, briefs, session_file_id)
 
     async def handle(self, req: Any) -> dict[str, Any]:
         """Answer one request (shapes in the module docstring). Raises ``ValueError`` for a bad one."""
         if not isinstance(req, dict):
             raise ValueError("a capture request must be a JSON object")
+        req = without_lone_surrogates(req)
         event = req.get("event")
         handler = {
             "prompt": self.prompt,
@@ -145,12 +162,23 @@ class Capture:
             return {"brief": None, "task": None, "filed": None, "skipped": clean.reason, "context": None}
         project = project_of(_text(req, "cwd") or None)
         state = self._state(req)
-        async with self._filing:
+        # Held until this brief is searchable: released by its indexing (_index_later), or below on failure.
+        await self._filing.acquire()
+        handed = False
+        try:
+            rid = rid_of(req)
+            if rid in self.delivered:  # its spooled copy, taken while it was being filed
+                return {"brief": None, "task": None, "filed": None, "skipped": "duplicate", "context": None}
             current = state.task if state.project == project and self._is_open(state.task) else None
-            decision = await self._decide(clean.text, project, current)
+            decision = await self._decide(clean.text[:FILING_QUERY_CHARS], project, current)
             brief_id, task_id, title = await self._write(
                 clean.text, clean.text, project, decision.task, None, (), self._captured(req), wait=False
             )
+            handed = True
+            self.delivered.remember(rid)
+        finally:
+            if not handed:
+                self._filing.release()
         state.project, state.task, state.brief = project, task_id, brief_id
         state.prompt = clean.text
         log.info(
@@ -183,7 +211,10 @@ class Capture:
 
     @staticmethod
     def _captured(req: dict) -> dict[str, str]:
-        return {k: _text(req, k)[:200] for k in ("agent", "session") if _text(req, k)}
+        captured = {k: _text(req, k)[:200] for k in ("agent", "session") if _text(req, k)}
+        if rid := rid_of(req):
+            captured["rid"] = rid
+        return captured
 
     async def _decide(self, text: str, project: str, current: str | None) -> filing.Filing:
         named = filing.named_task(text, self._open_tasks(project), self._task_of_brief)
@@ -228,7 +259,8 @@ class Capture:
 
         ``wait=False`` (a prompt hook, which the agent waits for): the files are written and fsynced before
         the answer, the indexing runs after it (searchable a moment later; the board is the truth, so a
-        crash in between only defers it to the next start's sweep)."""
+        crash in between only defers it to the next start's sweep), and releases the filing lock, which the
+        caller holds."""
         now = cap.now_iso()
         title = cap.title_of(said)
         new_tasks: list[str] = []
@@ -261,6 +293,7 @@ class Capture:
         else:
             self._pending_tasks.update(new_tasks)
             job = asyncio.get_running_loop().create_task(self._index_later(brief.id, new_tasks))
+            # from here on the job owns the filing lock
             self._indexing.add(job)
             job.add_done_callback(self._indexing.discard)
         return brief.id, task_id, title
@@ -272,6 +305,7 @@ class Capture:
             log.warning("capture.index_deferred", brief=brief_id, error=f"{type(exc).__name__}: {exc}")
         finally:
             self._pending_tasks.difference_update(tasks)
+            self._filing.release()
 
     async def settle(self) -> None:
         """Wait for the indexing started after prompt answers (tests, shutdown)."""
@@ -315,11 +349,15 @@ class Capture:
         response = redact(response).text.strip()
         turn = False
         session = _text(req, "session")
-        if response and session:
+        rid = rid_of(req)
+        if response and session and rid not in self.delivered:
             item = sessions.Interaction.new(
                 session_file_id(_text(req, "agent"), session), state.prompt, "", response
             )
+            if rid is not None:  # names its request, for the spool (memoryd.core.delivery)
+                item = dataclasses.replace(item, id=turn_id(item.timestamp, rid))
             path = await asyncio.to_thread(sessions.append_interaction, self.board, item)
+            self.delivered.remember(rid)
             await self._index(paths=[path.relative_to(self.board).as_posix()])
             turn = True
         block = None

@@ -125,7 +125,8 @@ class Engine:
         self.indexer.start()
         # What hooks could not deliver while no daemon ran is filed now, in the order it happened.
         self._spool_task = asyncio.get_running_loop().create_task(
-            take_spool(self.settings.locations.state, self.capture.handle), name="memoryd-spool"
+            take_spool(self.settings.locations.state, self.capture.handle, self.capture.delivered.applied),
+            name="memoryd-spool",
         )
         # Kept session-start digests are rebuilt after changes, so a hook rarely waits for one.
         self._warm_task = asyncio.get_running_loop().create_task(

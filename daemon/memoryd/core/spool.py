@@ -1,13 +1,16 @@
 """Taking in the capture spool: hook events that found no daemon, filed when the engine starts.
 
 Hooks append one JSON request per line to ``<state>/capture-spool.jsonl``
-(:func:`memoryd_shim.rendezvous.capture_spool_path_str`), each with a unique ``"id"``. At start the engine
-renames the spool to ``capture-spool.taking-<pid>.jsonl`` (so hooks firing meanwhile start a fresh one),
-hands each request to :meth:`memoryd.core.capture.Capture.handle` in order, and notes each id it finished
-in ``capture-spool.taken`` - so a daemon stopped half-way never files a request twice: the next start
-picks up the left-over ``taking`` files and skips what ``taken`` names. A request the handler refuses
-goes to ``capture-spool.rejected.jsonl`` with the reason (nothing is dropped silently). When every file
-is done, the ``taken`` notes go too.
+(:func:`memoryd_shim.rendezvous.capture_spool_path_str`), each with a unique ``"rid"`` (``"id"`` from
+older hooks), whenever they got no answer: no daemon, or one that died, stopped or was too slow to
+answer in time - which may have filed the request all the same. At start the engine renames the spool
+to ``capture-spool.taking-<pid>.jsonl`` (so hooks firing meanwhile start a fresh one) and, in order,
+skips each request the board shows filed already (:meth:`memoryd.core.delivery.Delivered.applied`: a brief
+or a session turn naming its rid), hands the others to :meth:`memoryd.core.capture.Capture.handle`, and
+notes each id it finished in ``capture-spool.taken`` - so a daemon stopped half-way never files a request
+twice: the next start picks up the left-over ``taking`` files and skips what ``taken`` names. A request
+the handler refuses goes to ``capture-spool.rejected.jsonl`` with the reason (nothing is dropped
+silently). When every file is done, the ``taken`` notes go too.
 """
 
 from __future__ import annotations
@@ -51,9 +54,21 @@ def _claim(state: Path) -> list[Path]:
     return leftovers
 
 
-async def take_spool(state: Path, handle: Callable[[Any], Awaitable[Any]]) -> int:
-    """File every spooled request through ``handle``; returns how many were filed now. Never raises for
-    a bad line or a failed request (logged and kept in the rejected file)."""
+def _request_id(req: Any) -> str | None:
+    if not isinstance(req, dict):
+        return None
+    rid = req.get("rid", req.get("id"))
+    return rid if isinstance(rid, str) else None
+
+
+async def take_spool(
+    state: Path,
+    handle: Callable[[Any], Awaitable[Any]],
+    applied: Callable[[Any], Awaitable[bool]] | None = None,
+) -> int:
+    """File every spooled request through ``handle``, except those ``applied`` says were filed already;
+    returns how many were filed now. Never raises for a bad line or a failed request (logged and kept in
+    the rejected file)."""
     state = Path(state)
     try:
         files = await asyncio.to_thread(_claim, state)
@@ -81,13 +96,20 @@ async def take_spool(state: Path, handle: Callable[[Any], Awaitable[Any]]) -> in
                 req = json.loads(line)
             except ValueError:
                 req = None
-            rid = req.get("id") if isinstance(req, dict) and isinstance(req.get("id"), str) else None
+            rid = _request_id(req)
             if rid and rid in taken:
                 continue
             try:
                 if not isinstance(req, dict):
                     raise ValueError("not a JSON object")
-                await handle(req)
+                if applied is not None and await applied(req):
+                    log.info(
+                        "spool_request_applied", file=path.name, line=number, capture_event=req.get("event")
+                    )
+                    skipped = True
+                else:
+                    skipped = False
+                    await handle(req)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # kept with its reason; the others still get filed
@@ -96,7 +118,7 @@ async def take_spool(state: Path, handle: Callable[[Any], Awaitable[Any]]) -> in
                     _append, state / REJECTED_NAME, json.dumps({"error": str(exc), "line": line})
                 )
             else:
-                filed += 1
+                filed += not skipped
             if rid:
                 taken.add(rid)
                 await asyncio.to_thread(_append, taken_path, rid)

@@ -230,9 +230,25 @@ async def capture_answer(engine_handle: Any, line: bytes, wait_s: float = CAPTUR
         engine = await engine_handle.get(wait_s=wait_s)
         return _answer_line("capture", await engine.capture.handle(msg.get("request")))
     except ValueError as exc:
+        _warn("capture_refused", msg.get("request"), str(exc))
         return rendezvous.error_line(f"capture refused: {exc}")
     except Exception as exc:  # the answer says why; the daemon keeps serving
+        _warn("capture_failed", msg.get("request"), f"{type(exc).__name__}: {exc}")
         return rendezvous.error_line(f"capture failed: {type(exc).__name__}: {exc}")
+
+
+def _warn(event: str, request: Any, error: str) -> None:
+    """Log a capture the daemon did not file (a hook shows the agent nothing: the log is where it shows)."""
+    from memoryd.logs import get_logger  # the daemon's logger; this module stays importable without it
+
+    req = request if isinstance(request, dict) else {}
+    kind, agent = req.get("event"), req.get("agent")
+    get_logger("memoryd.serve.control").warning(
+        event,
+        error=error[:300],
+        capture_event=kind if isinstance(kind, str) else None,
+        agent=agent if isinstance(agent, str) else None,
+    )
 
 
 def ask_capture(

@@ -2,8 +2,9 @@
 
 Text rules (:func:`clean_prompt`), applied before anything touches the disk:
 
-* ``<private>…</private>`` spans are cut out (case-insensitive, across lines; an unclosed ``<private>`` hides
-  everything after it), so that text is never stored anywhere;
+* ``<private>…</private>`` spans are cut out by :func:`memoryd_shim.textrules.strip_private`, the rule the
+  hooks apply before sending (case-insensitive, nesting-aware, across lines; an unclosed ``<private>``
+  hides everything after it), so that text is never stored anywhere;
 * secrets are replaced by :func:`memoryd.index.redact.redact`'s placeholders, so ``said.txt`` and
   ``prompt.md`` never hold a key the rules know;
 * what is left is **not a brief** when it is empty, only a slash command (``/clear``, ``/model opus``:
@@ -31,7 +32,7 @@ from memoryd.board.gate import open_root
 from memoryd.board.ids import check_brief_id, check_task_id
 from memoryd.index.redact import redact
 from memoryd.kinds.briefs.reader import BRIEFS_DIR, TASKS_DIR, BoardUnreadable
-from memoryd_shim.hooks import cut_private
+from memoryd_shim.textrules import strip_private
 
 #: A prompt longer than this is cut (characters) before it is stored; agents paste whole logs.
 MAX_PROMPT_CHARS = 100_000
@@ -98,16 +99,10 @@ class CleanPrompt:
         return not self.reason
 
 
-def strip_private(text: str) -> tuple[str, int]:
-    """``text`` without its ``<private>…</private>`` spans (an unclosed tag hides the rest); and how many.
-    The hooks' own rule (:func:`memoryd_shim.hooks.cut_private`): a cut between words leaves one space."""
-    return cut_private(text)
-
-
 def clean_prompt(text: str) -> CleanPrompt:
     """Apply the module's text rules to what the developer typed (any ``str``; never raises)."""
-    text = (text or "")[:MAX_PROMPT_CHARS].replace("\r\n", "\n")
-    text, private = strip_private(text)
+    text, private = strip_private((text or "").replace("\r\n", "\n"))
+    text = text[:MAX_PROMPT_CHARS]
     red = redact(text)
     body = red.text.strip()
     if not body:
@@ -184,7 +179,8 @@ def write_task(board: Path, task_id: str, title: str, project: str, created_at: 
 class NewBrief:
     """What :func:`write_brief` writes. ``said``/``prompt`` are already cleaned; ``screens`` are
     ``(png bytes, text or None)`` pairs, numbered from 1. ``captured`` names the agent and session that
-    sent it (an extra ``brief.json`` field; readers ignore it)."""
+    sent it, and the ``rid`` of its hook request (an extra ``brief.json`` field; readers ignore what they do
+    not know)."""
 
     id: str
     task: str

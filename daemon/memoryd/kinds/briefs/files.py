@@ -100,7 +100,8 @@ class Brief:
     ``screens`` holds only screens whose ``.png`` exists; ``screen_pngs`` are their board-relative paths
     (``briefs/<id>/screens/<n>.png``), the only screen data that may be handed out. ``outcome`` is None when
     there is no (readable) ``outcome.md``. ``captured``: ``brief.json``'s optional ``"captured":
-    {"agent", "session"}`` (written by capture), None when absent or not two strings.
+    {"agent", "session", "rid"}`` (written by capture), None when absent or not two strings;
+    ``captured_rid``: its ``rid`` (the hook request that filed it), None when absent.
     """
 
     id: str
@@ -116,6 +117,8 @@ class Brief:
     screens: tuple[Screen, ...] = ()
     screen_pngs: tuple[str, ...] = field(default=())
     captured: tuple[str, str] | None = None  # (agent, session) that sent it as a prompt, when captured
+    # not part of its index record: kept out of repr, which the derive cache hashes (memoryd.index.derive_cache)
+    captured_rid: str | None = field(default=None, repr=False)
 
 
 # --- JSON files ---------------------------------------------------------------------------------------
@@ -174,7 +177,8 @@ def parse_task(text: str, expected_id: str | None = None) -> Task:
 
 def parse_brief_json(text: str, expected_id: str | None = None) -> dict[str, Any]:
     """Parse ``briefs/<id>/brief.json`` into the six metadata fields of :class:`Brief`, plus ``captured``
-    when the optional ``"captured": {"agent", "session"}`` object holds two strings (else it is ignored).
+    when the optional ``"captured": {"agent", "session"}`` object holds two strings, and ``captured_rid``
+    when it holds a string ``"rid"`` (else they are ignored, as are keys this version does not know).
 
     ``expected_id`` (the folder name) must equal the ``id`` field; ``task`` must be a task id.
     Raises FormatError like :func:`parse_task`.
@@ -200,6 +204,8 @@ def parse_brief_json(text: str, expected_id: str | None = None) -> dict[str, Any
         agent, session = captured.get("agent"), captured.get("session")
         if isinstance(agent, str) and isinstance(session, str):
             meta["captured"] = (agent, session)
+        if isinstance(captured.get("rid"), str):
+            meta["captured_rid"] = captured["rid"]
     return meta
 
 
