@@ -20,6 +20,8 @@ import sys
 import time
 from typing import Any
 
+from memoryd.board.atomic import pid_alive
+
 EXIT_STOPPED = 0
 EXIT_NOT_STOPPED = 1
 #: Longer than the daemon's own shutdown budget and its watchdog (about 5 s), so a daemon that stops at all
@@ -82,13 +84,7 @@ def _is_zombie(pid: int) -> bool:
 
 def alive(pid: int) -> bool:
     """Whether process ``pid`` still runs (a zombie has exited: its files and locks are closed)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return not _is_zombie(pid)
+    return pid_alive(pid) and not _is_zombie(pid)
 
 
 def terminate(pid: int, wait_s: float) -> bool:

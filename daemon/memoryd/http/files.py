@@ -51,13 +51,7 @@ def handover_path(socket_dir: Path) -> Path:
 def _create_exclusive(path: Path, data: bytes) -> bool:
     """Create ``path`` (0600) holding ``data`` unless it exists; ``True`` when created here. A reader never
     sees it half-written: the data goes to a private temp file first, which is then hard-linked into place."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    tmp = _private_temp(path, data)
     try:
         os.link(tmp, path)
         return True
@@ -68,14 +62,21 @@ def _create_exclusive(path: Path, data: bytes) -> bool:
 
 
 def _replace(path: Path, data: bytes) -> None:
+    os.replace(_private_temp(path, data), path)
+
+
+def _private_temp(path: Path, data: bytes) -> Path:
+    """A new 0600 file beside ``path`` holding ``data``, fsynced; the caller moves or links it into place."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
-        os.write(fd, data)
+        view = memoryview(data)
+        while view:  # a short write goes on
+            view = view[os.write(fd, view) :]
         os.fsync(fd)
     finally:
         os.close(fd)
-    os.replace(tmp, path)
+    return tmp
 
 
 def _read_private(path: Path) -> bytes:
