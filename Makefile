@@ -50,5 +50,7 @@ format: $(STAMP)
 clean:
 	rm -rf $(VENV) .uv .pytest_cache .ruff_cache
 
+# The scenarios through the shim (via a stdio gateway), then straight against the daemon's own /mcp.
 conformance: $(STAMP)
 	bash conformance/run.sh
+	bash conformance/run.sh --http
