@@ -317,3 +317,36 @@ def test_screenshots(browser, served, shared_board):
             tab.screenshot(path=str(out / f"{name}.png"))
         finally:
             context.close()
+
+
+def test_the_page_is_usable_from_the_keyboard_alone(page, served):
+    """Tab from the top: the skip link first, then the sections and the search box; Enter searches, and a
+    result's link opens its task with Enter — no mouse anywhere."""
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.className") == "skip"
+    page.keyboard.press("Enter")
+    assert page.evaluate("document.activeElement.id") == "main"  # the skip link moves focus to the content
+    page.goto(f"{served.url}/")
+    for _ in range(12):  # the skip link, the section links, then the search box
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.id") == "q":
+            break
+    else:
+        raise AssertionError("the search box is not reachable with Tab")
+    page.keyboard.type("safari login")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("li.result")
+    for _ in range(40):  # on to the first result's link
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.closest('li.result') !== null"):
+            break
+    else:
+        raise AssertionError("no result link is reachable with Tab")
+    task = page.evaluate("document.activeElement.closest('li.result').dataset.task")
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(rf"/task/{task}"))
+    visible_focus = page.evaluate(
+        "(() => { const a = document.querySelector('a'); a.focus();"
+        " const s = getComputedStyle(a); return s.outlineStyle !== 'none' || s.boxShadow !== 'none'; })()"
+    )
+    assert visible_focus  # a focused link shows where the keyboard is
