@@ -172,17 +172,22 @@ def test_a_request_reusing_an_id_in_flight_is_refused(hd):
         "jsonrpc": "2.0",
         "id": 5,
         "method": "tools/call",
-        "params": {"name": "diag_sleep", "arguments": {"seconds": 1.5}},
+        "params": {"name": "diag_sleep", "arguments": {"seconds": 2.5}},
     }
     first: list = []
     thread = threading.Thread(target=lambda: first.append(hd.post_mcp(slow, headers=headers)))
     thread.start()
     try:
-        for _ in range(50):  # until the first is in flight: its SSE answer has not come yet
-            status, _, msgs = hd.post_mcp({**slow, "id": "5"}, headers=headers)  # "5" is 5 to the SDK
+        # Probe with a ping under the same id once the slow call has surely arrived (a probe in flight when
+        # the slow call arrives would refuse the slow call instead); a ping that still gets in first is
+        # answered at once, so the next probe tries again.
+        threading.Event().wait(0.8)
+        probe = {"jsonrpc": "2.0", "id": "5", "method": "ping"}  # "5" is 5 to the SDK
+        for _ in range(40):
+            status, _, msgs = hd.post_mcp(probe, headers=headers)
             if status == 400:
                 break
-            threading.Event().wait(0.05)
+            threading.Event().wait(0.02)
         assert status == 400 and msgs[0]["error"]["code"] == -32600 and msgs[0]["id"] == "5"
     finally:
         thread.join(10)
