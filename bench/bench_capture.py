@@ -53,10 +53,10 @@ def direct_ms(socket: Path, request: dict) -> tuple[float, dict | None]:
     from memoryd_shim.hooks import ask
 
     start = time.perf_counter()
-    state, answer = ask(str(socket), request, time.monotonic() + 30.0)
+    answered, answer = ask(str(socket), request, time.monotonic() + 30.0)
     ms = (time.perf_counter() - start) * 1000
-    if state != "answered":
-        raise RuntimeError(f"the daemon did not answer the {request['event']} request: {state}")
+    if not answered or answer is None:
+        raise RuntimeError(f"the daemon did not answer the {request['event']} request")
     return ms, answer
 
 
