@@ -71,3 +71,37 @@ def test_a_brief_is_filed_without_a_daemon_and_indexed_by_the_next_one(make_daem
         assert status["engine"]["briefs"] == 4, status["engine"]
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + bytes(17)
+
+
+def test_only_a_png_screenshot_and_utf8_text_are_attached(tmp_path):
+    root = short_tmpdir()
+    try:
+        board = root / "board"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
+        env |= {"MEMORYD_HOME": str(root / "cli"), "MEMORYD_BOARD": str(board),
+                "MEMORYD_INDEX": str(root / "index"), "MEMORYD_SOCKET": str(root / "none.sock")}  # fmt: skip
+        shot, text, notes = tmp_path / "shot.png", tmp_path / "shot.txt", tmp_path / "notes.txt"
+        shot.write_bytes(PNG)
+        text.write_text("Checkout button is grey", "utf-8")
+        notes.write_text(f"a private file {SECRET}", "utf-8")
+        (tmp_path / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))
+
+        for args, why in (
+            (("--screen", str(notes)), "is not a PNG image"),
+            (("--screen", str(tmp_path)), "no file"),
+            (("--screen", str(shot), "--screen-text", str(tmp_path / "latin1.txt")), "is not UTF-8 text"),
+        ):
+            refused = brief(env, FIRST, "--project", "shop", *args)
+            assert refused.returncode != 0 and why in refused.stderr, (args, refused.stderr)
+        assert not (board / "briefs").exists() or not any((board / "briefs").iterdir())
+
+        ok = brief(env, FIRST, "--project", "shop", "--screen", str(shot), "--screen-text", str(text))
+        assert ok.returncode == 0, ok.stderr
+        screens = board / "briefs" / ok.stdout.strip() / "screens"
+        assert (screens / "1.png").read_bytes() == PNG
+        assert (screens / "1.txt").read_text("utf-8") == "Checkout button is grey"
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

@@ -325,11 +325,11 @@ class Capture:
             if not _text(req, "project"):
                 project = self.briefs.tasks()[task].project
         screens = []
-        for pair in req.get("screens") or ():
-            png, txt = pair[0], pair[1] if len(pair) > 1 else None
-            data = await asyncio.to_thread(Path(png).read_bytes)
-            text = await asyncio.to_thread(Path(txt).read_text, "utf-8") if txt else None
-            screens.append((data, text))
+        pairs = req.get("screens") or []
+        if not isinstance(pairs, list) or not all(isinstance(p, list) and 1 <= len(p) <= 2 for p in pairs):
+            raise ValueError("screens is a list of [PNG path, text path or null]")
+        for pair in pairs:
+            screens.append(await asyncio.to_thread(cap.read_screen, *pair))
         new_title = _text(req, "new_task") or None
         async with self._filing:
             if task is None and new_title is None:

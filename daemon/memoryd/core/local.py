@@ -71,6 +71,8 @@ class _Tasks:
 class _KeywordSearch:
     """The searcher :class:`~memoryd.core.capture.Capture` asks, keyword-only on ``store`` (None: no hit)."""
 
+    mode = "keyword"
+
     def __init__(self, store: IndexStore | None) -> None:
         self.store = store
 

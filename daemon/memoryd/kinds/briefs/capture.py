@@ -23,6 +23,7 @@ import json
 import os
 import re
 import secrets
+import stat
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -130,6 +131,44 @@ def summary_of(text: str, limit: int = SUMMARY_CHARS) -> str:
     """One paragraph of the prompt, whitespace collapsed, cut at ``limit`` characters."""
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1].rsplit(" ", 1)[0] + "…"
+
+
+#: What a screenshot must start with, and the largest one (bytes) or its text (characters) a brief takes.
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+MAX_SCREEN_BYTES = 20 * 1024 * 1024
+MAX_SCREEN_TEXT_CHARS = MAX_PROMPT_CHARS
+
+
+def read_screen(png: object, text: object = None) -> tuple[bytes, str | None]:
+    """``(png bytes, text or None)`` of a screenshot a person attaches (``memoryd brief --screen``), read from
+    the two paths. Only a regular PNG file of at most :data:`MAX_SCREEN_BYTES` and a UTF-8 text file are
+    taken, so no other file of the user's can be copied onto the board. Raises ValueError saying why."""
+    if not isinstance(png, str) or not png or (text is not None and not isinstance(text, str)):
+        raise ValueError("a screen is [PNG path, text path or null]")
+    data = _read_regular(png, MAX_SCREEN_BYTES, "screenshot")
+    if not data.startswith(PNG_SIGNATURE):
+        raise ValueError(f"the screenshot {png} is not a PNG image")
+    if not text:
+        return data, None
+    raw = _read_regular(text, MAX_SCREEN_TEXT_CHARS * 4, "screenshot's text")
+    try:
+        decoded = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"the screenshot's text {text} is not UTF-8 text") from None
+    return data, decoded[:MAX_SCREEN_TEXT_CHARS]
+
+
+def _read_regular(path: str, limit: int, what: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise ValueError(f"the {what} {path} is not a regular file")
+            if info.st_size > limit:
+                raise ValueError(f"the {what} {path} is larger than {limit // (1024 * 1024)} MB")
+            return f.read(limit + 1)[:limit]
+    except OSError as exc:
+        raise ValueError(f"cannot read the {what} {path}: {exc.strerror or exc}") from None
 
 
 def now_iso() -> str:
