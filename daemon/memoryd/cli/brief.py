@@ -1,11 +1,10 @@
-"""``memoryd brief`` (a person files a brief, filed like a captured prompt; prints its id) and
-``memoryd tasks`` (the board's tasks, newest activity first, like ``list_tasks``).
+"""``memoryd brief``: a person files a brief, filed like a captured prompt; prints its id.
 
 ``brief`` goes through the running daemon (the capture control request, :mod:`memoryd.core.capture`), so
 the brief is redacted, filed into the task it continues and searchable when the id is printed. With no
 daemon it files the brief the same way in this process (:func:`memoryd.core.local.file_brief`: keyword-only
 search over the board's index, or a new task when there is none) and says so on stderr; the daemon indexes
-it when it next starts. ``tasks`` reads the board files.
+it when it next starts.
 """
 
 from __future__ import annotations
@@ -28,12 +27,6 @@ def register(sub) -> None:
         "--screen-text", metavar="TXT", help="that screenshot's text (searchable, never handed out)"
     )
     b.set_defaults(func=cmd_brief)
-
-    t = sub.add_parser("tasks", help="list the board's tasks, newest activity first")
-    t.add_argument("--project")
-    t.add_argument("--status", choices=("open", "done"))
-    t.add_argument("--limit", type=int, default=30)
-    t.set_defaults(func=cmd_tasks)
 
 
 def cmd_brief(args) -> int:
@@ -82,41 +75,4 @@ def cmd_brief(args) -> int:
         f"task {answer['task']} ({answer['filed']}), project {answer.get('project') or '-'}{searched}",
         file=sys.stderr,
     )
-    return EXIT_OK
-
-
-def cmd_tasks(args) -> int:
-    from memoryd.kinds.briefs.reader import BoardReader, BoardUnreadable
-    from memoryd.paths import resolve
-    from memoryd.serve.control import ask_status
-    from memoryd.wording import counted
-
-    locations = resolve()
-    board = locations.board
-    try:
-        status = ask_status(locations.socket, timeout=1.0)
-        if status and status.get("board"):
-            board = type(board)(status["board"])
-    except (OSError, ValueError):
-        pass
-    try:
-        snap = BoardReader(board).load()
-    except BoardUnreadable as exc:
-        print(f"memoryd tasks: {exc}", file=sys.stderr)
-        return EXIT_PROBLEM
-    activity: dict[str, tuple[str, int]] = {}
-    for b in snap.briefs.values():
-        last, n = activity.get(b.task, ("", 0))
-        activity[b.task] = (max(last, b.created_at), n + 1)
-    rows = [
-        (t, max(activity.get(t.id, ("", 0))[0], t.created_at), activity.get(t.id, ("", 0))[1])
-        for t in snap.tasks.values()
-        if (not args.project or t.project == args.project) and (not args.status or t.status == args.status)
-    ]
-    rows.sort(key=lambda r: (r[1], r[0].id), reverse=True)
-    print(f"{counted(len(rows), 'task')} on {board}")
-    for task, last, n in rows[: max(1, args.limit)]:
-        print(
-            f"{task.id}  {task.status:<4}  {last[:10]}  {n:>3} brief{'' if n == 1 else 's'}  [{task.project}] {task.title}"
-        )
     return EXIT_OK

@@ -28,6 +28,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "memoryd.cli.export",
     "memoryd.cli.service.command",
     "memoryd.cli.brief",
+    "memoryd.cli.tasks",
     "memoryd.cli.open_",
 )
 

@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from memoryd.board import atomic
-from memoryd.board.gate import open_root
+from memoryd.board.gate import DEFAULT_MAX_BYTES, open_root
 from memoryd.board.ids import check_brief_id, check_task_id
 from memoryd.index.redact import redact
 from memoryd.kinds.briefs.reader import BRIEFS_DIR, TASKS_DIR, BoardUnreadable
@@ -135,7 +135,7 @@ def summary_of(text: str, limit: int = SUMMARY_CHARS) -> str:
 
 #: What a screenshot must start with, and the largest one (bytes) or its text (characters) a brief takes.
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-MAX_SCREEN_BYTES = 20 * 1024 * 1024
+MAX_SCREEN_BYTES = DEFAULT_MAX_BYTES  # the most the board's reader serves
 MAX_SCREEN_TEXT_CHARS = MAX_PROMPT_CHARS
 
 

@@ -1,4 +1,5 @@
-"""Hand edits made for a person: remove one note line, remove one screenshot, read a screenshot's bytes.
+"""Hand edits made for a person: remove one note line, remove one screenshot, read a screenshot's bytes,
+mark a task done or open again, move a brief to another task.
 
 These write the board exactly as a person editing the files would, so forgetting works as it always does
 (the watcher or the caller hands the brief to the index, and maintenance drops the old text from disk):
@@ -13,6 +14,10 @@ named by its position *and* the digest of its redacted text (:func:`note_digest`
 other shown notes. When no single line does that (the file changed meanwhile, or a secret spans lines),
 nothing is written and :class:`EditRefused` says to edit the file by hand.
 
+A task's status and a brief's task are one JSON field each: the file is read, that field (and a moved
+brief's ``project``, which follows its new task) is changed, every other field is kept, and the file is
+replaced atomically, as a person editing it would.
+
 Every folder is opened through :mod:`memoryd.board.gate` (no symlink below the board root is followed).
 """
 
@@ -20,16 +25,17 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import re
 from pathlib import Path
 
 from memoryd.board import atomic
-from memoryd.board.gate import SafeDir, UnsafePath
-from memoryd.board.ids import check_brief_id
+from memoryd.board.gate import SafeDir, UnsafePath, open_root
+from memoryd.board.ids import check_brief_id, check_task_id
 from memoryd.errors import NotFound, ToolFailed
 from memoryd.index.redact import redact
-from memoryd.kinds.briefs.files import parse_notes
-from memoryd.kinds.briefs.reader import SCREENS_DIR
+from memoryd.kinds.briefs.files import TASK_STATUSES, parse_notes
+from memoryd.kinds.briefs.reader import SCREENS_DIR, TASKS_DIR
 from memoryd.kinds.briefs.writer import BriefNotFound, brief_dir
 from memoryd.logs import get_logger
 
@@ -138,3 +144,67 @@ __all__ = [
     "note_digest",
     "screenshot",
 ]
+
+
+def _read_json(d: SafeDir, name: str, what: str) -> dict:
+    try:
+        value = json.loads(d.read_text(name))
+    except FileNotFoundError:
+        raise NotFound(f"no {what}") from None
+    except ValueError:
+        raise EditRefused(f"{what} is not valid JSON; edit {d.relpath(name)} by hand") from None
+    if not isinstance(value, dict):
+        raise EditRefused(f"{what} is not a JSON object; edit {d.relpath(name)} by hand")
+    return value
+
+
+def _write_json(d: SafeDir, name: str, value: dict) -> None:
+    data = json.dumps(value, ensure_ascii=False, indent=2) + "\n"
+    atomic.write_replace(d, name, data.encode("utf-8"))
+
+
+def _task_json(board: Path, task_id: str) -> tuple[SafeDir, dict]:
+    check_task_id(task_id)
+    try:
+        with open_root(board) as root:
+            tasks = root.child(TASKS_DIR)
+    except FileNotFoundError:
+        raise NotFound(f"no task {task_id}") from None
+    try:
+        return tasks, _read_json(tasks, f"{task_id}.json", f"task {task_id}")
+    except BaseException:
+        tasks.close()
+        raise
+
+
+def set_task_status(board: Path, task_id: str, status: str) -> bool:
+    """Set ``tasks/<task_id>.json``'s status to ``status`` (``open`` or ``done``); False when it already was.
+
+    Raises InvalidId, ValueError (another status), NotFound, EditRefused (not a JSON object), UnsafePath,
+    OSError."""
+    if status not in TASK_STATUSES:
+        raise ValueError(f"a task's status is one of {', '.join(TASK_STATUSES)}")
+    tasks, task = _task_json(board, task_id)
+    with tasks:
+        if task.get("status") == status:
+            return False
+        _write_json(tasks, f"{task_id}.json", {**task, "status": status})
+    log.info("board.task_status", task=task_id, status=status)
+    return True
+
+
+def move_brief(board: Path, brief_id: str, task_id: str) -> bool:
+    """File brief ``brief_id`` under task ``task_id`` (its ``project`` becomes the task's); False when it
+    already was there. Raises InvalidId, BriefNotFound, NotFound (no such task), EditRefused, UnsafePath,
+    OSError."""
+    check_brief_id(brief_id)
+    tasks, task = _task_json(board, task_id)
+    tasks.close()
+    with brief_dir(board, brief_id) as d:
+        brief = _read_json(d, "brief.json", f"brief {brief_id}'s brief.json")
+        moved = {**brief, "task": task_id, "project": task.get("project", brief.get("project"))}
+        if moved == brief:
+            return False
+        _write_json(d, "brief.json", moved)
+    log.info("board.brief_moved", brief=brief_id, task=task_id, was=brief.get("task"))
+    return True

@@ -1,0 +1,114 @@
+"""``memoryd tasks``: the board's tasks, newest activity first (like ``list_tasks``), and a person's changes
+to them: ``done``/``open`` set a task's status, ``move`` files briefs under another task (capture files a
+prompt into the task it continues by search, and a search can be wrong).
+
+Every command reads and writes the board files (:mod:`memoryd.kinds.briefs.edits`), the board the running
+daemon serves when one answers, else this install's; a running daemon's watcher takes the change in, as it
+does for any edit, and a stopped one at its next start.
+
+Exit status: 0 done (also when nothing needed to change), 1 a problem (no such task or brief, a broken
+file, an unreadable board), 2 usage.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+EXIT_OK, EXIT_PROBLEM, EXIT_USAGE = 0, 1, 2
+
+
+def register(sub) -> None:
+    t = sub.add_parser(
+        "tasks",
+        help="list the board's tasks, newest activity first; done/open/move change them",
+        description="Without an action: list the tasks. `memoryd tasks done T...` closes tasks, "
+        "`memoryd tasks open T...` reopens them, `memoryd tasks move B... --to T` files briefs under task T.",
+    )
+    t.add_argument("--project", help="list only this project's tasks")
+    t.add_argument("--status", choices=("open", "done"), help="list only tasks with this status")
+    t.add_argument("--limit", type=int, default=30, help="list at most this many (default 30)")
+    t.set_defaults(func=cmd_list)
+    actions = t.add_subparsers(dest="action", metavar="{done,open,move}")
+    for status, says in (("done", "mark tasks done"), ("open", "open tasks again")):
+        a = actions.add_parser(status, help=says)
+        a.add_argument("task", nargs="+", metavar="TASK")
+        a.set_defaults(func=cmd_status, status=status)
+    m = actions.add_parser("move", help="file briefs under another task")
+    m.add_argument("brief", nargs="+", metavar="BRIEF")
+    m.add_argument("--to", required=True, metavar="TASK", help="the task they belong to")
+    m.set_defaults(func=cmd_move)
+
+
+def _board() -> Path:
+    """The board the running daemon serves, else this install's."""
+    from memoryd.paths import resolve
+    from memoryd.serve.control import ask_status
+
+    locations = resolve()
+    try:
+        status = ask_status(locations.socket, timeout=1.0)
+        if status and status.get("board"):
+            return Path(status["board"])
+    except (OSError, ValueError):
+        pass
+    return locations.board
+
+
+def _each(what: str, keys: list[str], change) -> int:
+    """Apply ``change(key) -> bool`` to every key; print one line each; the exit status."""
+    from memoryd.errors import ToolFailed
+    from memoryd.kinds.briefs.reader import BoardUnreadable
+
+    code = EXIT_OK
+    for key in keys:
+        try:
+            changed = change(key)
+        except (ToolFailed, BoardUnreadable, ValueError, OSError) as exc:
+            print(f"memoryd tasks: {what} {key}: {exc}", file=sys.stderr)
+            code = EXIT_PROBLEM
+            continue
+        print(f"{key} {'' if changed else 'already '}{what}")
+    return code
+
+
+def cmd_status(args) -> int:
+    from memoryd.kinds.briefs.edits import set_task_status
+
+    board = _board()
+    return _each(args.status, args.task, lambda task: set_task_status(board, task, args.status))
+
+
+def cmd_move(args) -> int:
+    from memoryd.kinds.briefs.edits import move_brief
+
+    board = _board()
+    return _each(f"in {args.to}", args.brief, lambda brief: move_brief(board, brief, args.to))
+
+
+def cmd_list(args) -> int:
+    from memoryd.kinds.briefs.reader import BoardReader, BoardUnreadable
+    from memoryd.wording import counted
+
+    board = _board()
+    try:
+        snap = BoardReader(board).load()
+    except BoardUnreadable as exc:
+        print(f"memoryd tasks: {exc}", file=sys.stderr)
+        return EXIT_PROBLEM
+    activity: dict[str, tuple[str, int]] = {}
+    for b in snap.briefs.values():
+        last, n = activity.get(b.task, ("", 0))
+        activity[b.task] = (max(last, b.created_at), n + 1)
+    rows = [
+        (t, max(activity.get(t.id, ("", 0))[0], t.created_at), activity.get(t.id, ("", 0))[1])
+        for t in snap.tasks.values()
+        if (not args.project or t.project == args.project) and (not args.status or t.status == args.status)
+    ]
+    rows.sort(key=lambda r: (r[1], r[0].id), reverse=True)
+    print(f"{counted(len(rows), 'task')} on {board}")
+    for task, last, n in rows[: max(1, args.limit)]:
+        print(
+            f"{task.id}  {task.status:<4}  {last[:10]}  {n:>3} brief{'' if n == 1 else 's'}  [{task.project}] {task.title}"
+        )
+    return EXIT_OK
