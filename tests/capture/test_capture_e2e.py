@@ -153,6 +153,13 @@ def test_claude_code_stop_asks_once_and_keeps_the_turn(setup):
     log = (daemon.board / "sessions" / "s-9.jsonl").read_text()
     turn = json.loads(log.splitlines()[0])
     assert turn["prompt"] == "Fix the checkout rounding of totals" and "Rounded half-even" in turn["response"]
+    approval = claude("UserPromptSubmit", repo, "s-9", prompt="yes")
+    assert run_hook(cmd["UserPromptSubmit"], approval, home, repo).stdout == ""  # not a brief
+    follow = claude("Stop", repo, "s-9", stop_hook_active=False, last_assistant_message="Applied the edit.")
+    assert run_hook(cmd["Stop"], follow, home, repo).stdout == ""  # this brief was asked about already
+    assert len(briefs(daemon.board)) == 1
+    second = json.loads((daemon.board / "sessions" / "s-9.jsonl").read_text().splitlines()[-1])
+    assert second["prompt"] == "yes" and second["response"] == "Applied the edit."  # what the turn answered
     end = run_hook(cmd["SessionEnd"], claude("SessionEnd", repo, "s-9", reason="exit"), home, repo)
     assert end.code == 0 and end.stdout == ""
     summary = json.loads((daemon.board / "sessions" / "s-9.summary.json").read_text())

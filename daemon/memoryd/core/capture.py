@@ -159,6 +159,8 @@ class Capture:
     async def prompt(self, req: dict) -> dict[str, Any]:
         clean = cap.clean_prompt(_text(req, "prompt"))
         if not clean.is_brief:
+            if clean.text:  # an approval or a command is still what the turn answers
+                self._state(req).prompt = clean.text
             return {"brief": None, "task": None, "filed": None, "skipped": clean.reason, "context": None}
         project = project_of(_text(req, "cwd") or None)
         state = self._state(req)
