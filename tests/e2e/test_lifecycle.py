@@ -25,13 +25,16 @@ from support.daemon import RawConnection
 def test_second_daemon_on_the_same_socket_or_board_is_refused(make_daemon):
     first = make_daemon().start()
     same_socket = make_daemon(first.root, board=first.root / "other-board").launch()
+    # a lock wait longer than the exit wait below: the holder is named at once, not waited for
     same_board = make_daemon(
-        first.root, socket_path=first.root / "s2.sock", env={"MEMORYD_LOCK_WAIT_MS": "300"}
+        first.root, socket_path=first.root / "s2.sock", env={"MEMORYD_LOCK_WAIT_MS": "60000"}
     ).launch()
     assert same_socket.wait_exit(30) == EXIT_ALREADY_RUNNING
     assert "already running" in same_socket.log()
     assert same_board.wait_exit(30) == EXIT_ALREADY_RUNNING
-    assert f"board {first.board}" in same_board.log()
+    refusal = same_board.events("startup_failed")[0]["reason"]
+    assert f"board {first.board}" in refusal and f"pid {first.proc.pid}" in refusal, refusal
+    assert f"point MEMORYD_SOCKET at {first.socket}" in refusal, refusal
     assert not (first.root / "s2.sock").exists()
     # The first one never noticed: still serving sessions.
     with RawConnection(first.socket) as c:

@@ -66,6 +66,7 @@ from memoryd import logs
 from memoryd.core.warmup import EngineFactory, EngineHandle
 from memoryd.errors import AlreadyRunning, StartupError
 from memoryd.index import memory
+from memoryd.index.lock import read_holder
 from memoryd.logs import get_logger
 from memoryd.serve import lock, socketfile
 from memoryd.serve.config import ServeConfig
@@ -140,7 +141,10 @@ class Daemon:
             locs.board.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StartupError(f"cannot create the board {locs.board}: {exc.strerror or exc}") from exc
-        lock.acquire(self._board_lock, locs.socket, what=f"board {locs.board}", wait_s=wait_s)
+        holder = (lambda: read_holder(locs.index)) if self.config.index_lock is not None else None
+        lock.acquire(
+            self._board_lock, locs.socket, what=f"board {locs.board}", wait_s=wait_s, holder_of=holder
+        )
         if self.config.index_lock is not None:  # one writer per index (memoryd.index.lock)
             self.config.index_lock.acquire(wait_s)
         passed = socketfile.activated()

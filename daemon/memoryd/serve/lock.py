@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from memoryd.errors import AlreadyRunning, StartupError
+from memoryd.index.lock import describe
 from memoryd.locks import FileLock, socket_answers
 
 __all__ = ["DEFAULT_LOCK_WAIT_S", "FileLock", "acquire", "socket_answers"]
@@ -40,8 +41,13 @@ def acquire(
     note: str | None = None,
     wait_s: float = DEFAULT_LOCK_WAIT_S,
     clock: Callable[[], float] = time.monotonic,
+    holder_of: Callable[[], dict] | None = None,
 ) -> None:
     """Acquire ``lock`` for the daemon serving ``socket_path``; ``what`` names the guarded thing in messages.
+
+    ``holder_of`` (for a lock that carries no note, such as the board's) returns what the likely holder wrote
+    about itself (``{"pid", "command", "socket"}``, :func:`memoryd.index.lock.read_holder`): a daemon that
+    answers on *another* socket is serving, so it is named at once instead of waited for.
 
     Raises :class:`AlreadyRunning` when the holder is serving (its socket answers) or still holds the lock
     after ``wait_s`` seconds; :class:`StartupError` when the lock file itself cannot be opened.
@@ -60,6 +66,14 @@ def acquire(
                 f"memoryd is already running for {what}{holder_text} and answering on {socket_path}; "
                 "this daemon exits and the running one keeps serving"
             )
+        other = _serving_elsewhere(holder_of, socket_path)
+        if other:
+            running, its_socket = other
+            raise AlreadyRunning(
+                f"{running} is running; one board is served by one daemon: point MEMORYD_SOCKET at "
+                f"{its_socket}, or stop that daemon (MEMORYD_SOCKET={its_socket} memoryd stop) before "
+                f"serving {what} on {socket_path}"
+            )
         if clock() >= deadline:
             raise AlreadyRunning(
                 f"another memoryd holds the lock for {what}{holder_text} but does not answer on {socket_path} "
@@ -67,3 +81,13 @@ def acquire(
             )
         # The holder is starting up (socket not bound yet) or shutting down (socket already removed).
         time.sleep(_POLL_S)
+
+
+def _serving_elsewhere(holder_of: Callable[[], dict] | None, socket_path: Path) -> tuple[str, str] | None:
+    """``(describe(note), its socket)`` when the holder's ``note = holder_of()`` answers on a socket other
+    than ours, else None."""
+    note = holder_of() if holder_of is not None else {}
+    other = note.get("socket") if isinstance(note, dict) else None
+    if not isinstance(other, str) or not other or Path(other) == Path(socket_path):
+        return None
+    return (describe(note), other) if socket_answers(Path(other)) else None
