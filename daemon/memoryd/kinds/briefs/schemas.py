@@ -286,3 +286,13 @@ SAVE_OUTCOME_OUTPUT = {
     },
     "required": ["saved", "brief_id", "path", "items", "searchable"],
 }
+
+#: Tool name -> (input schema, output schema).
+BY_TOOL = {
+    "search_briefs": (SEARCH_INPUT, SEARCH_OUTPUT),
+    "list_tasks": (LIST_TASKS_INPUT, LIST_TASKS_OUTPUT),
+    "get_task": (GET_TASK_INPUT, GET_TASK_OUTPUT),
+    "get_brief": (GET_BRIEF_INPUT, GET_BRIEF_OUTPUT),
+    "save_outcome": (SAVE_OUTCOME_INPUT, SAVE_OUTCOME_OUTPUT),
+    "get_context": (GET_CONTEXT_INPUT, GET_CONTEXT_OUTPUT),
+}
