@@ -44,8 +44,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memoryd.board import atomic
-from memoryd.board.gate import SafeDir, UnsafePath, open_root
-from memoryd.kinds.briefs.reader import BoardUnreadable
+from memoryd.board.folders import open_folder
+from memoryd.board.gate import SafeDir, UnsafePath
 from memoryd.kinds.sessions.format import (  # re-exported: callers import them from here
     CATEGORIES,
     INTERACTION_TYPE,
@@ -75,7 +75,6 @@ log = get_logger("memoryd.kinds.sessions.files")
 #: A session file may grow past the gate's default bound; past this it is refused (logged), never read.
 MAX_LOG_BYTES = 64 * 2**20
 MAX_SUMMARY_BYTES = 2**20
-_DIR_MODE = 0o700
 _append_lock = threading.Lock()  # the torn-line check and the write of one append stay together
 
 __all__ = [
@@ -161,19 +160,7 @@ def _reason(exc: BaseException) -> str:
 
 def _open_sessions(board_root: Path, create: bool = False) -> SafeDir | None:
     """``sessions/`` through the gate; None when absent (and not ``create``). BoardUnreadable for the root."""
-    try:
-        root = open_root(board_root)
-    except OSError as exc:
-        raise BoardUnreadable(f"the board at {board_root} cannot be read ({exc.strerror})") from None
-    with root:
-        try:
-            return root.child(SESSIONS_DIR)
-        except FileNotFoundError:
-            if not create:
-                return None
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(SESSIONS_DIR, _DIR_MODE, dir_fd=root.fd)
-        return root.child(SESSIONS_DIR)
+    return open_folder(board_root, SESSIONS_DIR, create=create)
 
 
 def read_log(board_root: Path, session_id: str) -> SessionLog | None:
