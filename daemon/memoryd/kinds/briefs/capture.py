@@ -31,6 +31,7 @@ from memoryd.board import atomic
 from memoryd.board.folders import DIR_MODE, open_folder
 from memoryd.board.ids import check_brief_id, check_task_id
 from memoryd.index.redact import redact
+from memoryd.kinds.briefs.files import BriefHead
 from memoryd.kinds.briefs.reader import BRIEFS_DIR, TASKS_DIR
 from memoryd_shim.textrules import strip_private
 
@@ -162,18 +163,12 @@ def write_task(board: Path, task_id: str, title: str, project: str, created_at: 
 
 
 @dataclass(frozen=True)
-class NewBrief:
+class NewBrief(BriefHead):
     """What :func:`write_brief` writes. ``said``/``prompt`` are already cleaned; ``screens`` are
     ``(png bytes, text or None)`` pairs, numbered from 1. ``captured`` names the agent and session that
     sent it, and the ``rid`` of its hook request (an extra ``brief.json`` field; readers ignore what they do
     not know)."""
 
-    id: str
-    task: str
-    project: str
-    created_at: str
-    title: str
-    summary: str
     said: str
     prompt: str
     screens: tuple[tuple[bytes, str | None], ...] = ()

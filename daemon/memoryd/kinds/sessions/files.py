@@ -45,7 +45,7 @@ from pathlib import Path
 
 from memoryd.board import atomic
 from memoryd.board.folders import open_folder
-from memoryd.board.gate import SafeDir, UnsafePath
+from memoryd.board.gate import SafeDir, UnsafePath, decode_utf8
 from memoryd.kinds.sessions.format import (  # re-exported: callers import them from here
     CATEGORIES,
     INTERACTION_TYPE,
@@ -163,39 +163,37 @@ def _open_sessions(board_root: Path, create: bool = False) -> SafeDir | None:
     return open_folder(board_root, SESSIONS_DIR, create=create)
 
 
-def read_log(board_root: Path, session_id: str) -> SessionLog | None:
-    """The interactions of ``session_id``; None when it has no file. Raises InvalidSessionId first,
-    BoardUnreadable for the root, UnsafePath when the file or ``sessions/`` is refused by the gate."""
+def _read_file(board_root: Path, session_id: str, suffix: str, max_bytes: int) -> tuple[bytes, str] | None:
+    """The bytes of ``sessions/<session_id><suffix>`` and its board-relative path; None when absent."""
     check_session_id(session_id)
     d = _open_sessions(board_root)
     if d is None:
         return None
     with d:
-        name = session_id + LOG_SUFFIX
+        name = session_id + suffix
         try:
-            data = d.read_bytes(name, MAX_LOG_BYTES)
+            return d.read_bytes(name, max_bytes), d.relpath(name)
         except FileNotFoundError:
             return None
-        return parse_log(data, session_id, d.relpath(name))
+
+
+def read_log(board_root: Path, session_id: str) -> SessionLog | None:
+    """The interactions of ``session_id``; None when it has no file. Raises InvalidSessionId first,
+    BoardUnreadable for the root, UnsafePath when the file or ``sessions/`` is refused by the gate."""
+    found = _read_file(board_root, session_id, LOG_SUFFIX, MAX_LOG_BYTES)
+    return None if found is None else parse_log(found[0], session_id, found[1])
 
 
 def load_summary(board_root: Path, session_id: str) -> Summary | None:
     """The summary of ``session_id``, None when absent. Raises :class:`FormatError` (broken content,
     the message says why), UnsafePath (refused by the gate), InvalidSessionId, BoardUnreadable."""
-    check_session_id(session_id)
-    d = _open_sessions(board_root)
-    if d is None:
+    found = _read_file(board_root, session_id, SUMMARY_SUFFIX, MAX_SUMMARY_BYTES)
+    if found is None:
         return None
-    with d:
-        name = session_id + SUMMARY_SUFFIX
-        try:
-            text = d.read_text(name, MAX_SUMMARY_BYTES)
-        except FileNotFoundError:
-            return None
-        try:
-            return parse_summary(json.loads(text), session_id)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            raise FormatError(_reason(exc)) from None
+    try:
+        return parse_summary(json.loads(decode_utf8(*found)), session_id)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise FormatError(_reason(exc)) from None
 
 
 def read_summary(board_root: Path, session_id: str) -> Summary | None:
