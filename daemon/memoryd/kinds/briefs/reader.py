@@ -125,24 +125,12 @@ class BoardReader:
     def read_task(self, task_id: str) -> Task | None:
         """The task, or None when absent or broken (logged). Raises InvalidId first, BoardUnreadable for the root."""
         check_task_id(task_id)
-        skipped: list[Skipped] = []
-        with open_board(self.root) as root:
-            tasks = self._subdir(root, TASKS_DIR, skipped)
-            if tasks is None:
-                return None
-            with tasks:
-                return self._guard(f"{TASKS_DIR}/{task_id}.json", skipped, self._task, tasks, task_id)
+        return self._read_one(TASKS_DIR, f"{TASKS_DIR}/{task_id}.json", self._task, task_id)
 
     def read_brief(self, brief_id: str) -> Brief | None:
         """The brief, or None when absent or broken (logged). Raises InvalidId first, BoardUnreadable for the root."""
         check_brief_id(brief_id)
-        skipped: list[Skipped] = []
-        with open_board(self.root) as root:
-            briefs = self._subdir(root, BRIEFS_DIR, skipped)
-            if briefs is None:
-                return None
-            with briefs:
-                return self._guard(f"{BRIEFS_DIR}/{brief_id}", skipped, self._brief, briefs, brief_id)
+        return self._read_one(BRIEFS_DIR, f"{BRIEFS_DIR}/{brief_id}", self._brief, brief_id)
 
     def brief_ids(self) -> list[str]:
         """Ids of brief folders (real directories with a brief-id name), sorted; contents are not read."""
@@ -183,6 +171,18 @@ class BoardReader:
             log.exception("board.read_failed", board=str(self.root), path=path)
             self._skip(skipped, path, f"unexpected error: {type(exc).__name__}")
         return None
+
+    def _read_one(
+        self, sub: str, path: str, read: Callable[[SafeDir, str, list[Skipped]], T | None], name: str
+    ) -> T | None:
+        """``read`` of entry ``name`` of folder ``sub`` (its board path: ``path``); None when absent or broken."""
+        skipped: list[Skipped] = []
+        with open_board(self.root) as root:
+            d = self._subdir(root, sub, skipped)
+            if d is None:
+                return None
+            with d:
+                return self._guard(path, skipped, read, d, name)
 
     def _subdir(self, root: SafeDir, name: str, skipped: list[Skipped]) -> SafeDir | None:
         try:
