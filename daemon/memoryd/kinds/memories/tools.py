@@ -1,6 +1,6 @@
 """The ``memories`` tool group: memdb's twelve tools and its usage guide, on the shared board.
 
-The twelve handlers and their specs sit together (~420 lines): one file is the group's whole surface.
+The twelve handlers and their specs sit together (~430 lines): one file is the group's whole surface.
 
 ``store_memory``, ``store_memories``, ``get_memory``, ``update_memory``, ``delete_memory``,
 ``delete_memories``, ``search_memories``, ``recall``, ``create_relationship``, ``get_relationships``,
