@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from memoryd.board import atomic
-from memoryd.board.folders import DIR_MODE, open_folder
+from memoryd.board.gate import DIR_MODE, open_folder
 from memoryd.board.ids import check_brief_id, check_task_id
 from memoryd.index.redact import redact
 from memoryd.kinds.briefs.files import BriefHead

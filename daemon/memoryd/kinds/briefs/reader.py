@@ -25,9 +25,8 @@ from pathlib import Path
 from typing import TypeVar
 
 # BoardUnreadable: re-exported, the kinds and the CLI name it here.
-from memoryd.board.folders import BoardUnreadable as BoardUnreadable
-from memoryd.board.folders import open_board
-from memoryd.board.gate import SafeDir, Skipped, UnsafePath, refusal
+from memoryd.board.gate import BoardUnreadable as BoardUnreadable
+from memoryd.board.gate import SafeDir, Skipped, UnsafePath, open_board, refusal
 from memoryd.board.ids import check_brief_id, check_task_id, is_brief_id, is_task_id
 from memoryd.index.redact import redact
 from memoryd.kinds.briefs.files import (

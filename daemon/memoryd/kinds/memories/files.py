@@ -19,8 +19,7 @@ import os
 from pathlib import Path
 
 from memoryd.board import atomic
-from memoryd.board.folders import open_folder
-from memoryd.board.gate import SafeDir, Skipped, UnsafePath
+from memoryd.board.gate import SafeDir, Skipped, UnsafePath, open_folder
 from memoryd.kinds.memories.format import (  # re-exported: the one module callers import
     _FILE_RE,
     HASH_RE,

@@ -44,8 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memoryd.board import atomic
-from memoryd.board.folders import open_folder
-from memoryd.board.gate import SafeDir, UnsafePath, decode_utf8
+from memoryd.board.gate import SafeDir, UnsafePath, decode_utf8, open_folder
 from memoryd.kinds.sessions.format import (  # re-exported: callers import them from here
     CATEGORIES,
     INTERACTION_TYPE,
