@@ -38,16 +38,23 @@ def _read_small(path: Path, limit: int = 1 << 16) -> str:
         return ""
 
 
-def common_dir(dot_git: Path) -> Path | None:
-    """The repository's common directory for a ``.git`` entry (folder or ``gitdir:`` file); None if unusable."""
+def git_dir(dot_git: Path) -> Path | None:
+    """The git directory of a ``.git`` entry: the folder itself, or where its ``gitdir:`` file points
+    (a linked worktree's, a submodule's); None if unusable."""
     if dot_git.is_dir():
         return dot_git
     text = _read_small(dot_git, 4096).strip()
     if not text.startswith("gitdir:"):
         return None
     gitdir = Path(text[len("gitdir:") :].strip())
-    if not gitdir.is_absolute():
-        gitdir = (dot_git.parent / gitdir).resolve()
+    return gitdir if gitdir.is_absolute() else (dot_git.parent / gitdir).resolve()
+
+
+def common_dir(dot_git: Path) -> Path | None:
+    """The repository's common directory for a ``.git`` entry (folder or ``gitdir:`` file); None if unusable."""
+    gitdir = git_dir(dot_git)
+    if gitdir is None or gitdir == dot_git:
+        return gitdir
     pointer = _read_small(gitdir / "commondir", 4096).strip()
     if pointer:
         common = Path(pointer)
@@ -78,6 +85,18 @@ def _repo_name(common: Path) -> str:
     return folder.name[:-4] if folder.name.endswith(".git") else folder.name
 
 
+def _work_tree(here: Path) -> tuple[Path, Path] | None:
+    """The nearest folder at or above ``here`` holding a ``.git`` (a folder or a worktree's file), and that
+    ``.git``; None when there is none (the file-system root itself is never looked at)."""
+    for folder in (here, *here.parents):
+        if folder == folder.parent:
+            return None
+        dot_git = folder / ".git"
+        if os.path.lexists(dot_git):
+            return folder, dot_git
+    return None
+
+
 @lru_cache(maxsize=256)
 def project_of(cwd: str | None) -> str:
     """The project name for ``cwd`` (an absolute path), by the module's rule; ``""`` for none. Never raises."""
@@ -85,14 +104,12 @@ def project_of(cwd: str | None) -> str:
         return ""
     try:
         here = Path(cwd)
-        for folder in (here, *here.parents):
-            if folder == folder.parent:  # the file-system root is never a project
-                break
-            dot_git = folder / ".git"
-            if os.path.lexists(dot_git):
-                common = common_dir(dot_git)
-                name = _repo_name(common) if common is not None else folder.name
-                return (name or folder.name)[:PROJECT_CHARS]
+        found = _work_tree(here)
+        if found is not None:
+            folder, dot_git = found
+            common = common_dir(dot_git)
+            name = _repo_name(common) if common is not None else folder.name
+            return (name or folder.name)[:PROJECT_CHARS]
         home = os.environ.get("HOME")
         if here == here.parent or (home and os.path.abspath(home) == os.path.abspath(cwd)):
             return ""
@@ -106,23 +123,14 @@ def branch_of(cwd: str | None) -> str:
     if not cwd or not os.path.isabs(cwd):
         return ""
     try:
-        here = Path(cwd)
-        for folder in (here, *here.parents):
-            if folder == folder.parent:
-                return ""
-            dot_git = folder / ".git"
-            if os.path.lexists(dot_git):
-                if dot_git.is_dir():
-                    gitdir = dot_git
-                else:
-                    text = _read_small(dot_git, 4096).strip()
-                    if not text.startswith("gitdir:"):
-                        return ""
-                    gitdir = Path(text[len("gitdir:") :].strip())
-                    gitdir = gitdir if gitdir.is_absolute() else (folder / gitdir).resolve()
-                head = _read_small(gitdir / "HEAD", 4096).strip()
-                prefix = "ref: refs/heads/"
-                return head[len(prefix) :][:PROJECT_CHARS] if head.startswith(prefix) else ""
+        found = _work_tree(Path(cwd))
+        if found is None:
+            return ""
+        gitdir = git_dir(found[1])
+        if gitdir is None:
+            return ""
+        head = _read_small(gitdir / "HEAD", 4096).strip()
+        prefix = "ref: refs/heads/"
+        return head[len(prefix) :][:PROJECT_CHARS] if head.startswith(prefix) else ""
     except (OSError, ValueError):
         return ""
-    return ""

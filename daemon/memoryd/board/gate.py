@@ -14,10 +14,14 @@ A coding agent can write inside the board, so the board is untrusted. A file pas
 
 Anything else raises :class:`UnsafePath` with a short reason, and nothing is read. A file that is simply
 absent raises :class:`FileNotFoundError` (callers treat optional files that way).
+
+Every kind opens the board the same way: :func:`open_board` (the root; :class:`BoardUnreadable` when it is
+missing, not a directory or not readable) and :func:`open_folder` (one top-level folder, made on demand).
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -25,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+from memoryd import errors
 from memoryd.errors import ToolFailed
 
 DEFAULT_MAX_BYTES = 8 * 2**20
@@ -238,6 +243,48 @@ def open_root(board_root: Path) -> SafeDir:
     """
     fd = os.open(os.path.abspath(board_root), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     return SafeDir(fd, Path(board_root), "")
+
+
+#: Mode of the folders memoryd creates: the board is private to its user.
+DIR_MODE = 0o700
+
+
+class BoardUnreadable(errors.BoardUnreadable):
+    """The board root is missing, not a directory, or not readable; nothing can be said about its contents."""
+
+
+def open_board(board_root: Path) -> SafeDir:
+    """The board root through the gate. Raises :class:`BoardUnreadable` saying why it cannot be used."""
+    try:
+        root = open_root(board_root)
+    except FileNotFoundError:
+        raise BoardUnreadable(f"board {board_root} does not exist") from None
+    except NotADirectoryError:
+        raise BoardUnreadable(f"board {board_root} is not a directory") from None
+    except PermissionError:
+        raise BoardUnreadable(f"board {board_root}: permission denied") from None
+    except OSError as exc:
+        raise BoardUnreadable(f"board {board_root}: {exc.strerror or exc}") from None
+    if not os.access(board_root, os.R_OK | os.X_OK):
+        root.close()
+        raise BoardUnreadable(f"board {board_root}: permission denied")
+    return root
+
+
+def open_folder(board_root: Path, name: str, *, create: bool = False) -> SafeDir | None:
+    """The top-level folder ``name`` through the gate; None when it is absent and not ``create``.
+
+    Raises :class:`BoardUnreadable` (the root), UnsafePath (``name`` is a symlink or not a directory),
+    OSError (it cannot be created)."""
+    with open_board(board_root) as root:
+        try:
+            return root.child(name)
+        except FileNotFoundError:
+            if not create:
+                return None
+        with contextlib.suppress(FileExistsError):  # another writer made it first
+            os.mkdir(name, DIR_MODE, dir_fd=root.fd)
+        return root.child(name)
 
 
 def open_dir(board_root: Path, path: str | os.PathLike[str] = ".") -> SafeDir:

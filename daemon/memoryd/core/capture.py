@@ -1,6 +1,7 @@
 """Capture: agents' hook events become briefs, session turns, summaries and the session-start digest.
 
-One :class:`Capture` per engine. Its :meth:`Capture.handle` takes one neutral request (the hooks in
+One :class:`Capture` per engine (~400 lines in one class on purpose: every event reads and updates the same
+per-session state and the one filing lock). Its :meth:`Capture.handle` takes one neutral request (the hooks in
 :mod:`memoryd_shim.hooks` translate each agent's JSON into it; ``memoryd brief`` sends one too)::
 
     {"event": "prompt", "agent", "session", "cwd", "prompt"}              -> {"brief", "task", "filed", "skipped", "context"}

@@ -140,14 +140,7 @@ class Engine:
     async def _reconcile(self) -> None:
         try:
             report = await asyncio.to_thread(self.indexer.full_sync)
-            log.info(
-                "board_reconciled",
-                added=report.added,
-                updated=report.updated,
-                deleted=report.deleted,
-                unchanged=report.unchanged,
-                skipped=len(self.indexer.skipped()),
-            )
+            log.info("board_reconciled", **report.counts(), skipped=len(self.indexer.skipped()))
         except BoardUnreadable as exc:
             log.error("board_unreadable", board=str(self.board), error=str(exc))
         if self.indexer.dirty_since is not None:

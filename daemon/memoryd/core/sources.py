@@ -119,6 +119,19 @@ class RecordSource(Protocol):
     def records_for(self, paths: Collection[str]) -> SourceBatch: ...
 
 
+def touched_ids(paths: Collection[str], folder: str, id_of: Callable[[str], str | None]) -> set[str] | None:
+    """The ids ``id_of(path)`` finds among the board-relative ``paths`` under ``folder`` (paths it gives
+    None for are not records of it); None when ``folder`` itself is among them (created, deleted or moved
+    wholesale: only a full load can tell what it covers)."""
+    ids: set[str] = set()
+    for path in paths:
+        if path == folder:
+            return None
+        if path.startswith(folder + "/") and (found := id_of(path)) is not None:
+            ids.add(found)
+    return ids
+
+
 def make_sources(board: Path) -> list[RecordSource]:
     """One instance of every installed source in :data:`SOURCES`, for ``board``."""
     out: list[RecordSource] = []

@@ -36,9 +36,10 @@ import json
 import os
 import shutil
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from memoryd.board.atomic import temp_name
 from memoryd.board.gate import UnsafePath, open_root
@@ -59,6 +60,8 @@ from memoryd.kinds.memories.files import (
 )
 from memoryd.kinds.sessions import files as sess
 from memoryd.logs import get_logger
+
+T = TypeVar("T")
 
 log = get_logger("memoryd.importers.exchange")
 
@@ -118,21 +121,22 @@ def iter_export(board: Path, include: tuple[str, ...] = KINDS):
             # A file the gate refuses (a planted symlink, a FIFO...) or a broken summary is skipped, as
             # every other reader does; one such file must not fail the whole export.
             if "interactions" in include:
-                try:
-                    slog = sess.read_log(board, sid)
-                except (UnsafePath, OSError, ValueError) as exc:
-                    log.warning("export_skipped", session=sid, what="interactions", error=str(exc))
-                    slog = None
+                slog = _session_file(sess.read_log, board, sid, "interactions")
                 for i in slog.interactions if slog else ():
                     yield {"kind": "interaction", **i.redacted().to_json()}
             if "summaries" in include:
-                try:
-                    s = sess.read_summary(board, sid)
-                except (UnsafePath, OSError, ValueError) as exc:
-                    log.warning("export_skipped", session=sid, what="summary", error=str(exc))
-                    s = None
+                s = _session_file(sess.read_summary, board, sid, "summary")
                 if s is not None:
                     yield {"kind": "summary", **s.redacted().to_json()}
+
+
+def _session_file(read: Callable[[Path, str], T], board: Path, sid: str, what: str) -> T | None:
+    """``read(board, sid)``, or None (logged) for a file the gate refuses or that is broken."""
+    try:
+        return read(board, sid)
+    except (UnsafePath, OSError, ValueError) as exc:
+        log.warning("export_skipped", session=sid, what=what, error=str(exc))
+        return None
 
 
 def export_file(board: Path, dest: Path, include: tuple[str, ...] = KINDS) -> dict[str, Any]:

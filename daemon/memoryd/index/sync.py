@@ -38,6 +38,10 @@ class SyncReport:
     def changed(self) -> bool:
         return bool(self.added or self.updated or self.deleted)
 
+    def counts(self) -> dict[str, int]:
+        """``{"added", "updated", "deleted", "unchanged"}``: what a log line of this sync says."""
+        return {name: getattr(self, name) for name in ("added", "updated", "deleted", "unchanged")}
+
 
 def _model_name(embedder) -> str:
     return embedder.name if embedder is not None else ""
@@ -115,12 +119,5 @@ def sync_records(
     write_records(store, todo, embedder, report)
     report.deleted = store.delete(gone)
     if report.changed:
-        log.info(
-            "index_synced",
-            added=report.added,
-            updated=report.updated,
-            deleted=report.deleted,
-            embedded=report.embedded,
-            unchanged=report.unchanged,
-        )
+        log.info("index_synced", **report.counts(), embedded=report.embedded)
     return report

@@ -15,6 +15,12 @@ from memoryd.errors import InvalidParams, NotFound
 from memoryd.tools.registry import ToolContext, ToolResult, ToolSpec
 
 _ANY_VALUE: dict[str, Any] = {}  # JSON Schema accepting any JSON value
+_SECONDS = {
+    "type": "object",
+    "properties": {"seconds": {"type": "number", "minimum": 0, "maximum": 600}},
+    "required": ["seconds"],
+    "additionalProperties": False,
+}
 
 
 async def _echo(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -67,24 +73,14 @@ def tools() -> list[ToolSpec]:
         ToolSpec(
             name="diag_sleep",
             description="TEST TOOL: sleeps `seconds`, then returns.",
-            input_schema={
-                "type": "object",
-                "properties": {"seconds": {"type": "number", "minimum": 0, "maximum": 600}},
-                "required": ["seconds"],
-                "additionalProperties": False,
-            },
+            input_schema=_SECONDS,
             annotations=readonly,
             handler=_sleep,
         ),
         ToolSpec(
             name="diag_sleep_long",
             description="TEST TOOL: sleeps `seconds` under its own 8 s budget, as a writing batch tool would.",
-            input_schema={
-                "type": "object",
-                "properties": {"seconds": {"type": "number", "minimum": 0, "maximum": 600}},
-                "required": ["seconds"],
-                "additionalProperties": False,
-            },
+            input_schema=_SECONDS,
             annotations={"readOnlyHint": False},
             handler=_sleep,
             timeout_s=8.0,

@@ -139,6 +139,37 @@ class ToolSpec:
     error_envelope: Envelope | None = None
 
 
+#: MCP tool hints (wire names) the groups share; no memoryd tool reaches outside the machine.
+READ_ONLY = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
+WRITE = {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
+APPEND = {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False, "openWorldHint": False}
+DELETE = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True, "openWorldHint": False}
+
+
+def titled_spec(
+    name: str,
+    title: str,
+    description: str,
+    handler: Handler,
+    input_schema: Mapping[str, Any],
+    output_schema: Mapping[str, Any] | None = None,
+    hints: Mapping[str, Any] = READ_ONLY,
+    **options: Any,
+) -> ToolSpec:
+    """A :class:`ToolSpec` whose annotations are ``hints`` plus its ``title``; ``options`` are the other
+    ``ToolSpec`` fields (``timeout_s``, ``checks_text``, ``error_envelope``)."""
+    return ToolSpec(
+        name=name,
+        title=title,
+        description=description,
+        input_schema=input_schema,
+        output_schema=output_schema,
+        annotations={**hints, "title": title},
+        handler=handler,
+        **options,
+    )
+
+
 def _check_object_schema(tool: str, which: str, schema: Mapping[str, Any]) -> Any:
     if not isinstance(schema, Mapping) or schema.get("type") != "object":
         raise ValueError(f"tool {tool}: {which} must be a JSON Schema with type 'object' at the root")

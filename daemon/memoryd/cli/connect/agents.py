@@ -234,13 +234,20 @@ def hook_command(python: str | None = None) -> str:
     return " ".join(shlex.quote(part) for part in (python or interpreter(), *HOOK_ARGS))
 
 
+def command_words(command: object) -> list[str] | None:
+    """A hook's ``command`` string split as the shell would; None for anything else (a broken quote)."""
+    if not isinstance(command, str):
+        return None
+    try:
+        return shlex.split(command)
+    except ValueError:
+        return None
+
+
 def is_memoryd_hook(command: object) -> bool:
     """Whether a hook ``command`` string is memoryd's Stop hook (any interpreter)."""
-    if not isinstance(command, str):
-        return False
-    try:
-        words = shlex.split(command)
-    except ValueError:
+    words = command_words(command)
+    if words is None:
         return False
     return tuple(words[1:]) == HOOK_ARGS or tuple(words[-3:]) == ("memoryd", "hook", "claude-stop")
 

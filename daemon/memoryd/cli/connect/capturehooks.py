@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from memoryd.cli.connect import jsonedit
-from memoryd.cli.connect.edits import EditError, _get, lenient_json
+from memoryd.cli.connect.agents import command_words
+from memoryd.cli.connect.edits import EditError, _get, lenient_json, only_hooks
 
 HOOK_MODULE = "memoryd_shim.hooks"
 EVENTS: dict[str, tuple[str, ...]] = {
@@ -68,11 +69,8 @@ def command(
 
 def is_capture_command(value: object) -> bool:
     """Whether a hook command runs memoryd's capture hook (any interpreter, any variables)."""
-    if not isinstance(value, str):
-        return False
-    try:
-        words = shlex.split(value)
-    except ValueError:
+    words = command_words(value)
+    if words is None:
         return False
     return any(words[i : i + 2] == ["-m", HOOK_MODULE] for i in range(len(words)))
 
@@ -94,12 +92,7 @@ def wanted(
 
 
 def _ours(g: Any) -> bool:
-    hooks = g.get("hooks") if isinstance(g, dict) else None
-    return (
-        isinstance(hooks, list)
-        and bool(hooks)
-        and all(isinstance(h, dict) and is_capture_command(h.get("command")) for h in hooks)
-    )
+    return only_hooks(g, is_capture_command)
 
 
 def read(text: str) -> dict[str, str]:

@@ -11,6 +11,7 @@ unless ``had`` says it existed before memoryd's first change (read from the one-
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from memoryd.cli.connect import jsonedit, tomledit
@@ -193,13 +194,18 @@ def hook_snippet(command: str) -> str:
     return json.dumps({"hooks": {HOOK_EVENT: [hook_group(command)]}}, indent=2) + "\n"
 
 
-def is_memoryd_group(group: Any) -> bool:
+def only_hooks(group: Any, ours: Callable[[object], bool]) -> bool:
+    """Whether a matcher ``group`` (``{"hooks": [...]}``) holds hooks and only hooks whose command ``ours``."""
     hooks = group.get("hooks") if isinstance(group, dict) else None
     return (
         isinstance(hooks, list)
         and bool(hooks)
-        and all(isinstance(h, dict) and is_memoryd_hook(h.get("command")) for h in hooks)
+        and all(isinstance(h, dict) and ours(h.get("command")) for h in hooks)
     )
+
+
+def is_memoryd_group(group: Any) -> bool:
+    return only_hooks(group, is_memoryd_hook)
 
 
 def read_hook(text: str) -> str | None:

@@ -24,7 +24,7 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
-from memoryd.board.atomic import pid_alive
+from memoryd.board.atomic import pid_alive, write_all
 
 BACKUP_SUFFIX = ".memoryd-backup"
 CREATED_SUFFIX = ".memoryd-created"
@@ -100,7 +100,7 @@ def _replace(target: Path, data: bytes, mode: int) -> None:
     try:
         try:
             os.fchmod(fd, mode)
-            _write_all(fd, data)
+            write_all(fd, data)
         finally:
             os.close(fd)
         os.replace(tmp, target)
@@ -118,18 +118,10 @@ def _make_backup(path: Path, data: bytes) -> bool:
     except FileExistsError:
         return False
     try:
-        _write_all(fd, data)
+        write_all(fd, data)
     finally:
         os.close(fd)
     return True
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    """Every byte of ``data`` to ``fd`` (a short write goes on), then ``fsync``."""
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-    os.fsync(fd)
 
 
 def _missing_dirs(directory: Path) -> list[Path]:

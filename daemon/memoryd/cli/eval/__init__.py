@@ -38,6 +38,10 @@ def register(sub) -> None:
     e.set_defaults(func=cmd_eval)
 
 
+#: The folders of a ``--small`` or ``--filing`` data set.
+SETS = ("board-v1", "locomo")
+
+
 def _load_embedder(settings):
     from memoryd.index.embed import load_embedder
 
@@ -45,6 +49,15 @@ def _load_embedder(settings):
     if embedder is None and status.state != "disabled":
         print(f"memoryd: embedding model unavailable ({status.detail}); keyword-only search", file=sys.stderr)
     return embedder
+
+
+def _missing(*paths) -> bool:
+    """Whether one of ``paths`` does not exist (the first one missing is said on stderr)."""
+    for path in paths:
+        if not path.exists():
+            print(f"memoryd eval: {path} does not exist", file=sys.stderr)
+            return True
+    return False
 
 
 def cmd_eval(args) -> int:
@@ -59,10 +72,8 @@ def cmd_eval(args) -> int:
     if args.queries is None:
         print("memoryd eval: --queries is required with --board and --corpus", file=sys.stderr)
         return 2
-    for path in (args.board or args.corpus, args.queries):
-        if not path.exists():
-            print(f"memoryd eval: {path} does not exist", file=sys.stderr)
-            return 2
+    if _missing(args.board or args.corpus, args.queries):
+        return 2
     embedder = _load_embedder(settings)
     if args.board:
         report = labelled.board_eval(args.board, args.queries, embedder, settings.locations.cache)
@@ -77,10 +88,8 @@ def cmd_eval(args) -> int:
 def _eval_small(args, settings) -> int:
     from memoryd.cli.eval import small
 
-    for part in ("board-v1", "locomo"):
-        if not (args.small / part).exists():
-            print(f"memoryd eval: {args.small / part} does not exist", file=sys.stderr)
-            return 2
+    if _missing(*(args.small / part for part in SETS)):
+        return 2
     if args.seeds < 1:
         print("memoryd eval: --seeds must be at least 1", file=sys.stderr)
         return 2
@@ -92,10 +101,8 @@ def _eval_small(args, settings) -> int:
 def _eval_filing(args, settings) -> int:
     from memoryd.cli.eval import filing, filingset
 
-    for part in ("board-v1", "locomo"):
-        if not (args.filing / part).exists():
-            print(f"memoryd eval: {args.filing / part} does not exist", file=sys.stderr)
-            return 2
+    if _missing(*(args.filing / part for part in SETS)):
+        return 2
     if args.dump_set:
         filingset.dump(filingset.build_set(args.filing), args.dump_set)
     report = filing.filing_eval(args.filing, settings.locations.models, settings.model)

@@ -131,12 +131,7 @@ class LaunchdManager:
         run(["launchctl", "kickstart", "-k", self.target], self.actions, check=True)
 
     def _installed_state(self) -> ManagerState:
-        st = self.state()
-        if not st.installed:
-            raise ServiceError(
-                f"the LaunchAgent is not installed ({self.plist_path}); run `memoryd service install`"
-            )
-        return st
+        return self.state().require_installed(f"the LaunchAgent is not installed ({self.plist_path})")
 
     # --- logs ---------------------------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from memoryd.cli.service.common import Actions
+from memoryd.cli.service.common import Actions, ServiceError
 
 FOREIGN_STOP_WAIT_S = 10.0
 
@@ -27,6 +27,13 @@ class ManagerState:
     running: bool | None
     pid: int | None
     detail: str
+
+    def require_installed(self, missing: str) -> ManagerState:
+        """This state when the service is installed; else :class:`ServiceError` saying ``missing`` (what is
+        not there) and that ``memoryd service install`` makes it."""
+        if not self.installed:
+            raise ServiceError(f"{missing}; run `memoryd service install`")
+        return self
 
 
 def stop_foreign_daemon(socket_path: Path, service_pid: int | None, actions: Actions) -> None:

@@ -172,12 +172,7 @@ class SystemdManager:
         run(_systemctl("restart", SERVICE), self.actions, check=True)
 
     def _installed_state(self) -> ManagerState:
-        st = self.state()
-        if not st.installed:
-            raise ServiceError(
-                f"the systemd units are not installed ({unit_dir()}); run `memoryd service install`"
-            )
-        return st
+        return self.state().require_installed(f"the systemd units are not installed ({unit_dir()})")
 
     def crash_log_hint(self) -> str:
         return f"crashes (stderr): journalctl --user -u {UNIT}"

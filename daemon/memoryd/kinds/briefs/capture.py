@@ -29,10 +29,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from memoryd.board import atomic
-from memoryd.board.gate import DEFAULT_MAX_BYTES, open_root
+from memoryd.board.gate import DEFAULT_MAX_BYTES, DIR_MODE, open_folder
 from memoryd.board.ids import check_brief_id, check_task_id
 from memoryd.index.redact import redact
-from memoryd.kinds.briefs.reader import BRIEFS_DIR, TASKS_DIR, BoardUnreadable
+from memoryd.kinds.briefs.files import BriefHead
+from memoryd.kinds.briefs.reader import BRIEFS_DIR, TASKS_DIR
 from memoryd_shim.textrules import strip_private
 
 #: A prompt longer than this is cut (characters) before it is stored; agents paste whole logs.
@@ -79,7 +80,6 @@ APPROVALS = frozenset(
         "theek",
     ]
 ) | {"go ahead", "do it", "yes please", "ok go", "sounds good", "looks good", "ok do it", "theek hai"}
-_DIR_MODE = 0o700
 
 
 @dataclass(frozen=True)
@@ -186,19 +186,6 @@ def _json_bytes(value: dict) -> bytes:
     return (json.dumps(value, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
 
 
-def _open_sub(board: Path, sub: str):
-    try:
-        root = open_root(board)
-    except OSError as exc:
-        raise BoardUnreadable(f"board {board}: {exc.strerror}") from None
-    with root:
-        try:
-            return root.child(sub)
-        except FileNotFoundError:
-            os.mkdir(sub, _DIR_MODE, dir_fd=root.fd)
-            return root.child(sub)
-
-
 def write_task(board: Path, task_id: str, title: str, project: str, created_at: str) -> Path:
     """Create ``tasks/<task_id>.json`` (status ``open``); returns its path.
 
@@ -208,25 +195,19 @@ def write_task(board: Path, task_id: str, title: str, project: str, created_at: 
     data = _json_bytes(
         {"id": task_id, "title": title, "project": project, "status": "open", "created_at": created_at}
     )
-    with _open_sub(board, TASKS_DIR) as tasks:
+    with open_folder(board, TASKS_DIR, create=True) as tasks:
         if not atomic.write_new(tasks, f"{task_id}.json", data):
             raise FileExistsError(f"task {task_id} exists")
         return Path(board) / tasks.relpath(f"{task_id}.json")
 
 
 @dataclass(frozen=True)
-class NewBrief:
+class NewBrief(BriefHead):
     """What :func:`write_brief` writes. ``said``/``prompt`` are already cleaned; ``screens`` are
     ``(png bytes, text or None)`` pairs, numbered from 1. ``captured`` names the agent and session that
     sent it, and the ``rid`` of its hook request (an extra ``brief.json`` field; readers ignore what they do
     not know)."""
 
-    id: str
-    task: str
-    project: str
-    created_at: str
-    title: str
-    summary: str
     said: str
     prompt: str
     screens: tuple[tuple[bytes, str | None], ...] = ()
@@ -250,13 +231,13 @@ def write_brief(board: Path, brief: NewBrief) -> Path:
     }
     if brief.captured:
         meta["captured"] = brief.captured
-    with _open_sub(board, BRIEFS_DIR) as briefs:
-        os.mkdir(brief.id, _DIR_MODE, dir_fd=briefs.fd)  # FileExistsError: never write into another brief
+    with open_folder(board, BRIEFS_DIR, create=True) as briefs:
+        os.mkdir(brief.id, DIR_MODE, dir_fd=briefs.fd)  # FileExistsError: never write into another brief
         with briefs.child(brief.id) as d:
             atomic.write_replace(d, "said.txt", brief.said.encode("utf-8") + b"\n")
             atomic.write_replace(d, "prompt.md", brief.prompt.encode("utf-8") + b"\n")
             if brief.screens:
-                os.mkdir("screens", _DIR_MODE, dir_fd=d.fd)
+                os.mkdir("screens", DIR_MODE, dir_fd=d.fd)
                 with d.child("screens") as screens:
                     for n, (png, text) in enumerate(brief.screens, start=1):
                         if text is not None:

@@ -30,7 +30,7 @@ import re
 from pathlib import Path
 
 from memoryd.board import atomic
-from memoryd.board.gate import SafeDir, UnsafePath, open_root
+from memoryd.board.gate import SafeDir, UnsafePath, open_folder
 from memoryd.board.ids import check_brief_id, check_task_id
 from memoryd.errors import NotFound, ToolFailed
 from memoryd.index.redact import redact
@@ -165,11 +165,9 @@ def _write_json(d: SafeDir, name: str, value: dict) -> None:
 
 def _task_json(board: Path, task_id: str) -> tuple[SafeDir, dict]:
     check_task_id(task_id)
-    try:
-        with open_root(board) as root:
-            tasks = root.child(TASKS_DIR)
-    except FileNotFoundError:
-        raise NotFound(f"no task {task_id}") from None
+    tasks = open_folder(board, TASKS_DIR)
+    if tasks is None:
+        raise NotFound(f"no task {task_id}")
     try:
         return tasks, _read_json(tasks, f"{task_id}.json", f"task {task_id}")
     except BaseException:

@@ -94,7 +94,19 @@ class Outcome:
 
 
 @dataclass(frozen=True)
-class Brief:
+class BriefHead:
+    """What ``brief.json`` says of every brief: its id, task, project, date, title and summary."""
+
+    id: str
+    task: str
+    project: str
+    created_at: str
+    title: str
+    summary: str
+
+
+@dataclass(frozen=True)
+class Brief(BriefHead):
     """One brief folder, as read through the gate.
 
     ``screens`` holds only screens whose ``.png`` exists; ``screen_pngs`` are their board-relative paths
@@ -104,12 +116,6 @@ class Brief:
     ``captured_rid``: its ``rid`` (the hook request that filed it), None when absent.
     """
 
-    id: str
-    task: str
-    project: str
-    created_at: str
-    title: str
-    summary: str
     said: str = ""
     prompt: str = ""
     notes: tuple[str, ...] = ()

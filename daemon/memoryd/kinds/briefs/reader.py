@@ -16,7 +16,6 @@ and the export all use them as they are. The board files themselves are never ch
 
 from __future__ import annotations
 
-import os
 import re
 import stat
 import time
@@ -25,8 +24,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeVar
 
-from memoryd import errors
-from memoryd.board.gate import SafeDir, Skipped, UnsafePath, open_root, refusal
+# BoardUnreadable: re-exported, the kinds and the CLI name it here.
+from memoryd.board.gate import BoardUnreadable as BoardUnreadable
+from memoryd.board.gate import SafeDir, Skipped, UnsafePath, open_board, refusal
 from memoryd.board.ids import check_brief_id, check_task_id, is_brief_id, is_task_id
 from memoryd.index.redact import redact
 from memoryd.kinds.briefs.files import (
@@ -53,10 +53,6 @@ _SCREEN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}", re.ASCII)
 _TEMP_SUFFIXES = ("~", ".tmp", ".swp", ".swx", ".bak", ".part")
 
 T = TypeVar("T")
-
-
-class BoardUnreadable(errors.BoardUnreadable):
-    """The board root is missing, not a directory, or not readable; nothing can be said about its contents."""
 
 
 @dataclass
@@ -97,7 +93,7 @@ class BoardReader:
         """Read every task and brief. Raises BoardUnreadable only for the root; see the module docstring."""
         started = time.perf_counter()
         snap = BoardSnapshot()
-        with self._open_root() as root:
+        with open_board(self.root) as root:
             tasks = self._subdir(root, TASKS_DIR, snap.skipped)
             if tasks is not None:
                 with tasks:
@@ -128,24 +124,12 @@ class BoardReader:
     def read_task(self, task_id: str) -> Task | None:
         """The task, or None when absent or broken (logged). Raises InvalidId first, BoardUnreadable for the root."""
         check_task_id(task_id)
-        skipped: list[Skipped] = []
-        with self._open_root() as root:
-            tasks = self._subdir(root, TASKS_DIR, skipped)
-            if tasks is None:
-                return None
-            with tasks:
-                return self._guard(f"{TASKS_DIR}/{task_id}.json", skipped, self._task, tasks, task_id)
+        return self._read_one(TASKS_DIR, f"{TASKS_DIR}/{task_id}.json", self._task, task_id)
 
     def read_brief(self, brief_id: str) -> Brief | None:
         """The brief, or None when absent or broken (logged). Raises InvalidId first, BoardUnreadable for the root."""
         check_brief_id(brief_id)
-        skipped: list[Skipped] = []
-        with self._open_root() as root:
-            briefs = self._subdir(root, BRIEFS_DIR, skipped)
-            if briefs is None:
-                return None
-            with briefs:
-                return self._guard(f"{BRIEFS_DIR}/{brief_id}", skipped, self._brief, briefs, brief_id)
+        return self._read_one(BRIEFS_DIR, f"{BRIEFS_DIR}/{brief_id}", self._brief, brief_id)
 
     def brief_ids(self) -> list[str]:
         """Ids of brief folders (real directories with a brief-id name), sorted; contents are not read."""
@@ -162,22 +146,6 @@ class BoardReader:
         ]
 
     # --- pieces ---------------------------------------------------------------------------------------
-
-    def _open_root(self) -> SafeDir:
-        try:
-            root = open_root(self.root)
-        except FileNotFoundError:
-            raise BoardUnreadable(f"board {self.root} does not exist") from None
-        except NotADirectoryError:
-            raise BoardUnreadable(f"board {self.root} is not a directory") from None
-        except PermissionError:
-            raise BoardUnreadable(f"board {self.root}: permission denied") from None
-        except OSError as exc:
-            raise BoardUnreadable(f"board {self.root}: {exc.strerror}") from None
-        if not os.access(self.root, os.R_OK | os.X_OK):
-            root.close()
-            raise BoardUnreadable(f"board {self.root}: permission denied")
-        return root
 
     def _skip(self, skipped: list[Skipped], path: str, reason: str) -> None:
         log.warning("board.file_skipped", board=str(self.root), path=path, reason=reason)
@@ -203,6 +171,18 @@ class BoardReader:
             self._skip(skipped, path, f"unexpected error: {type(exc).__name__}")
         return None
 
+    def _read_one(
+        self, sub: str, path: str, read: Callable[[SafeDir, str, list[Skipped]], T | None], name: str
+    ) -> T | None:
+        """``read`` of entry ``name`` of folder ``sub`` (its board path: ``path``); None when absent or broken."""
+        skipped: list[Skipped] = []
+        with open_board(self.root) as root:
+            d = self._subdir(root, sub, skipped)
+            if d is None:
+                return None
+            with d:
+                return self._guard(path, skipped, read, d, name)
+
     def _subdir(self, root: SafeDir, name: str, skipped: list[Skipped]) -> SafeDir | None:
         try:
             return root.child(name)
@@ -223,7 +203,7 @@ class BoardReader:
 
     def _ids(self, sub: str, keep: Callable[[SafeDir, str], bool]) -> list[str]:
         skipped: list[Skipped] = []
-        with self._open_root() as root:
+        with open_board(self.root) as root:
             d = self._subdir(root, sub, skipped)
             if d is None:
                 return []

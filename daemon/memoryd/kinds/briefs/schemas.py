@@ -149,6 +149,11 @@ _COMMON = {
 }
 
 
+def _records(properties: dict[str, Any]) -> dict[str, Any]:
+    """An array of closed objects in which every property is required."""
+    return {"type": "array", "items": _object(properties, list(properties))}
+
+
 def _out(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
     return {"type": "object", "properties": {**properties, **_COMMON}, "required": required}
 
@@ -162,22 +167,18 @@ SEARCH_OUTPUT = _out(
         "mode_note": _STR,
         "project": {"type": ["string", "null"]},
         "projects": _STR_LIST,
-        "results": {
-            "type": "array",
-            "items": _object(
-                {
-                    "brief_id": _STR,
-                    "date": _STR,
-                    "task_id": _STR,
-                    "task_status": _STR,
-                    "project": _STR,
-                    "title": _STR,
-                    "said": _STR,
-                    "score": {"type": "number"},
-                },
-                ["brief_id", "date", "task_id", "task_status", "project", "title", "said", "score"],
-            ),
-        },
+        "results": _records(
+            {
+                "brief_id": _STR,
+                "date": _STR,
+                "task_id": _STR,
+                "task_status": _STR,
+                "project": _STR,
+                "title": _STR,
+                "said": _STR,
+                "score": {"type": "number"},
+            }
+        ),
     },
     ["shown", "matched", "mode", "project", "note", "results"],
 )
@@ -188,21 +189,17 @@ LIST_TASKS_OUTPUT = _out(
         "project": {"type": ["string", "null"]},
         "status": {"type": ["string", "null"]},
         "projects": _STR_LIST,
-        "tasks": {
-            "type": "array",
-            "items": _object(
-                {
-                    "task_id": _STR,
-                    "title": _STR,
-                    "project": _STR,
-                    "status": _STATUS,
-                    "created": _STR,
-                    "last_activity": _STR,
-                    "briefs": _INT,
-                },
-                ["task_id", "title", "project", "status", "created", "last_activity", "briefs"],
-            ),
-        },
+        "tasks": _records(
+            {
+                "task_id": _STR,
+                "title": _STR,
+                "project": _STR,
+                "status": _STATUS,
+                "created": _STR,
+                "last_activity": _STR,
+                "briefs": _INT,
+            }
+        ),
     },
     ["shown", "total", "project", "status", "projects", "note", "tasks"],
 )
@@ -215,19 +212,15 @@ GET_TASK_OUTPUT = _out(
         ),
         "shown": _INT,
         "briefs_total": _INT,
-        "briefs": {
-            "type": "array",
-            "items": _object(
-                {
-                    "brief_id": _STR,
-                    "date": _STR,
-                    "title": _STR,
-                    "said": _STR,
-                    "outcome": {"anyOf": [_OUTCOME_DID_OPEN, {"type": "null"}]},
-                },
-                ["brief_id", "date", "title", "said", "outcome"],
-            ),
-        },
+        "briefs": _records(
+            {
+                "brief_id": _STR,
+                "date": _STR,
+                "title": _STR,
+                "said": _STR,
+                "outcome": {"anyOf": [_OUTCOME_DID_OPEN, {"type": "null"}]},
+            }
+        ),
     },
     ["task", "shown", "briefs_total", "note", "briefs"],
 )
@@ -285,4 +278,14 @@ SAVE_OUTCOME_OUTPUT = {
         "searchable": {"type": "boolean"},
     },
     "required": ["saved", "brief_id", "path", "items", "searchable"],
+}
+
+#: Tool name -> (input schema, output schema).
+BY_TOOL = {
+    "search_briefs": (SEARCH_INPUT, SEARCH_OUTPUT),
+    "list_tasks": (LIST_TASKS_INPUT, LIST_TASKS_OUTPUT),
+    "get_task": (GET_TASK_INPUT, GET_TASK_OUTPUT),
+    "get_brief": (GET_BRIEF_INPUT, GET_BRIEF_OUTPUT),
+    "save_outcome": (SAVE_OUTCOME_INPUT, SAVE_OUTCOME_OUTPUT),
+    "get_context": (GET_CONTEXT_INPUT, GET_CONTEXT_OUTPUT),
 }

@@ -32,7 +32,16 @@ from memoryd.kinds.briefs import render, schemas
 from memoryd.kinds.briefs.files import Outcome
 from memoryd.kinds.briefs.reader import BoardUnreadable as ReaderBoardUnreadable
 from memoryd.kinds.briefs.writer import BriefNotFound
-from memoryd.tools.registry import ResourceSpec, ResourceTemplateSpec, ToolContext, ToolResult, ToolSpec
+from memoryd.tools.registry import (
+    READ_ONLY,
+    WRITE,
+    ResourceSpec,
+    ResourceTemplateSpec,
+    ToolContext,
+    ToolResult,
+    ToolSpec,
+    titled_spec,
+)
 
 if TYPE_CHECKING:  # the tool registry is built before the index library loads
     from memoryd.index.searcher import Searcher
@@ -96,9 +105,6 @@ GET_CONTEXT_DESCRIPTION = (
     "For the full history of one task use get_task; to find earlier work by its words, search_briefs." + _DATA
 )
 
-_READ_ONLY = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
-_WRITE = {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
-
 
 class _Board:
     """The briefs API and the searcher, with the board's read failures turned into answers the model
@@ -118,6 +124,13 @@ class _Board:
                 f"memoryd cannot read its board ({exc}). This is not an empty history: the board folder is "
                 "missing or unreadable. Tell the developer; `memoryd status` shows which folder it uses."
             ) from exc
+
+    async def found(self, work: Awaitable[T | None], missing: str) -> T:
+        """What ``work`` read; :class:`~memoryd.errors.NotFound` with ``missing`` when it found nothing."""
+        result = await self.guarded(work)
+        if result is None:
+            raise NotFound(missing)
+        return result
 
     def projects(self) -> set[str]:
         return {task.project for task in self.briefs.tasks().values()}
@@ -167,12 +180,11 @@ async def list_tasks(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 async def get_task(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     task_id = check_task_id(args["task_id"])  # before any file access (the schema checked it too)
     board = await _board(ctx)
-    found = await board.guarded(board.briefs.get_task(task_id))
-    if found is None:
-        raise NotFound(
-            f"No task {task_id} on the board (it may have been deleted). list_tasks shows every task id; "
-            "search_briefs finds tasks by what was said."
-        )
+    found = await board.found(
+        board.briefs.get_task(task_id),
+        f"No task {task_id} on the board (it may have been deleted). list_tasks shows every task id; "
+        "search_briefs finds tasks by what was said.",
+    )
     answer = render.task_answer(*found)
     return ToolResult(structured=answer, text=render.render_task(answer))
 
@@ -180,12 +192,11 @@ async def get_task(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 async def get_brief(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     brief_id = check_brief_id(args["brief_id"])
     board = await _board(ctx)
-    brief = await board.guarded(board.briefs.get_brief(brief_id))
-    if brief is None:
-        raise NotFound(
-            f"No brief {brief_id} on the board (it may have been deleted). get_task lists a task's briefs; "
-            "search_briefs finds briefs by what was said."
-        )
+    brief = await board.found(
+        board.briefs.get_brief(brief_id),
+        f"No brief {brief_id} on the board (it may have been deleted). get_task lists a task's briefs; "
+        "search_briefs finds briefs by what was said.",
+    )
     task = board.briefs.tasks().get(brief.task)
     answer = render.brief_answer(brief, task, board.briefs.board)
     return ToolResult(structured=answer, text=render.render_brief(answer))
@@ -256,61 +267,20 @@ def resources() -> list[ResourceSpec | ResourceTemplateSpec]:
     ]
 
 
+#: name, title, description, hints, handler: one row a tool, in listing order (schemas: ``schemas.BY_TOOL``).
+_SPECS = (
+    ("search_briefs", "Search past briefs", SEARCH_DESCRIPTION, READ_ONLY, search_briefs),
+    ("list_tasks", "List tasks", LIST_TASKS_DESCRIPTION, READ_ONLY, list_tasks),
+    ("get_task", "Read a task", GET_TASK_DESCRIPTION, READ_ONLY, get_task),
+    ("get_brief", "Read a brief", GET_BRIEF_DESCRIPTION, READ_ONLY, get_brief),
+    ("save_outcome", "Save the outcome of a brief", SAVE_OUTCOME_DESCRIPTION, WRITE, save_outcome),
+    ("get_context", "Catch up on a project", GET_CONTEXT_DESCRIPTION, READ_ONLY, get_context),
+)
+
+
 def tools() -> list[ToolSpec]:
     """The six tools of group ``briefs``."""
     return [
-        ToolSpec(
-            name="search_briefs",
-            title="Search past briefs",
-            description=SEARCH_DESCRIPTION,
-            input_schema=schemas.SEARCH_INPUT,
-            output_schema=schemas.SEARCH_OUTPUT,
-            annotations={**_READ_ONLY, "title": "Search past briefs"},
-            handler=search_briefs,
-        ),
-        ToolSpec(
-            name="list_tasks",
-            title="List tasks",
-            description=LIST_TASKS_DESCRIPTION,
-            input_schema=schemas.LIST_TASKS_INPUT,
-            output_schema=schemas.LIST_TASKS_OUTPUT,
-            annotations={**_READ_ONLY, "title": "List tasks"},
-            handler=list_tasks,
-        ),
-        ToolSpec(
-            name="get_task",
-            title="Read a task",
-            description=GET_TASK_DESCRIPTION,
-            input_schema=schemas.GET_TASK_INPUT,
-            output_schema=schemas.GET_TASK_OUTPUT,
-            annotations={**_READ_ONLY, "title": "Read a task"},
-            handler=get_task,
-        ),
-        ToolSpec(
-            name="get_brief",
-            title="Read a brief",
-            description=GET_BRIEF_DESCRIPTION,
-            input_schema=schemas.GET_BRIEF_INPUT,
-            output_schema=schemas.GET_BRIEF_OUTPUT,
-            annotations={**_READ_ONLY, "title": "Read a brief"},
-            handler=get_brief,
-        ),
-        ToolSpec(
-            name="save_outcome",
-            title="Save the outcome of a brief",
-            description=SAVE_OUTCOME_DESCRIPTION,
-            input_schema=schemas.SAVE_OUTCOME_INPUT,
-            output_schema=schemas.SAVE_OUTCOME_OUTPUT,
-            annotations={**_WRITE, "title": "Save the outcome of a brief"},
-            handler=save_outcome,
-        ),
-        ToolSpec(
-            name="get_context",
-            title="Catch up on a project",
-            description=GET_CONTEXT_DESCRIPTION,
-            input_schema=schemas.GET_CONTEXT_INPUT,
-            output_schema=schemas.GET_CONTEXT_OUTPUT,
-            annotations={**_READ_ONLY, "title": "Catch up on a project"},
-            handler=get_context,
-        ),
+        titled_spec(name, title, description, handler, *schemas.BY_TOOL[name], hints)
+        for name, title, description, hints, handler in _SPECS
     ]

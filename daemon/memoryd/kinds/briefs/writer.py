@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from memoryd.board import atomic
-from memoryd.board.gate import SafeDir, open_root
+from memoryd.board.gate import DIR_MODE, SafeDir, open_folder
 from memoryd.board.ids import check_brief_id
 from memoryd.errors import NotFound
 from memoryd.kinds.briefs.files import Outcome, render_outcome
@@ -22,7 +22,6 @@ from memoryd.logs import get_logger
 log = get_logger("memoryd.board")
 
 OUTCOME_FILE = "outcome.md"
-_BOARD_MODE = 0o700
 
 
 class BriefNotFound(NotFound, LookupError):
@@ -32,20 +31,14 @@ class BriefNotFound(NotFound, LookupError):
 def brief_dir(board_root: Path, brief_id: str) -> SafeDir:
     """The brief's folder, opened through the gate. Raises BriefNotFound (no folder or no ``brief.json``),
     UnsafePath, BoardUnreadable."""
-    try:
-        root = open_root(board_root)
-    except OSError as exc:
-        raise BoardUnreadable(f"board {board_root}: {exc.strerror}") from None
-    with root:
+    briefs = open_folder(board_root, BRIEFS_DIR)
+    if briefs is None:
+        raise BriefNotFound(brief_id)
+    with briefs:
         try:
-            briefs = root.child(BRIEFS_DIR)
+            d = briefs.child(brief_id)
         except FileNotFoundError:
             raise BriefNotFound(brief_id) from None
-        with briefs:
-            try:
-                d = briefs.child(brief_id)
-            except FileNotFoundError:
-                raise BriefNotFound(brief_id) from None
     try:
         d.lstat("brief.json")
     except FileNotFoundError:
@@ -83,7 +76,7 @@ def ensure_board(root: Path) -> None:
     """
     root = Path(root)
     try:
-        root.mkdir(mode=_BOARD_MODE, parents=True, exist_ok=True)
+        root.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
     except FileExistsError:
         raise BoardUnreadable(f"board {root} is not a directory") from None
     except OSError as exc:
@@ -91,7 +84,7 @@ def ensure_board(root: Path) -> None:
     for sub in (TASKS_DIR, BRIEFS_DIR):
         path = root / sub
         try:
-            os.mkdir(path, _BOARD_MODE)
+            os.mkdir(path, DIR_MODE)
         except FileExistsError:
             if not path.is_dir() or path.is_symlink():
                 raise BoardUnreadable(f"board {root}: {sub} is not a directory") from None

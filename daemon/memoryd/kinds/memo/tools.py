@@ -25,7 +25,7 @@ from memoryd.errors import InvalidParams
 from memoryd.index.redact import redact
 from memoryd.kinds.sessions.files import now_iso
 from memoryd.tools.answers import DATA_NOTE, Scrub, one_line
-from memoryd.tools.registry import ResourceSpec, ToolContext, ToolResult, ToolSpec
+from memoryd.tools.registry import READ_ONLY, WRITE, ResourceSpec, ToolContext, ToolResult, ToolSpec
 
 MEMO_ORIGINS = ("memo", "import:memo")
 TEXT_CHARS = 10_000
@@ -210,13 +210,7 @@ def tools() -> list[ToolSpec]:
                 "required": ["text"],
                 "additionalProperties": False,
             },
-            annotations={
-                "readOnlyHint": False,
-                "destructiveHint": False,
-                "idempotentHint": True,
-                "openWorldHint": False,
-                "title": "Save a memo",
-            },
+            annotations={**WRITE, "title": "Save a memo"},
             handler=memo_add,
         ),
         ToolSpec(
@@ -248,13 +242,7 @@ def tools() -> list[ToolSpec]:
                 "required": ["query"],
                 "additionalProperties": False,
             },
-            annotations={
-                "readOnlyHint": True,
-                "destructiveHint": False,
-                "idempotentHint": True,
-                "openWorldHint": False,
-                "title": "Search memos",
-            },
+            annotations={**READ_ONLY, "title": "Search memos"},
             handler=memo_search,
         ),
     ]

@@ -19,8 +19,7 @@ import os
 from pathlib import Path
 
 from memoryd.board import atomic
-from memoryd.board.gate import SafeDir, Skipped, UnsafePath, open_root
-from memoryd.kinds.briefs.reader import BoardUnreadable
+from memoryd.board.gate import SafeDir, Skipped, UnsafePath, open_folder
 from memoryd.kinds.memories.format import (  # re-exported: the one module callers import
     _FILE_RE,
     HASH_RE,
@@ -60,6 +59,7 @@ __all__ = [
     "is_hash",
     "list_memories",
     "memory_id_of",
+    "memory_of_path",
     "normalize_content",
     "parse_memory",
     "read_memory",
@@ -72,26 +72,11 @@ __all__ = [
 log = get_logger("memoryd.kinds.memories.files")
 
 MAX_FILE_BYTES = 8 * 2**20
-_DIR_MODE = 0o700
-
-
-def _open_root(board: Path) -> SafeDir:
-    try:
-        return open_root(board)
-    except OSError as exc:
-        raise BoardUnreadable(f"board {board}: {exc.strerror or exc}") from None
 
 
 def _memories_dir(board: Path, create: bool = False) -> SafeDir | None:
     """The ``memories/`` folder through the gate; None when absent (and not ``create``)."""
-    with _open_root(board) as root:
-        if create:
-            with contextlib.suppress(FileExistsError):
-                os.mkdir(MEMORIES_DIR, _DIR_MODE, dir_fd=root.fd)
-        try:
-            return root.child(MEMORIES_DIR)
-        except FileNotFoundError:
-            return None
+    return open_folder(board, MEMORIES_DIR, create=create)
 
 
 def _read(d: SafeDir, memory_id: str) -> Memory | None:
@@ -126,6 +111,13 @@ def memory_id_of(name: str) -> str | None:
     """The hash of a file name ``<64 hex>.md``, else None."""
     m = _FILE_RE.fullmatch(name)
     return m.group(1) if m else None
+
+
+def memory_of_path(rel: str) -> str | None:
+    """The hash a board-relative path like ``memories/<hash>.md`` names, or None (sub-folders, other
+    names: not memories; :func:`list_memories` reports names)."""
+    parts = rel.split("/")
+    return memory_id_of(parts[1]) if len(parts) == 2 and parts[0] == MEMORIES_DIR else None
 
 
 def _ignored(name: str) -> bool:

@@ -122,16 +122,20 @@ _ITEM = {
     "required": ["content", "tags"],
     "additionalProperties": False,
 }
+
+
+def _batch(items: dict[str, Any], description: str) -> dict[str, Any]:
+    """The array argument of a batch tool: 1 to :data:`BATCH_MAX` ``items``."""
+    return {"type": "array", "minItems": 1, "maxItems": BATCH_MAX, "items": items, "description": description}
+
+
 STORE_MEMORIES_INPUT = _object(
     {
-        "items": {
-            "type": "array",
-            "minItems": 1,
-            "maxItems": BATCH_MAX,
-            "items": _ITEM,
-            "description": f"1-{BATCH_MAX} memories, each like store_memory's arguments. Each item is "
+        "items": _batch(
+            _ITEM,
+            f"1-{BATCH_MAX} memories, each like store_memory's arguments. Each item is "
             "checked on its own: a bad item fails alone and the others are stored.",
-        },
+        ),
         "project": STORE_MEMORY_INPUT["properties"]["project"],
     },
     ["items"],
@@ -139,15 +143,7 @@ STORE_MEMORIES_INPUT = _object(
 GET_MEMORY_INPUT = _object({"hash": HASH}, ["hash"])
 DELETE_MEMORY_INPUT = _object({"hash": HASH}, ["hash"])
 DELETE_MEMORIES_INPUT = _object(
-    {
-        "hashes": {
-            "type": "array",
-            "minItems": 1,
-            "maxItems": BATCH_MAX,
-            "items": HASH,
-            "description": f"1-{BATCH_MAX} memory hashes to delete.",
-        }
-    },
+    {"hashes": _batch(HASH, f"1-{BATCH_MAX} memory hashes to delete.")},
     ["hashes"],
 )
 UPDATE_MEMORY_INPUT = _object(

@@ -17,14 +17,14 @@ from collections.abc import Collection
 from pathlib import Path
 
 from memoryd.board.gate import Skipped, UnsafePath
-from memoryd.core.sources import SourceBatch
+from memoryd.core.sources import SourceBatch, touched_ids
 from memoryd.kinds.memories.files import (
     MEMORIES_DIR,
     Memory,
     MemoryFileError,
     Relation,
     list_memories,
-    memory_id_of,
+    memory_of_path,
     read_memory,
 )
 from memoryd.kinds.memories.records import KIND, memory_record
@@ -70,16 +70,9 @@ class MemorySource:
         return batch
 
     def records_for(self, paths: Collection[str]) -> SourceBatch:
-        ids: set[str] = set()
-        for path in paths:
-            parts = path.split("/")
-            if parts[0] != MEMORIES_DIR:
-                continue
-            if len(parts) == 1:  # the folder itself appeared, vanished or moved
-                return self.load_all()
-            if len(parts) == 2 and (memory_id := memory_id_of(parts[1])) is not None:
-                ids.add(memory_id)
-            # anything else (sub-folders, other names) is not a memory; list_memories reports names
+        ids = touched_ids(paths, MEMORIES_DIR, memory_of_path)
+        if ids is None:
+            return self.load_all()
         batch = SourceBatch()
         for memory_id in sorted(ids):
             origin = origin_of(memory_id)

@@ -44,8 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memoryd.board import atomic
-from memoryd.board.gate import SafeDir, UnsafePath, open_root
-from memoryd.kinds.briefs.reader import BoardUnreadable
+from memoryd.board.gate import SafeDir, UnsafePath, decode_utf8, open_folder
 from memoryd.kinds.sessions.format import (  # re-exported: callers import them from here
     CATEGORIES,
     INTERACTION_TYPE,
@@ -75,7 +74,6 @@ log = get_logger("memoryd.kinds.sessions.files")
 #: A session file may grow past the gate's default bound; past this it is refused (logged), never read.
 MAX_LOG_BYTES = 64 * 2**20
 MAX_SUMMARY_BYTES = 2**20
-_DIR_MODE = 0o700
 _append_lock = threading.Lock()  # the torn-line check and the write of one append stay together
 
 __all__ = [
@@ -161,54 +159,40 @@ def _reason(exc: BaseException) -> str:
 
 def _open_sessions(board_root: Path, create: bool = False) -> SafeDir | None:
     """``sessions/`` through the gate; None when absent (and not ``create``). BoardUnreadable for the root."""
-    try:
-        root = open_root(board_root)
-    except OSError as exc:
-        raise BoardUnreadable(f"the board at {board_root} cannot be read ({exc.strerror})") from None
-    with root:
+    return open_folder(board_root, SESSIONS_DIR, create=create)
+
+
+def _read_file(board_root: Path, session_id: str, suffix: str, max_bytes: int) -> tuple[bytes, str] | None:
+    """The bytes of ``sessions/<session_id><suffix>`` and its board-relative path; None when absent."""
+    check_session_id(session_id)
+    d = _open_sessions(board_root)
+    if d is None:
+        return None
+    with d:
+        name = session_id + suffix
         try:
-            return root.child(SESSIONS_DIR)
+            return d.read_bytes(name, max_bytes), d.relpath(name)
         except FileNotFoundError:
-            if not create:
-                return None
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(SESSIONS_DIR, _DIR_MODE, dir_fd=root.fd)
-        return root.child(SESSIONS_DIR)
+            return None
 
 
 def read_log(board_root: Path, session_id: str) -> SessionLog | None:
     """The interactions of ``session_id``; None when it has no file. Raises InvalidSessionId first,
     BoardUnreadable for the root, UnsafePath when the file or ``sessions/`` is refused by the gate."""
-    check_session_id(session_id)
-    d = _open_sessions(board_root)
-    if d is None:
-        return None
-    with d:
-        name = session_id + LOG_SUFFIX
-        try:
-            data = d.read_bytes(name, MAX_LOG_BYTES)
-        except FileNotFoundError:
-            return None
-        return parse_log(data, session_id, d.relpath(name))
+    found = _read_file(board_root, session_id, LOG_SUFFIX, MAX_LOG_BYTES)
+    return None if found is None else parse_log(found[0], session_id, found[1])
 
 
 def load_summary(board_root: Path, session_id: str) -> Summary | None:
     """The summary of ``session_id``, None when absent. Raises :class:`FormatError` (broken content,
     the message says why), UnsafePath (refused by the gate), InvalidSessionId, BoardUnreadable."""
-    check_session_id(session_id)
-    d = _open_sessions(board_root)
-    if d is None:
+    found = _read_file(board_root, session_id, SUMMARY_SUFFIX, MAX_SUMMARY_BYTES)
+    if found is None:
         return None
-    with d:
-        name = session_id + SUMMARY_SUFFIX
-        try:
-            text = d.read_text(name, MAX_SUMMARY_BYTES)
-        except FileNotFoundError:
-            return None
-        try:
-            return parse_summary(json.loads(text), session_id)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            raise FormatError(_reason(exc)) from None
+    try:
+        return parse_summary(json.loads(decode_utf8(*found)), session_id)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise FormatError(_reason(exc)) from None
 
 
 def read_summary(board_root: Path, session_id: str) -> Summary | None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memoryd.board.gate import Skipped, UnsafePath
-from memoryd.core.sources import SourceBatch
+from memoryd.core.sources import SourceBatch, touched_ids
 from memoryd.kinds.sessions.files import (
     LOG_SUFFIX,
     SESSIONS_DIR,
@@ -76,15 +76,9 @@ class SessionSource:
         return batch
 
     def records_for(self, paths: Collection[str]) -> SourceBatch:
-        sessions: set[str] = set()
-        for path in paths:
-            parts = path.split("/")
-            if parts[0] != SESSIONS_DIR:
-                continue
-            if len(parts) == 1:  # the folder itself appeared, vanished or moved
-                return self.load_all()
-            if (session_id := session_of_path(path)) is not None:
-                sessions.add(session_id)
+        sessions = touched_ids(paths, SESSIONS_DIR, session_of_path)
+        if sessions is None:
+            return self.load_all()
         batch = SourceBatch()
         for session_id in sorted(sessions):
             self._load(session_id, batch)
