@@ -13,7 +13,8 @@ file, an unreadable board), 2 usage.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
+
+from memoryd.serve.control import served_board
 
 EXIT_OK, EXIT_PROBLEM, EXIT_USAGE = 0, 1, 2
 
@@ -40,21 +41,6 @@ def register(sub) -> None:
     m.set_defaults(func=cmd_move)
 
 
-def _board() -> Path:
-    """The board the running daemon serves, else this install's."""
-    from memoryd.paths import resolve
-    from memoryd.serve.control import ask_status
-
-    locations = resolve()
-    try:
-        status = ask_status(locations.socket, timeout=1.0)
-        if status and status.get("board"):
-            return Path(status["board"])
-    except (OSError, ValueError):
-        pass
-    return locations.board
-
-
 def _each(what: str, keys: list[str], change) -> int:
     """Apply ``change(key) -> bool`` to every key; print one line each; the exit status."""
     from memoryd.errors import ToolFailed
@@ -75,14 +61,14 @@ def _each(what: str, keys: list[str], change) -> int:
 def cmd_status(args) -> int:
     from memoryd.kinds.briefs.edits import set_task_status
 
-    board = _board()
+    board = served_board(timeout=1.0)
     return _each(args.status, args.task, lambda task: set_task_status(board, task, args.status))
 
 
 def cmd_move(args) -> int:
     from memoryd.kinds.briefs.edits import move_brief
 
-    board = _board()
+    board = served_board(timeout=1.0)
     return _each(f"in {args.to}", args.brief, lambda brief: move_brief(board, brief, args.to))
 
 
@@ -90,7 +76,7 @@ def cmd_list(args) -> int:
     from memoryd.kinds.briefs.reader import BoardReader, BoardUnreadable
     from memoryd.wording import counted
 
-    board = _board()
+    board = served_board(timeout=1.0)
     try:
         snap = BoardReader(board).load()
     except BoardUnreadable as exc:

@@ -101,6 +101,21 @@ def ask_status(socket_path: str | os.PathLike[str] | Path, timeout: float = 3.0)
     return _ask(socket_path, "status", timeout)
 
 
+def served_board(timeout: float = 0.3) -> Path:
+    """The board the running daemon serves (asked over this install's socket), else the configured one: a
+    command that edits board files edits the daemon's."""
+    from memoryd.paths import resolve
+
+    locations = resolve()
+    try:
+        status = ask_status(locations.socket, timeout=timeout)
+    except (OSError, ValueError):
+        status = None
+    if status and isinstance(status.get("board"), str) and status["board"]:
+        return Path(status["board"])
+    return locations.board
+
+
 def already_running_advice(
     socket_path: str | os.PathLike[str] | Path, http_port: int = 0, command: str = "memoryd"
 ) -> str:

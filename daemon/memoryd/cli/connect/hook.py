@@ -133,22 +133,6 @@ def last_turn(transcript: Path) -> Turn | None:
     return None
 
 
-def board_root() -> Path:
-    """The board the running daemon serves (asked over its socket), else the configured default."""
-    from memoryd.paths import resolve
-
-    locations = resolve()
-    try:
-        from memoryd.serve.control import ask_status
-
-        status = ask_status(locations.socket, timeout=0.3)
-        if status and status.get("board"):
-            return Path(status["board"])
-    except (OSError, ValueError):
-        pass
-    return locations.board
-
-
 def _squeeze(text: str) -> str:
     return " ".join(text.split())
 
@@ -194,7 +178,10 @@ def decide(payload: Any, board: Path | None = None) -> dict[str, str] | None:
     named = list(dict.fromkeys(BRIEF_ID.findall(turn.text)))
     if not named:
         return None
-    board = board or board_root()
+    if board is None:
+        from memoryd.serve.control import served_board
+
+        board = served_board()
     # An existing outcome.md means "reported": asking again would get it replaced by this turn's account.
     pending = [
         brief
