@@ -4,7 +4,13 @@ One module (~410 lines) because the write queue, the backfill and maintenance sh
 
 Everything that writes to LanceDB goes through :class:`Indexer`'s single asyncio task, so writes are
 batched (each LanceDB write adds a fragment and a version) and never race each other; searches read
-concurrently and never wait for it, except during compaction (see :class:`memoryd.index.searcher.RWLock`).
+concurrently, except during compaction (see :class:`memoryd.index.searcher.RWLock`).
+
+Writes are acknowledged before they are indexed (the board file is the truth) and made visible by a read
+barrier: :meth:`Indexer.barrier` resolves once every change submitted before it is applied, and only
+those: the writer cuts its next batch at the oldest waiting barrier, so a stream of later saves never
+holds a search back. Changes the watcher reports count for no barrier (a large rescan must not stall
+searches): one joins the batch of the next acknowledged write, or any batch when no search waits.
 
 Every board folder belongs to a record source (:mod:`memoryd.core.sources`); the writer knows no record
 kind. Changed paths are routed to the source owning their folder, and the writer keeps origin -> record ids
@@ -37,17 +43,47 @@ BACKFILL_CHUNK = 16
 TAIL_MAX = 2000
 
 
+#: A sequence number after every submission (a path's or a rescan's, when none is pending).
+UNORDERED = float("inf")
+
+
 @dataclass
 class Pending:
-    """Work gathered while the writer was busy; merged so a burst of saves is one write."""
+    """Work gathered while the writer was busy; merged so a burst of saves is one write.
+
+    ``seqs``: each path's first submission number (a watcher's change: just after the last one);
+    ``rescan_seq`` likewise for a rescan; ``waiters``: ``(seq, future)`` resolved when that work is in the index."""
 
     paths: set[str] = field(default_factory=set)  # board-relative, under a record source's folder
     rescan: bool = False
     purge: bool = False
-    waiters: list[asyncio.Future] = field(default_factory=list)
+    waiters: list[tuple[float, asyncio.Future]] = field(default_factory=list)
+    seqs: dict[str, float] = field(default_factory=dict)
+    rescan_seq: float = UNORDERED
 
     def __bool__(self) -> bool:
         return bool(self.paths or self.rescan or self.purge)
+
+    def add(self, seq: float, paths=(), rescan: bool = False, purge: bool = False) -> None:
+        for p in paths:
+            self.paths.add(p)
+            self.seqs[p] = min(seq, self.seqs.get(p, UNORDERED))
+        if rescan:
+            self.rescan = True
+            self.rescan_seq = min(seq, self.rescan_seq)
+        self.purge |= purge
+
+    def split(self, cut: int) -> Pending:
+        """Take the work submitted up to ``cut``; the rest stays here. A path submitted before and after
+        ``cut`` is taken: its file is read when the batch runs, so it carries the later change too. (A
+        rescan among it reads the whole board: the caller takes everything then.)"""
+        taken = Pending()
+        for p in [p for p in self.paths if self.seqs.get(p, UNORDERED) <= cut]:
+            taken.add(self.seqs.pop(p), [p])
+            self.paths.discard(p)
+        taken.waiters = [w for w in self.waiters if w[0] <= cut]
+        self.waiters = [w for w in self.waiters if w[0] > cut]
+        return taken
 
 
 class Indexer:
@@ -86,6 +122,9 @@ class Indexer:
         self.dirty_since: float | None = None  # monotonic time of the first write since the last optimize
         self.purge_due = False
         self._pending = Pending()
+        self._seq = 0  # number of the last submission a barrier counts
+        self._done = 0  # every submission numbered up to this is applied (or failed and logged)
+        self._barriers: list[tuple[int, asyncio.Future]] = []
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._closing = False
@@ -95,22 +134,41 @@ class Indexer:
 
     # -- requests (event loop thread) -----------------------------------------------------------
     def submit(self, paths=(), rescan: bool = False) -> asyncio.Future:
-        """Queue a change; the returned future resolves when it is in the index.
+        """Queue a change; the returned future resolves when it is in the index (or carries the writer's
+        exception). Queued before this returns: a :meth:`barrier` asked afterwards waits for it, so a
+        caller may answer without awaiting the future.
 
         ``paths``: board-relative POSIX paths under a record source's folder (``memories/<hash>.md``,
         ``briefs/<id>/outcome.md``); paths under no registered source are ignored. ``rescan``: reload
-        every source."""
+        every source. Neither: the same as :meth:`barrier`."""
+        paths = list(paths)
+        if not paths and not rescan:
+            return self.barrier()
         fut = asyncio.get_running_loop().create_future()
-        self._pending.paths.update(paths)
-        self._pending.rescan |= rescan
-        self._pending.waiters.append(fut)
+        self._seq += 1
+        self._pending.add(self._seq, paths, rescan)
+        self._pending.waiters.append((self._seq, fut))
         self._wake.set()
+        return fut
+
+    def barrier(self) -> asyncio.Future:
+        """A future resolved once every change submitted before this call is applied (failed writes
+        included: they are logged, and the board keeps their files for the next start). Already resolved
+        when nothing is outstanding, so a search pays nothing then; never waits for later submissions."""
+        fut = asyncio.get_running_loop().create_future()
+        if self._done >= self._seq or self._task is None or self._task.done():
+            fut.set_result(None)
+        else:
+            self._barriers.append((self._seq, fut))
+            self._wake.set()
         return fut
 
     def take(self, change) -> None:
         """Queue a watcher's :class:`~memoryd.core.watch.Change` (its ``paths`` and ``rescan``); runs on the
-        event loop's thread."""
-        self.submit(paths=change.paths, rescan=change.rescan)
+        event loop's thread. No barrier of its own (see the module docstring): numbered just after the
+        last submission, it is taken with the next one's batch, so a stream of them cannot starve it."""
+        self._pending.add(self._seq + 0.5, change.paths, change.rescan)
+        self._wake.set()
 
     def request_backfill(self) -> None:
         """Give records written keyword-only (or by another model) vectors of the current embedder, a
@@ -125,9 +183,9 @@ class Indexer:
         Runs in the writer task like every other write; the future resolves once text deleted from the
         board has left the index folder (or carries the writer's exception)."""
         fut = asyncio.get_running_loop().create_future()
-        self._pending.rescan = True
-        self._pending.purge = True
-        self._pending.waiters.append(fut)
+        self._seq += 1
+        self._pending.add(self._seq, rescan=True, purge=True)
+        self._pending.waiters.append((self._seq, fut))
         self._wake.set()
         return fut
 
@@ -135,7 +193,7 @@ class Indexer:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="memoryd-indexer")
 
     async def close(self) -> None:
-        """Flush pending writes, then stop."""
+        """Flush pending writes (acknowledged ones included), then stop."""
         self._closing = True
         self._wake.set()
         if self._task is not None:
@@ -149,27 +207,37 @@ class Indexer:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=timeout)
             self._wake.clear()
-            work, self._pending = self._pending, Pending()
+            # cut at the oldest waiting barrier: its search waits for no later submission
+            cut = min((seq for seq, _ in self._barriers), default=self._seq)
+            pending = self._pending
+            if cut >= self._seq or (pending.rescan and pending.rescan_seq <= cut):
+                work, self._pending, done = pending, Pending(), self._seq
+            else:
+                work, done = pending.split(cut), cut
+                self._wake.set()  # the rest runs next, without waiting for another submission
             if work:
                 try:
                     await asyncio.to_thread(self._apply, work)
                     if work.purge:  # forget --now: the waiters hear back once old versions are gone
                         await asyncio.to_thread(self.maintain, True)
-                except Exception as exc:  # the writer must survive a bad batch
-                    log.error("index_write_failed", error=f"{type(exc).__name__}: {exc}", exc_info=exc)
-                    for w in work.waiters:
+                except Exception as exc:  # the writer must survive a bad batch; the board keeps the files
+                    log.error(
+                        "index_write_failed",
+                        error=f"{type(exc).__name__}: {exc}",
+                        paths=sorted(work.paths)[:20],
+                        rescan=work.rescan,
+                        exc_info=exc,
+                    )
+                    for _, w in work.waiters:
                         if not w.done():
                             w.set_exception(exc)
                 else:
                     if self.changes is not None:
                         self.changes.publish(paths=work.paths, rescan=work.rescan)
-                    for w in work.waiters:
+                    for _, w in work.waiters:
                         if not w.done():
                             w.set_result(None)
-            else:
-                for w in work.waiters:  # submit() with nothing: "everything before me is indexed"
-                    if not w.done():
-                        w.set_result(None)
+            self._release(done)
             if not work and backfill:
                 try:
                     self._backfill = await asyncio.to_thread(self._backfill_step)
@@ -187,6 +255,17 @@ class Indexer:
                     log.error("index_optimize_failed", error=str(exc), exc_info=exc)
             if self._closing and not self._pending:
                 return
+
+    def _release(self, done: int) -> None:
+        """Every submission numbered up to ``done`` is applied: resolve the barriers waiting for them."""
+        self._done = max(self._done, done)
+        waiting = []
+        for seq, fut in self._barriers:
+            if seq > self._done:
+                waiting.append((seq, fut))
+            elif not fut.done():
+                fut.set_result(None)
+        self._barriers = waiting
 
     def _next_maintenance_in(self) -> float | None:
         if self.dirty_since is None:

@@ -2,11 +2,14 @@
 
 One class (~430 lines) holds every memory operation because all of them share its write lock and view.
 
-Writes go to the board first (:mod:`memoryd.kinds.memories.writes`: atomic files), then the changed paths
-are submitted to the indexer and awaited, so a memory is searchable (and visible to :meth:`Memories.get`
-and the graph) when a call returns. Board mutations run one at a time under one asyncio lock, each
-reading the current file inside it; the index writes happen outside it, so concurrent stores are
-batched into one index write. The argument rules are :mod:`memoryd.kinds.memories.rules` (memdb's limits);
+Writes go to the board first (:mod:`memoryd.kinds.memories.writes`: atomic files, fsynced), then the
+changed paths are submitted to the indexer. A store answers once its file is on the board and its paths
+are queued: the embedding and the row write follow, batched with the stores that came meanwhile. It is
+searchable when the call returns all the same, because every search and every read of the view
+(:meth:`Memories.settled`) first waits for the writes acknowledged before it began (the indexer's read
+barrier); a crash in between loses nothing, since the next start indexes the board. The other writes
+(update, delete, relations) still await their index write. Board mutations run one at a time under one
+asyncio lock, each reading the current file inside it; the index writes happen outside it. The argument rules are :mod:`memoryd.kinds.memories.rules` (memdb's limits);
 their exceptions are re-exported here.
 
 Keys: every method taking a ``key`` accepts a memory's id (its file name) or, for a file edited by
@@ -63,8 +66,9 @@ if TYPE_CHECKING:
     from memoryd.core.sources import RecordSource
     from memoryd.index.search import SearchResult
 
-#: ``submit(paths)``: hand board-relative paths to the index's one writer and wait until they are searchable
-#: (no paths: wait for every earlier write). ``search(query, **filters)``: the hybrid search under the read lock.
+#: ``submit(paths)``: queue board-relative paths for the index's one writer before returning an awaitable
+#: that resolves once they are searchable (no paths: once every earlier write is; the read barrier).
+#: ``search(query, **filters)``: the hybrid search under the read lock, behind the same barrier.
 Submit = Callable[[Sequence[str]], Awaitable[None]]
 Search = Callable[..., Awaitable["SearchResult"]]
 
@@ -173,6 +177,17 @@ class Memories:
         if paths:
             await self._submit(paths)
 
+    def _index_later(self, paths: Iterable[str]) -> None:
+        """Queue ``paths`` for the index without waiting (reads wait through :meth:`settled`)."""
+        paths = sorted(set(paths))
+        if paths:
+            asyncio.ensure_future(self._submit(paths)).add_done_callback(_deferred)
+
+    async def settled(self) -> None:
+        """Wait until every write acknowledged before this call is in the index and in :attr:`view`
+        (the read barrier); searches pass it on their own, other readers of the view call this first."""
+        await self._submit(())
+
     # -- store ----------------------------------------------------------------------------------------
     def prepare(
         self,
@@ -208,12 +223,13 @@ class Memories:
         return result
 
     async def store_many(self, items: Sequence[Memory | Exception]) -> list[Stored | Exception]:
-        """Store prepared memories (:meth:`prepare`) in one board pass and one index write.
+        """Store prepared memories (:meth:`prepare`) in one board pass; the index write follows the answer
+        (see the module docstring).
 
         An item that is an exception (a failed :meth:`prepare`) is passed through, so a batch keeps its
         positions; each result is :class:`Stored` or that item's exception."""
         results = await self._locked(self._store_sync, items)
-        await self._index(r.memory.path for r in results if isinstance(r, Stored))
+        self._index_later(r.memory.path for r in results if isinstance(r, Stored))
         return results
 
     def _store_sync(self, items: Sequence[Memory | Exception]) -> list[Stored | Exception]:
@@ -368,7 +384,7 @@ class Memories:
         check_key(from_key)
         check_key(to_key)
         rtype = clean_relation_type(relation_type)
-        edge, is_new, paths = await self._locked(self.ops.relate, from_key, to_key, rtype)
+        edge, is_new, paths = await self._locked(self.ops.relate, from_key, to_key, rtype, settle=True)
         await self._index(paths)
         return edge, is_new
 
@@ -377,7 +393,7 @@ class Memories:
         check_key(from_key)
         check_key(to_key)
         rtype = clean_relation_type(relation_type)
-        paths = await self._locked(self.ops.unrelate, from_key, to_key, rtype)
+        paths = await self._locked(self.ops.unrelate, from_key, to_key, rtype, settle=True)
         await self._index(paths)
         return bool(paths)
 
@@ -390,6 +406,7 @@ class Memories:
         check_key(key)
         if direction not in graph.DIRECTIONS:
             raise InvalidMemory("direction must be outgoing, incoming or both")
+        await self.settled()
         m = self.view.find(key) or await asyncio.to_thread(self.ops.read_quiet, key)
         if m is None:
             raise MemoryNotFound(f"no memory {key}")
@@ -403,11 +420,11 @@ class Memories:
     async def _prune_dangling(self) -> None:
         ids, self._prune = sorted(self._prune), set()
         if ids:
-            await self._index(await self._locked(self.ops.prune, ids))
+            await self._index(await self._locked(self.ops.prune, ids, settle=True))
 
     # -- stats -------------------------------------------------------------------------------------------
     def stats(self, project: str | None = None) -> dict[str, Any]:
-        """memdb's ``{memoryCount, tagCount, oldestMemory, newestMemory}`` plus ``relationshipCount``,
+        """From the view: call :meth:`settled` first to count acknowledged stores. memdb's ``{memoryCount, tagCount, oldestMemory, newestMemory}`` plus ``relationshipCount``,
         ``byType``, ``byProject`` and ``skippedFiles`` (memory files not loaded)."""
         view = self.view
         everything = view.all()
@@ -440,3 +457,10 @@ class Memories:
     async def close(self) -> None:
         """Write pending ``accessed_at`` times (daemon shutdown)."""
         await self.access.close()
+
+
+def _deferred(fut: asyncio.Future) -> None:
+    """An index write that failed after its store was answered: the writer logged it, and the file on
+    the board is indexed by the next start's reconcile."""
+    if not fut.cancelled():
+        fut.exception()  # retrieved: the writer's own log line is the report
