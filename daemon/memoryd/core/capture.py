@@ -15,13 +15,14 @@ what was filed already (:mod:`memoryd.core.delivery`). Strings with lone surroga
 not refused.
 
 Every write is indexed through the engine's one writer before the answer goes out, except a prompt's:
-it is answered once its files are written and queued for the index. The next prompt's filing (under the
-filing lock, so two sessions sending one new prompt share one task) first passes the searcher's read
-barrier, which waits for that indexing: it sees the brief in the index and its task in the board view. What each session
-filed last (its task and brief, the prompt, whether the agent was already asked for an outcome) lives in
-memory; for a session it does not remember (after a restart) it is recovered from the board: the newest
-brief whose ``brief.json`` names that agent and session (``"captured"``) gives its project, task, brief
-and prompt, so the session's next prompt stays in its task. That brief counts as asked for: a restart
+it is answered once its files are written and queued for the index. The next filing (under the filing
+lock, so two sessions sending one new prompt share one task) first passes the searcher's read barrier,
+which waits for that indexing: it sees the brief in the index and its task in the board view.
+
+What each session filed last (its task and brief, the prompt, whether the agent was already asked for an
+outcome) lives in memory; for a session it does not remember (after a restart) it is recovered from the
+board: the newest brief whose ``brief.json`` names that agent and session (``"captured"``) gives its
+project, task, brief and prompt, so the session's next prompt stays in its task. That brief counts as asked for: a restart
 never makes the Stop hook ask twice. A ``stop`` blocks (once) only for the brief the session's latest
 prompt was filed as, and only while that brief has no ``outcome.md``: never for ids the prompt mentions.
 Raises ``ValueError`` for a request it cannot use (the control line answers with the message).

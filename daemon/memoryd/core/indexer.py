@@ -1,16 +1,13 @@
 """The one writer: turns board changes into batched index writes, and runs index maintenance.
 
-One module (~410 lines) because the write queue, the backfill and maintenance share one task and its state.
+One module (~390 lines) because the write queue, the backfill and maintenance share one task and its state.
 
 Everything that writes to LanceDB goes through :class:`Indexer`'s single asyncio task, so writes are
 batched (each LanceDB write adds a fragment and a version) and never race each other; searches read
 concurrently, except during compaction (see :class:`memoryd.index.searcher.RWLock`).
 
 Writes are acknowledged before they are indexed (the board file is the truth) and made visible by a read
-barrier: :meth:`Indexer.barrier` resolves once every change submitted before it is applied, and only
-those: the writer cuts its next batch at the oldest waiting barrier, so a stream of later saves never
-holds a search back. Changes the watcher reports count for no barrier (a large rescan must not stall
-searches): one joins the batch of the next acknowledged write, or any batch when no search waits.
+barrier, :meth:`Indexer.barrier`; the queue and its numbering are :mod:`memoryd.core.writequeue`.
 
 Every board folder belongs to a record source (:mod:`memoryd.core.sources`); the writer knows no record
 kind. Changed paths are routed to the source owning their folder, and the writer keeps origin -> record ids
@@ -22,11 +19,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from dataclasses import dataclass, field
 
 from memoryd.board.gate import Skipped
 from memoryd.core.changes import ChangeFeed
 from memoryd.core.sources import RecordSource, SourceBatch, owners
+from memoryd.core.writequeue import Pending, WriteQueue
 from memoryd.index.derive_cache import DeriveCache
 from memoryd.index.records import Record
 from memoryd.index.searcher import RWLock
@@ -41,49 +38,6 @@ BACKFILL_CHUNK = 16
 #: Rows in the store's keyword tail (:class:`memoryd.index.keyword.KeywordTail`) from which the text indexes are refreshed
 #: at once rather than at the next scheduled maintenance: scoring the tail grows with it.
 TAIL_MAX = 2000
-
-
-#: A sequence number after every submission (a path's or a rescan's, when none is pending).
-UNORDERED = float("inf")
-
-
-@dataclass
-class Pending:
-    """Work gathered while the writer was busy; merged so a burst of saves is one write.
-
-    ``seqs``: each path's first submission number (a watcher's change: just after the last one);
-    ``rescan_seq`` likewise for a rescan; ``waiters``: ``(seq, future)`` resolved when that work is in the index."""
-
-    paths: set[str] = field(default_factory=set)  # board-relative, under a record source's folder
-    rescan: bool = False
-    purge: bool = False
-    waiters: list[tuple[float, asyncio.Future]] = field(default_factory=list)
-    seqs: dict[str, float] = field(default_factory=dict)
-    rescan_seq: float = UNORDERED
-
-    def __bool__(self) -> bool:
-        return bool(self.paths or self.rescan or self.purge)
-
-    def add(self, seq: float, paths=(), rescan: bool = False, purge: bool = False) -> None:
-        for p in paths:
-            self.paths.add(p)
-            self.seqs[p] = min(seq, self.seqs.get(p, UNORDERED))
-        if rescan:
-            self.rescan = True
-            self.rescan_seq = min(seq, self.rescan_seq)
-        self.purge |= purge
-
-    def split(self, cut: int) -> Pending:
-        """Take the work submitted up to ``cut``; the rest stays here. A path submitted before and after
-        ``cut`` is taken: its file is read when the batch runs, so it carries the later change too. (A
-        rescan among it reads the whole board: the caller takes everything then.)"""
-        taken = Pending()
-        for p in [p for p in self.paths if self.seqs.get(p, UNORDERED) <= cut]:
-            taken.add(self.seqs.pop(p), [p])
-            self.paths.discard(p)
-        taken.waiters = [w for w in self.waiters if w[0] <= cut]
-        self.waiters = [w for w in self.waiters if w[0] > cut]
-        return taken
 
 
 class Indexer:
@@ -121,10 +75,7 @@ class Indexer:
         self.last_report = SyncReport()
         self.dirty_since: float | None = None  # monotonic time of the first write since the last optimize
         self.purge_due = False
-        self._pending = Pending()
-        self._seq = 0  # number of the last submission a barrier counts
-        self._done = 0  # every submission numbered up to this is applied (or failed and logged)
-        self._barriers: list[tuple[int, asyncio.Future]] = []
+        self._queue = WriteQueue()
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._closing = False
@@ -144,10 +95,7 @@ class Indexer:
         paths = list(paths)
         if not paths and not rescan:
             return self.barrier()
-        fut = asyncio.get_running_loop().create_future()
-        self._seq += 1
-        self._pending.add(self._seq, paths, rescan)
-        self._pending.waiters.append((self._seq, fut))
+        fut = self._queue.submit(paths, rescan)
         self._wake.set()
         return fut
 
@@ -155,19 +103,15 @@ class Indexer:
         """A future resolved once every change submitted before this call is applied (failed writes
         included: they are logged, and the board keeps their files for the next start). Already resolved
         when nothing is outstanding, so a search pays nothing then; never waits for later submissions."""
-        fut = asyncio.get_running_loop().create_future()
-        if self._done >= self._seq or self._task is None or self._task.done():
-            fut.set_result(None)
-        else:
-            self._barriers.append((self._seq, fut))
+        fut = self._queue.barrier(writer_running=self._task is not None and not self._task.done())
+        if not fut.done():
             self._wake.set()
         return fut
 
     def take(self, change) -> None:
         """Queue a watcher's :class:`~memoryd.core.watch.Change` (its ``paths`` and ``rescan``); runs on the
-        event loop's thread. No barrier of its own (see the module docstring): numbered just after the
-        last submission, it is taken with the next one's batch, so a stream of them cannot starve it."""
-        self._pending.add(self._seq + 0.5, change.paths, change.rescan)
+        event loop's thread. No barrier waits for it as such (:meth:`WriteQueue.note`)."""
+        self._queue.note(change.paths, change.rescan)
         self._wake.set()
 
     def request_backfill(self) -> None:
@@ -182,10 +126,7 @@ class Indexer:
 
         Runs in the writer task like every other write; the future resolves once text deleted from the
         board has left the index folder (or carries the writer's exception)."""
-        fut = asyncio.get_running_loop().create_future()
-        self._seq += 1
-        self._pending.add(self._seq, rescan=True, purge=True)
-        self._pending.waiters.append((self._seq, fut))
+        fut = self._queue.submit(rescan=True, purge=True)
         self._wake.set()
         return fut
 
@@ -207,13 +148,9 @@ class Indexer:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=timeout)
             self._wake.clear()
-            # cut at the oldest waiting barrier: its search waits for no later submission
-            cut = min((seq for seq, _ in self._barriers), default=self._seq)
-            pending = self._pending
-            if cut >= self._seq or (pending.rescan and pending.rescan_seq <= cut):
-                work, self._pending, done = pending, Pending(), self._seq
-            else:
-                work, done = pending.split(cut), cut
+            # up to the oldest waiting barrier: its search waits for no later submission
+            work, done = self._queue.take()
+            if self._queue.pending:
                 self._wake.set()  # the rest runs next, without waiting for another submission
             if work:
                 try:
@@ -237,7 +174,7 @@ class Indexer:
                     for _, w in work.waiters:
                         if not w.done():
                             w.set_result(None)
-            self._release(done)
+            self._queue.release(done)
             if not work and backfill:
                 try:
                     self._backfill = await asyncio.to_thread(self._backfill_step)
@@ -253,19 +190,8 @@ class Indexer:
                     await asyncio.to_thread(self.maintain)
                 except Exception as exc:
                     log.error("index_optimize_failed", error=str(exc), exc_info=exc)
-            if self._closing and not self._pending:
+            if self._closing and not self._queue.pending:
                 return
-
-    def _release(self, done: int) -> None:
-        """Every submission numbered up to ``done`` is applied: resolve the barriers waiting for them."""
-        self._done = max(self._done, done)
-        waiting = []
-        for seq, fut in self._barriers:
-            if seq > self._done:
-                waiting.append((seq, fut))
-            elif not fut.done():
-                fut.set_result(None)
-        self._barriers = waiting
 
     def _next_maintenance_in(self) -> float | None:
         if self.dirty_since is None:

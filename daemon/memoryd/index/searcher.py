@@ -4,8 +4,8 @@
 the model is warm; until then queries run keyword-only and say so), the readers-writer lock that keeps
 maintenance from deleting files a query still reads, and the read barrier (set once the writer runs):
 writes are acknowledged before they are indexed, so every query first waits for those acknowledged
-before it began (:meth:`memoryd.core.indexer.Indexer.barrier`; free when none is outstanding). Briefs, memories and sessions are handed the same
-searcher; none of them sees the engine.
+before it began (:meth:`memoryd.core.indexer.Indexer.barrier`; free when none is outstanding).
+Briefs, memories and sessions are handed the same searcher; none of them sees the engine.
 """
 
 from __future__ import annotations

@@ -9,8 +9,9 @@ searchable when the call returns all the same, because every search and every re
 (:meth:`Memories.settled`) first waits for the writes acknowledged before it began (the indexer's read
 barrier); a crash in between loses nothing, since the next start indexes the board. The other writes
 (update, delete, relations) still await their index write. Board mutations run one at a time under one
-asyncio lock, each reading the current file inside it; the index writes happen outside it. The argument rules are :mod:`memoryd.kinds.memories.rules` (memdb's limits);
-their exceptions are re-exported here.
+asyncio lock, each reading the current file inside it; the index writes happen outside it. The
+argument rules are :mod:`memoryd.kinds.memories.rules` (memdb's limits); their exceptions are
+re-exported here.
 
 Keys: every method taking a ``key`` accepts a memory's id (its file name) or, for a file edited by
 hand, the hash of its current content (:meth:`memoryd.kinds.memories.source.MemorySource.find`).
@@ -424,7 +425,8 @@ class Memories:
 
     # -- stats -------------------------------------------------------------------------------------------
     def stats(self, project: str | None = None) -> dict[str, Any]:
-        """From the view: call :meth:`settled` first to count acknowledged stores. memdb's ``{memoryCount, tagCount, oldestMemory, newestMemory}`` plus ``relationshipCount``,
+        """From the view (call :meth:`settled` first to count acknowledged stores): memdb's
+        ``{memoryCount, tagCount, oldestMemory, newestMemory}`` plus ``relationshipCount``,
         ``byType``, ``byProject`` and ``skippedFiles`` (memory files not loaded)."""
         view = self.view
         everything = view.all()
