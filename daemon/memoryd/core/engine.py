@@ -79,7 +79,11 @@ class Engine:
         #: The kinds' APIs that their tools call, each built from the collaborators it needs.
         self.briefs = Briefs(self.board, self.brief_source.reader, self._snapshot, self._submit_briefs)
         self.memories = Memories(
-            self.board, self.sources, submit=self.submit_paths, search=self.searcher.search
+            self.board,
+            self.sources,
+            submit=self.submit_paths,
+            search=self.searcher.search,
+            admit=self.admit_paths,
         )
         #: The session-start digest, for the capture hook, the get_context tool and its resources.
         self.context = Context(self.briefs, self.searcher, self.memories, lambda: self.changes.seq)
@@ -94,6 +98,13 @@ class Engine:
         if self.indexer is None:
             return _resolved()
         return self.indexer.submit(paths=paths)
+
+    def admit_paths(self, paths: Sequence[str]) -> asyncio.Future:
+        """Queue paths written by a call that answers before their indexing; the future (never failing)
+        resolves when it may answer (:meth:`memoryd.core.indexer.Indexer.admit`)."""
+        if self.indexer is None:
+            return _resolved()
+        return self.indexer.admit(paths)
 
     # -- lifecycle -------------------------------------------------------------------------------
     async def start(self) -> None:

@@ -38,6 +38,9 @@ BACKFILL_CHUNK = 16
 #: Rows in the store's keyword tail (:class:`memoryd.index.keyword.KeywordTail`) from which the text indexes are refreshed
 #: at once rather than at the next scheduled maintenance: scoring the tail grows with it.
 TAIL_MAX = 2000
+#: Paths queued or being indexed above which :meth:`Indexer.admit` makes a write wait for its own index
+#: write: writes faster than the model would otherwise leave the next search an ever longer wait.
+MAX_BACKLOG = 32
 
 
 class Indexer:
@@ -98,6 +101,25 @@ class Indexer:
         fut = self._queue.submit(paths, rescan)
         self._wake.set()
         return fut
+
+    def admit(self, paths) -> asyncio.Future:
+        """Queue ``paths`` for a write that answers before its indexing (:meth:`submit`); the future, which
+        never fails, says when the caller may answer: at once while the backlog is at most
+        :data:`MAX_BACKLOG` paths, else once these paths are indexed (flow control). A failed index write
+        is the writer's to log; the files are on the board for the next start's reconcile."""
+        written = self.submit(paths)
+        admitted = asyncio.get_running_loop().create_future()
+        if self._queue.backlog <= MAX_BACKLOG:
+            admitted.set_result(None)
+
+        def settle(fut: asyncio.Future) -> None:
+            if not fut.cancelled():
+                fut.exception()  # retrieved: the writer logged it
+            if not admitted.done():
+                admitted.set_result(None)
+
+        written.add_done_callback(settle)
+        return admitted
 
     def barrier(self) -> asyncio.Future:
         """A future resolved once every change submitted before this call is applied (failed writes

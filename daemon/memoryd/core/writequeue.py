@@ -65,7 +65,13 @@ class WriteQueue:
         self.pending = Pending()
         self.seq = 0  # the last submission a barrier counts
         self.done = 0  # every submission numbered up to this is applied (or failed and was logged)
+        self.in_flight = 0  # paths in the batch the writer is applying
         self._barriers: list[tuple[int, asyncio.Future]] = []
+
+    @property
+    def backlog(self) -> int:
+        """Paths queued or being applied: what the next search may have to wait for."""
+        return len(self.pending.paths) + self.in_flight
 
     def submit(self, paths=(), rescan: bool = False, purge: bool = False) -> asyncio.Future:
         """Number and queue a change; the future resolves once the writer has applied it (or carries
@@ -96,13 +102,16 @@ class WriteQueue:
         cut = min((seq for seq, _ in self._barriers), default=self.seq)
         pending = self.pending
         if cut >= self.seq or (pending.rescan and pending.rescan_seq <= cut):
-            self.pending = Pending()
-            return pending, self.seq
-        return pending.split(cut), cut
+            self.pending, work, done = Pending(), pending, self.seq
+        else:
+            work, done = pending.split(cut), cut
+        self.in_flight = len(work.paths)
+        return work, done
 
     def release(self, done: int) -> None:
         """Every submission numbered up to ``done`` is applied: resolve the barriers waiting for them."""
         self.done = max(self.done, done)
+        self.in_flight = 0
         waiting = []
         for seq, fut in self._barriers:
             if seq > self.done:

@@ -4,7 +4,8 @@ One class (~430 lines) holds every memory operation because all of them share it
 
 Writes go to the board first (:mod:`memoryd.kinds.memories.writes`: atomic files, fsynced), then the
 changed paths are submitted to the indexer. A store answers once its file is on the board and its paths
-are queued: the embedding and the row write follow, batched with the stores that came meanwhile. It is
+are queued (``admit``; unless the writer is far behind, then once they are indexed): the embedding and
+the row write follow, batched with the stores that came meanwhile. It is
 searchable when the call returns all the same, because every search and every read of the view
 (:meth:`Memories.settled`) first waits for the writes acknowledged before it began (the indexer's read
 barrier); a crash in between loses nothing, since the next start indexes the board. The other writes
@@ -136,10 +137,18 @@ class Memories:
     """See the module docstring. Created by the engine with its collaborators; usable once the engine has
     started (``sources`` loaded, the writer running)."""
 
-    def __init__(self, board: Path, sources: Sequence[RecordSource], submit: Submit, search: Search) -> None:
+    def __init__(
+        self,
+        board: Path,
+        sources: Sequence[RecordSource],
+        submit: Submit,
+        search: Search,
+        admit: Submit | None = None,
+    ) -> None:
         self.board = board
         self._sources = sources
         self._submit = submit
+        self._admit = admit  # None: a store awaits its index write
         self._search = search
         self._lock = asyncio.Lock()
         self._prune: set[str] = set()
@@ -178,11 +187,11 @@ class Memories:
         if paths:
             await self._submit(paths)
 
-    def _index_later(self, paths: Iterable[str]) -> None:
-        """Queue ``paths`` for the index without waiting (reads wait through :meth:`settled`)."""
+    async def _index_admitted(self, paths: Iterable[str]) -> None:
+        """Queue ``paths`` and wait only as ``admit`` says (reads wait through :meth:`settled`)."""
         paths = sorted(set(paths))
         if paths:
-            asyncio.ensure_future(self._submit(paths)).add_done_callback(_deferred)
+            await (self._admit or self._submit)(paths)
 
     async def settled(self) -> None:
         """Wait until every write acknowledged before this call is in the index and in :attr:`view`
@@ -230,7 +239,7 @@ class Memories:
         An item that is an exception (a failed :meth:`prepare`) is passed through, so a batch keeps its
         positions; each result is :class:`Stored` or that item's exception."""
         results = await self._locked(self._store_sync, items)
-        self._index_later(r.memory.path for r in results if isinstance(r, Stored))
+        await self._index_admitted(r.memory.path for r in results if isinstance(r, Stored))
         return results
 
     def _store_sync(self, items: Sequence[Memory | Exception]) -> list[Stored | Exception]:
@@ -459,10 +468,3 @@ class Memories:
     async def close(self) -> None:
         """Write pending ``accessed_at`` times (daemon shutdown)."""
         await self.access.close()
-
-
-def _deferred(fut: asyncio.Future) -> None:
-    """An index write that failed after its store was answered: the writer logged it, and the file on
-    the board is indexed by the next start's reconcile."""
-    if not fut.cancelled():
-        fut.exception()  # retrieved: the writer's own log line is the report
