@@ -5,10 +5,10 @@ One class (~430 lines) holds every memory operation because all of them share it
 Writes go to the board first (:mod:`memoryd.kinds.memories.writes`: atomic files, fsynced), then the
 changed paths are submitted to the indexer. A store answers once its file is on the board and its paths
 are queued (``admit``; unless the writer is far behind, then once they are indexed): the embedding and
-the row write follow, batched with the stores that came meanwhile. It is
-searchable when the call returns all the same, because every search and every read of the view
-(:meth:`Memories.settled`) first waits for the writes acknowledged before it began (the indexer's read
-barrier); a crash in between loses nothing, since the next start indexes the board. The other writes
+the row write follow, batched with the stores that came meanwhile. It is searchable when the call
+returns all the same, because every search and every read of the view (:meth:`Memories.settled`) first
+waits for the writes acknowledged before it began (the indexer's read barrier); a crash in between
+loses nothing, since the next start indexes the board. The other writes
 (update, delete, relations) still await their index write. Board mutations run one at a time under one
 asyncio lock, each reading the current file inside it; the index writes happen outside it. The
 argument rules are :mod:`memoryd.kinds.memories.rules` (memdb's limits); their exceptions are
@@ -71,6 +71,8 @@ if TYPE_CHECKING:
 #: ``submit(paths)``: queue board-relative paths for the index's one writer before returning an awaitable
 #: that resolves once they are searchable (no paths: once every earlier write is; the read barrier).
 #: ``search(query, **filters)``: the hybrid search under the read lock, behind the same barrier.
+#: ``admit(paths)`` (optional): queue paths and resolve when a store may answer, never failing
+#: (:meth:`memoryd.core.indexer.Indexer.admit`); without it a store awaits its index write.
 Submit = Callable[[Sequence[str]], Awaitable[None]]
 Search = Callable[..., Awaitable["SearchResult"]]
 
