@@ -16,12 +16,14 @@ what was filed already (:mod:`memoryd.core.delivery`). Strings with lone surroga
 not refused.
 
 Every write is indexed through the engine's one writer before the answer goes out, except a prompt's:
-it is answered once its files are written, and the filing lock stays held until its indexing is done,
-so the next prompt's search sees it (two sessions sending one new prompt share one task). What each session
-filed last (its task and brief, the prompt, whether the agent was already asked for an outcome) lives in
-memory; for a session it does not remember (after a restart) it is recovered from the board: the newest
-brief whose ``brief.json`` names that agent and session (``"captured"``) gives its project, task, brief
-and prompt, so the session's next prompt stays in its task. That brief counts as asked for: a restart
+it is answered once its files are written and queued for the index. The next filing (under the filing
+lock, so two sessions sending one new prompt share one task) first passes the searcher's read barrier,
+which waits for that indexing: it sees the brief in the index and its task in the board view.
+
+What each session filed last (its task and brief, the prompt, whether the agent was already asked for an
+outcome) lives in memory; for a session it does not remember (after a restart) it is recovered from the
+board: the newest brief whose ``brief.json`` names that agent and session (``"captured"``) gives its
+project, task, brief and prompt, so the session's next prompt stays in its task. That brief counts as asked for: a restart
 never makes the Stop hook ask twice. A ``stop`` blocks (once) only for the brief the session's latest
 prompt was filed as, and only while that brief has no ``outcome.md``: never for ids the prompt mentions.
 Raises ``ValueError`` for a request it cannot use (the control line answers with the message).
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import hashlib
 import re
 from collections.abc import Awaitable, Callable
@@ -60,7 +63,8 @@ SEARCH_POOL = 30
 FILING_QUERY_CHARS = 1_000
 _BRIEF_ID = re.compile(rf"(?<![0-9A-Za-z_-])({BRIEF_ID_PATTERN})(?![0-9A-Za-z_-])", re.ASCII)
 
-#: ``index(briefs=, tasks=, paths=)``: hand changes to the writer; resolves once they are searchable.
+#: ``index(briefs=, tasks=, paths=)``: queue changes for the writer before returning an awaitable that
+#: resolves once they are searchable.
 IndexFn = Callable[..., Awaitable[Any]]
 
 
@@ -109,9 +113,6 @@ class Capture:
         self._index = index
         self._sessions: dict[tuple[str, str], SessionState] = {}
         self._filing = asyncio.Lock()  # two prompts at once must not both start "the" new task
-        #: Tasks a prompt started whose indexing runs after the hook's answer: open until the view has them.
-        self._pending_tasks: set[str] = set()
-        self._indexing: set[asyncio.Task] = set()
         #: What was filed, by request id; ``delivered.applied`` is what the spool asks.
         self.delivered = Delivered(self.board, briefs, session_file_id)
 
@@ -165,23 +166,18 @@ class Capture:
             return {"brief": None, "task": None, "filed": None, "skipped": clean.reason, "context": None}
         project = project_of(_text(req, "cwd") or None)
         state = self._state(req)
-        # Held until this brief is searchable: released by its indexing (_index_later), or below on failure.
-        await self._filing.acquire()
-        handed = False
-        try:
+        async with self._filing:
             rid = rid_of(req)
             if rid in self.delivered:  # its spooled copy, taken while it was being filed
                 return {"brief": None, "task": None, "filed": None, "skipped": "duplicate", "context": None}
+            # the briefs and tasks filed before (their indexing may still run) are in the view and the index
+            await self.searcher.settled()
             current = state.task if state.project == project and self._is_open(state.task) else None
             decision = await self._decide(clean.text[:FILING_QUERY_CHARS], project, current)
             brief_id, task_id, title = await self._write(
                 clean.text, clean.text, project, decision.task, None, (), self._captured(req), wait=False
             )
-            handed = True
             self.delivered.remember(rid)
-        finally:
-            if not handed:
-                self._filing.release()
         state.project, state.task, state.brief = project, task_id, brief_id
         state.prompt = clean.text
         log.info(
@@ -207,8 +203,6 @@ class Capture:
         }
 
     def _is_open(self, task_id: str | None) -> bool:
-        if task_id in self._pending_tasks:
-            return True
         task = self.briefs.tasks().get(task_id) if task_id else None
         return task is not None and task.status == "open"
 
@@ -261,9 +255,9 @@ class Capture:
         """Write a brief (and its new task when ``task_id`` is None); index both; ``(brief, task, title)``.
 
         ``wait=False`` (a prompt hook, which the agent waits for): the files are written and fsynced before
-        the answer, the indexing runs after it (searchable a moment later; the board is the truth, so a
-        crash in between only defers it to the next start's sweep), and releases the filing lock, which the
-        caller holds."""
+        the answer and queued for the index, which runs after it; searches and the next filing wait for it
+        through the read barrier (the board is the truth, so a crash in between only defers it to the next
+        start's sweep)."""
         now = cap.now_iso()
         title = cap.title_of(said)
         new_tasks: list[str] = []
@@ -291,29 +285,12 @@ class Capture:
             captured=captured,
         )
         await asyncio.to_thread(cap.write_brief, self.board, brief)
+        queued = self._index(briefs=[brief.id], tasks=new_tasks)  # queued now, before the answer
         if wait:
-            await self._index(briefs=[brief.id], tasks=new_tasks)
+            await queued
         else:
-            self._pending_tasks.update(new_tasks)
-            job = asyncio.get_running_loop().create_task(self._index_later(brief.id, new_tasks))
-            # from here on the job owns the filing lock
-            self._indexing.add(job)
-            job.add_done_callback(self._indexing.discard)
+            asyncio.ensure_future(queued).add_done_callback(functools.partial(_deferred, brief.id))
         return brief.id, task_id, title
-
-    async def _index_later(self, brief_id: str, tasks: list[str]) -> None:
-        try:
-            await self._index(briefs=[brief_id], tasks=tasks)
-        except Exception as exc:  # the files are on the board: the next sweep indexes them
-            log.warning("capture.index_deferred", brief=brief_id, error=f"{type(exc).__name__}: {exc}")
-        finally:
-            self._pending_tasks.difference_update(tasks)
-            self._filing.release()
-
-    async def settle(self) -> None:
-        """Wait for the indexing started after prompt answers (tests, shutdown)."""
-        while self._indexing:
-            await asyncio.gather(*list(self._indexing), return_exceptions=True)
 
     # -- a person files a brief -----------------------------------------------------------------------------
     async def person_brief(self, req: dict) -> dict[str, Any]:
@@ -335,6 +312,7 @@ class Capture:
             screens.append(await asyncio.to_thread(cap.read_screen, *pair))
         new_title = _text(req, "new_task") or None
         async with self._filing:
+            await self.searcher.settled()  # as a prompt's filing: what was filed before is in view
             if task is None and new_title is None:
                 decision = await self._decide(clean.text, project, None)
                 task, filed = decision.task, decision.reason
@@ -406,3 +384,10 @@ class Capture:
         target = Target(project_of(cwd), "cwd", branch_of(cwd))
         built = await self.context.digest(target, tokens, self._state(req).prompt)
         return {"context": built.text}
+
+
+def _deferred(brief_id: str, fut: asyncio.Future) -> None:
+    """A prompt's indexing that failed after its answer: the files are on the board, the next start's
+    reconcile indexes them."""
+    if not fut.cancelled() and (exc := fut.exception()) is not None:
+        log.warning("capture.index_deferred", brief=brief_id, error=f"{type(exc).__name__}: {exc}")

@@ -8,7 +8,6 @@ until it is warm searches run keyword-only and say so (``mode: "keyword"``).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import time
 from collections.abc import Sequence
@@ -80,7 +79,11 @@ class Engine:
         #: The kinds' APIs that their tools call, each built from the collaborators it needs.
         self.briefs = Briefs(self.board, self.brief_source.reader, self._snapshot, self._submit_briefs)
         self.memories = Memories(
-            self.board, self.sources, submit=self.submit_paths, search=self.searcher.search
+            self.board,
+            self.sources,
+            submit=self.submit_paths,
+            search=self.searcher.search,
+            admit=self.admit_paths,
         )
         #: The session-start digest, for the capture hook, the get_context tool and its resources.
         self.context = Context(self.briefs, self.searcher, self.memories, lambda: self.changes.seq)
@@ -89,10 +92,19 @@ class Engine:
         self._spool_task: asyncio.Task | None = None
         self._warm_task: asyncio.Task | None = None
 
-    async def submit_paths(self, paths: Sequence[str]) -> None:
-        """Index these board-relative paths (none: wait for every earlier write); no-op before start."""
-        if self.indexer is not None:
-            await self.indexer.submit(paths=paths)
+    def submit_paths(self, paths: Sequence[str]) -> asyncio.Future:
+        """Queue these board-relative paths for the index, now; the future resolves once they are in it
+        (none: once every earlier write is). Already resolved before start."""
+        if self.indexer is None:
+            return _resolved()
+        return self.indexer.submit(paths=paths)
+
+    def admit_paths(self, paths: Sequence[str]) -> asyncio.Future:
+        """Queue paths written by a call that answers before their indexing; the future (never failing)
+        resolves when it may answer (:meth:`memoryd.core.indexer.Indexer.admit`)."""
+        if self.indexer is None:
+            return _resolved()
+        return self.indexer.admit(paths)
 
     # -- lifecycle -------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -123,6 +135,8 @@ class Engine:
                 self.watcher.stop()
             raise
         self.indexer.start()
+        # from here on every search first waits for the writes acknowledged before it began
+        self.searcher.barrier = self.indexer.barrier
         # What hooks could not deliver while no daemon ran is filed now, in the order it happened.
         self._spool_task = asyncio.get_running_loop().create_task(
             take_spool(self.settings.locations.state, self.capture.handle, self.capture.delivered.applied),
@@ -193,9 +207,7 @@ class Engine:
         if self._warm_task is not None and not self._warm_task.done():
             self._warm_task.cancel()
         await self.memories.close()  # writes pending accessed_at touches
-        with contextlib.suppress(TimeoutError):  # captured prompts answered before their indexing
-            await asyncio.wait_for(self.capture.settle(), timeout=5)
-        if self.indexer is not None:
+        if self.indexer is not None:  # flushes writes acknowledged before their indexing
             await self.indexer.close()
         if self.store is not None:
             self.store.close()  # the writer lock, when the store took it (not the daemon's)
@@ -206,12 +218,11 @@ class Engine:
             raise RuntimeError("the engine has not started")
         return self.brief_source.snapshot
 
-    async def _index(
+    def _index(
         self, briefs: Sequence[str] = (), tasks: Sequence[str] = (), paths: Sequence[str] = ()
-    ) -> None:
-        changed = [*map(brief_origin, briefs), *map(task_path, tasks), *paths]
-        if self.indexer is not None:
-            await self.indexer.submit(paths=changed)
+    ) -> asyncio.Future:
+        """Queue the changed files now; the future resolves once they are in the index."""
+        return self.submit_paths([*map(brief_origin, briefs), *map(task_path, tasks), *paths])
 
     async def _submit_briefs(self, brief_ids: Sequence[str]) -> None:
         await self._index(briefs=brief_ids)
@@ -244,3 +255,9 @@ async def open_engine(settings: Settings, index_lock: IndexLock | None = None) -
     engine = Engine(settings, index_lock)
     await engine.start()
     return engine
+
+
+def _resolved() -> asyncio.Future:
+    fut = asyncio.get_running_loop().create_future()
+    fut.set_result(None)
+    return fut

@@ -1,10 +1,13 @@
 """The one writer: turns board changes into batched index writes, and runs index maintenance.
 
-One module (~410 lines) because the write queue, the backfill and maintenance share one task and its state.
+One module (~390 lines) because the write queue, the backfill and maintenance share one task and its state.
 
 Everything that writes to LanceDB goes through :class:`Indexer`'s single asyncio task, so writes are
 batched (each LanceDB write adds a fragment and a version) and never race each other; searches read
-concurrently and never wait for it, except during compaction (see :class:`memoryd.index.searcher.RWLock`).
+concurrently, except during compaction (see :class:`memoryd.index.searcher.RWLock`).
+
+Writes are acknowledged before they are indexed (the board file is the truth) and made visible by a read
+barrier, :meth:`Indexer.barrier`; the queue and its numbering are :mod:`memoryd.core.writequeue`.
 
 Every board folder belongs to a record source (:mod:`memoryd.core.sources`); the writer knows no record
 kind. Changed paths are routed to the source owning their folder, and the writer keeps origin -> record ids
@@ -16,11 +19,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from dataclasses import dataclass, field
 
 from memoryd.board.gate import Skipped
 from memoryd.core.changes import ChangeFeed
 from memoryd.core.sources import RecordSource, SourceBatch, owners
+from memoryd.core.writequeue import Pending, WriteQueue
 from memoryd.index.derive_cache import DeriveCache
 from memoryd.index.records import Record
 from memoryd.index.searcher import RWLock
@@ -35,19 +38,9 @@ BACKFILL_CHUNK = 16
 #: Rows in the store's keyword tail (:class:`memoryd.index.keyword.KeywordTail`) from which the text indexes are refreshed
 #: at once rather than at the next scheduled maintenance: scoring the tail grows with it.
 TAIL_MAX = 2000
-
-
-@dataclass
-class Pending:
-    """Work gathered while the writer was busy; merged so a burst of saves is one write."""
-
-    paths: set[str] = field(default_factory=set)  # board-relative, under a record source's folder
-    rescan: bool = False
-    purge: bool = False
-    waiters: list[asyncio.Future] = field(default_factory=list)
-
-    def __bool__(self) -> bool:
-        return bool(self.paths or self.rescan or self.purge)
+#: Paths queued or being indexed above which :meth:`Indexer.admit` makes a write wait for its own index
+#: write: writes faster than the model would otherwise leave the next search an ever longer wait.
+MAX_BACKLOG = 32
 
 
 class Indexer:
@@ -85,7 +78,7 @@ class Indexer:
         self.last_report = SyncReport()
         self.dirty_since: float | None = None  # monotonic time of the first write since the last optimize
         self.purge_due = False
-        self._pending = Pending()
+        self._queue = WriteQueue()
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._closing = False
@@ -95,22 +88,53 @@ class Indexer:
 
     # -- requests (event loop thread) -----------------------------------------------------------
     def submit(self, paths=(), rescan: bool = False) -> asyncio.Future:
-        """Queue a change; the returned future resolves when it is in the index.
+        """Queue a change; the returned future resolves when it is in the index (or carries the writer's
+        exception). Queued before this returns: a :meth:`barrier` asked afterwards waits for it, so a
+        caller may answer without awaiting the future.
 
         ``paths``: board-relative POSIX paths under a record source's folder (``memories/<hash>.md``,
         ``briefs/<id>/outcome.md``); paths under no registered source are ignored. ``rescan``: reload
-        every source."""
-        fut = asyncio.get_running_loop().create_future()
-        self._pending.paths.update(paths)
-        self._pending.rescan |= rescan
-        self._pending.waiters.append(fut)
+        every source. Neither: the same as :meth:`barrier`."""
+        paths = list(paths)
+        if not paths and not rescan:
+            return self.barrier()
+        fut = self._queue.submit(paths, rescan)
         self._wake.set()
+        return fut
+
+    def admit(self, paths) -> asyncio.Future:
+        """Queue ``paths`` for a write that answers before its indexing (:meth:`submit`); the future, which
+        never fails, says when the caller may answer: at once while the backlog is at most
+        :data:`MAX_BACKLOG` paths, else once these paths are indexed (flow control). A failed index write
+        is the writer's to log; the files are on the board for the next start's reconcile."""
+        written = self.submit(paths)
+        admitted = asyncio.get_running_loop().create_future()
+        if self._queue.backlog <= MAX_BACKLOG:
+            admitted.set_result(None)
+
+        def settle(fut: asyncio.Future) -> None:
+            if not fut.cancelled():
+                fut.exception()  # retrieved: the writer logged it
+            if not admitted.done():
+                admitted.set_result(None)
+
+        written.add_done_callback(settle)
+        return admitted
+
+    def barrier(self) -> asyncio.Future:
+        """A future resolved once every change submitted before this call is applied (failed writes
+        included: they are logged, and the board keeps their files for the next start). Already resolved
+        when nothing is outstanding, so a search pays nothing then; never waits for later submissions."""
+        fut = self._queue.barrier(writer_running=self._task is not None and not self._task.done())
+        if not fut.done():
+            self._wake.set()
         return fut
 
     def take(self, change) -> None:
         """Queue a watcher's :class:`~memoryd.core.watch.Change` (its ``paths`` and ``rescan``); runs on the
-        event loop's thread."""
-        self.submit(paths=change.paths, rescan=change.rescan)
+        event loop's thread. No barrier waits for it as such (:meth:`WriteQueue.note`)."""
+        self._queue.note(change.paths, change.rescan)
+        self._wake.set()
 
     def request_backfill(self) -> None:
         """Give records written keyword-only (or by another model) vectors of the current embedder, a
@@ -124,10 +148,7 @@ class Indexer:
 
         Runs in the writer task like every other write; the future resolves once text deleted from the
         board has left the index folder (or carries the writer's exception)."""
-        fut = asyncio.get_running_loop().create_future()
-        self._pending.rescan = True
-        self._pending.purge = True
-        self._pending.waiters.append(fut)
+        fut = self._queue.submit(rescan=True, purge=True)
         self._wake.set()
         return fut
 
@@ -135,7 +156,7 @@ class Indexer:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="memoryd-indexer")
 
     async def close(self) -> None:
-        """Flush pending writes, then stop."""
+        """Flush pending writes (acknowledged ones included), then stop."""
         self._closing = True
         self._wake.set()
         if self._task is not None:
@@ -149,27 +170,33 @@ class Indexer:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=timeout)
             self._wake.clear()
-            work, self._pending = self._pending, Pending()
+            # up to the oldest waiting barrier: its search waits for no later submission
+            work, done = self._queue.take()
+            if self._queue.pending:
+                self._wake.set()  # the rest runs next, without waiting for another submission
             if work:
                 try:
                     await asyncio.to_thread(self._apply, work)
                     if work.purge:  # forget --now: the waiters hear back once old versions are gone
                         await asyncio.to_thread(self.maintain, True)
-                except Exception as exc:  # the writer must survive a bad batch
-                    log.error("index_write_failed", error=f"{type(exc).__name__}: {exc}", exc_info=exc)
-                    for w in work.waiters:
+                except Exception as exc:  # the writer must survive a bad batch; the board keeps the files
+                    log.error(
+                        "index_write_failed",
+                        error=f"{type(exc).__name__}: {exc}",
+                        paths=sorted(work.paths)[:20],
+                        rescan=work.rescan,
+                        exc_info=exc,
+                    )
+                    for _, w in work.waiters:
                         if not w.done():
                             w.set_exception(exc)
                 else:
                     if self.changes is not None:
                         self.changes.publish(paths=work.paths, rescan=work.rescan)
-                    for w in work.waiters:
+                    for _, w in work.waiters:
                         if not w.done():
                             w.set_result(None)
-            else:
-                for w in work.waiters:  # submit() with nothing: "everything before me is indexed"
-                    if not w.done():
-                        w.set_result(None)
+            self._queue.release(done)
             if not work and backfill:
                 try:
                     self._backfill = await asyncio.to_thread(self._backfill_step)
@@ -185,7 +212,7 @@ class Indexer:
                     await asyncio.to_thread(self.maintain)
                 except Exception as exc:
                     log.error("index_optimize_failed", error=str(exc), exc_info=exc)
-            if self._closing and not self._pending:
+            if self._closing and not self._queue.pending:
                 return
 
     def _next_maintenance_in(self) -> float | None:

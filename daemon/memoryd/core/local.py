@@ -81,6 +81,9 @@ class _KeywordSearch:
             return SearchResult(mode="keyword")
         return await asyncio.to_thread(search, self.store, None, text, **filters)
 
+    async def settled(self) -> None:
+        """Nothing to wait for: this process writes files only; the daemon indexes them when it next runs."""
+
 
 async def _indexed_later(**_changes) -> None:
     """The daemon indexes the new files when it next runs."""

@@ -1,16 +1,18 @@
 """The one search every kind asks: the hybrid search over the live index, under its read lock (:class:`RWLock`).
 
 :class:`Searcher` holds what a query needs: the store (set once the index is open), the embedder (set once
-the model is warm; until then queries run keyword-only and say so), and the readers-writer lock that keeps
-maintenance from deleting files a query still reads. Briefs, memories and sessions are handed the same
-searcher; none of them sees the engine.
+the model is warm; until then queries run keyword-only and say so), the readers-writer lock that keeps
+maintenance from deleting files a query still reads, and the read barrier (set once the writer runs):
+writes are acknowledged before they are indexed, so every query first waits for those acknowledged
+before it began (:meth:`memoryd.core.indexer.Indexer.barrier`; free when none is outstanding).
+Briefs, memories and sessions are handed the same searcher; none of them sees the engine.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -73,7 +75,15 @@ class Searcher:
         self.lock = lock
         self.store: Any = None  #: the open :class:`memoryd.index.store.IndexStore`
         self.embedder: Any = None  #: the warm model, or None (keyword-only)
+        #: ``barrier()``: resolves once every write acknowledged before the call is in the index
+        self.barrier: Callable[[], Awaitable[None]] | None = None
         self._guard = guard
+
+    async def settled(self) -> None:
+        """Wait until every write acknowledged before this call is in the index (and in the record
+        sources' in-memory views, which the writer updates): what a read of either must see."""
+        if self.barrier is not None:
+            await self.barrier()
 
     @property
     def mode(self) -> str:
@@ -97,6 +107,7 @@ class Searcher:
             self._guard()
         if self.store is None:
             raise RuntimeError("the index is not open yet")
+        await self.settled()
         store, embedder = self.store, self.embedder
 
         def run() -> SearchResult:

@@ -168,6 +168,7 @@ class Web:
 
     async def memories(self, request: Request) -> Response:
         engine = await self.engine()
+        await engine.memories.settled()
         view = engine.memories.view
         everything = sorted(view.all(), key=lambda m: (m.created_at, m.id), reverse=True)
         shown = everything[:MEMORIES_SHOWN]

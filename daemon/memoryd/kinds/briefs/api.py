@@ -19,7 +19,8 @@ from memoryd.kinds.briefs.files import Brief, Outcome, Task
 from memoryd.kinds.briefs.reader import BoardReader, BoardSnapshot, BoardUnreadable
 from memoryd.kinds.briefs.writer import save_outcome
 
-#: ``submit(brief_ids)``: hand briefs to the index's one writer and wait until they are searchable.
+#: ``submit(brief_ids)``: hand briefs to the index's one writer and wait until they are searchable (none:
+#: wait for every write acknowledged before, e.g. a prompt the capture hook filed; the read barrier).
 SubmitBriefs = Callable[[Sequence[str]], Awaitable[None]]
 
 
@@ -71,6 +72,7 @@ class Briefs:
     ) -> list[tuple[Task, str, int]]:
         """``[(task, last_activity_iso, brief_count)]``, newest activity first."""
         check_board(self.board)
+        await self._submit(())  # the read barrier: a brief filed (and answered) before is in the snapshot
         snapshot = self._snapshot()
         activity: dict[str, tuple[str, int]] = {}
         for b in snapshot.briefs.values():
@@ -92,6 +94,7 @@ class Briefs:
         task = await asyncio.to_thread(self.reader.read_task, task_id)
         if task is None:
             return None
+        await self._submit(())  # the read barrier, as in list_tasks
         ids = [b.id for b in self.briefs_of(task_id)]
         fresh = await asyncio.to_thread(lambda: [self.reader.read_brief(i) for i in ids])
         return task, [b for b in fresh if b is not None]

@@ -127,6 +127,9 @@ class Context:
 
         Raises :class:`memoryd.kinds.briefs.reader.BoardUnreadable` when the board cannot be read; a failed
         memory search leaves the memories out rather than failing the digest."""
+        await (
+            self.searcher.settled()
+        )  # writes acknowledged before are in the index, the views, the generation
         count, counter = self.counter()
         key = (target, budget, query, counter)
         generation = self._generation()  # read first: a change during the build makes the next call rebuild

@@ -41,7 +41,8 @@ ALL_MAX_CHARS = 60_000
 
 
 def memos(engine: Any) -> list[Any]:
-    """Every memo (a memory written by memo_add or the memo importer), newest first."""
+    """Every memo (a memory written by memo_add or the memo importer), newest first, as the view holds
+    them: callers first await ``engine.memories.settled()`` so a memo just added is among them."""
     items = [m for m in engine.memories.view.all() if m.origin in MEMO_ORIGINS]
     return sorted(items, key=lambda m: (m.created_at, m.id), reverse=True)
 
@@ -98,6 +99,7 @@ async def memo_search(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     engine = await ctx.engine()
     query = args["query"]
     needle = query.strip().casefold()
+    await engine.memories.settled()
     everything = memos(engine)
     # The stored text finds the candidates cheaply; the redacted text, what an answer shows, decides.
     # A blank query finds nothing, not everything.
@@ -157,7 +159,9 @@ def read_all(engine: Any) -> str:
 
 
 async def _read_all(ctx: ToolContext) -> str:
-    return read_all(await ctx.engine())
+    engine = await ctx.engine()
+    await engine.memories.settled()
+    return read_all(engine)
 
 
 def resources() -> list[ResourceSpec]:

@@ -2,12 +2,17 @@
 
 One class (~430 lines) holds every memory operation because all of them share its write lock and view.
 
-Writes go to the board first (:mod:`memoryd.kinds.memories.writes`: atomic files), then the changed paths
-are submitted to the indexer and awaited, so a memory is searchable (and visible to :meth:`Memories.get`
-and the graph) when a call returns. Board mutations run one at a time under one asyncio lock, each
-reading the current file inside it; the index writes happen outside it, so concurrent stores are
-batched into one index write. The argument rules are :mod:`memoryd.kinds.memories.rules` (memdb's limits);
-their exceptions are re-exported here.
+Writes go to the board first (:mod:`memoryd.kinds.memories.writes`: atomic files, fsynced), then the
+changed paths are submitted to the indexer. A store answers once its file is on the board and its paths
+are queued (``admit``; unless the writer is far behind, then once they are indexed): the embedding and
+the row write follow, batched with the stores that came meanwhile. It is searchable when the call
+returns all the same, because every search and every read of the view (:meth:`Memories.settled`) first
+waits for the writes acknowledged before it began (the indexer's read barrier); a crash in between
+loses nothing, since the next start indexes the board. The other writes
+(update, delete, relations) still await their index write. Board mutations run one at a time under one
+asyncio lock, each reading the current file inside it; the index writes happen outside it. The
+argument rules are :mod:`memoryd.kinds.memories.rules` (memdb's limits); their exceptions are
+re-exported here.
 
 Keys: every method taking a ``key`` accepts a memory's id (its file name) or, for a file edited by
 hand, the hash of its current content (:meth:`memoryd.kinds.memories.source.MemorySource.find`).
@@ -63,8 +68,11 @@ if TYPE_CHECKING:
     from memoryd.core.sources import RecordSource
     from memoryd.index.search import SearchResult
 
-#: ``submit(paths)``: hand board-relative paths to the index's one writer and wait until they are searchable
-#: (no paths: wait for every earlier write). ``search(query, **filters)``: the hybrid search under the read lock.
+#: ``submit(paths)``: queue board-relative paths for the index's one writer before returning an awaitable
+#: that resolves once they are searchable (no paths: once every earlier write is; the read barrier).
+#: ``search(query, **filters)``: the hybrid search under the read lock, behind the same barrier.
+#: ``admit(paths)`` (optional): queue paths and resolve when a store may answer, never failing
+#: (:meth:`memoryd.core.indexer.Indexer.admit`); without it a store awaits its index write.
 Submit = Callable[[Sequence[str]], Awaitable[None]]
 Search = Callable[..., Awaitable["SearchResult"]]
 
@@ -131,10 +139,18 @@ class Memories:
     """See the module docstring. Created by the engine with its collaborators; usable once the engine has
     started (``sources`` loaded, the writer running)."""
 
-    def __init__(self, board: Path, sources: Sequence[RecordSource], submit: Submit, search: Search) -> None:
+    def __init__(
+        self,
+        board: Path,
+        sources: Sequence[RecordSource],
+        submit: Submit,
+        search: Search,
+        admit: Submit | None = None,
+    ) -> None:
         self.board = board
         self._sources = sources
         self._submit = submit
+        self._admit = admit  # None: a store awaits its index write
         self._search = search
         self._lock = asyncio.Lock()
         self._prune: set[str] = set()
@@ -173,6 +189,17 @@ class Memories:
         if paths:
             await self._submit(paths)
 
+    async def _index_admitted(self, paths: Iterable[str]) -> None:
+        """Queue ``paths`` and wait only as ``admit`` says (reads wait through :meth:`settled`)."""
+        paths = sorted(set(paths))
+        if paths:
+            await (self._admit or self._submit)(paths)
+
+    async def settled(self) -> None:
+        """Wait until every write acknowledged before this call is in the index and in :attr:`view`
+        (the read barrier); searches pass it on their own, other readers of the view call this first."""
+        await self._submit(())
+
     # -- store ----------------------------------------------------------------------------------------
     def prepare(
         self,
@@ -208,12 +235,13 @@ class Memories:
         return result
 
     async def store_many(self, items: Sequence[Memory | Exception]) -> list[Stored | Exception]:
-        """Store prepared memories (:meth:`prepare`) in one board pass and one index write.
+        """Store prepared memories (:meth:`prepare`) in one board pass; the index write follows the answer
+        (see the module docstring).
 
         An item that is an exception (a failed :meth:`prepare`) is passed through, so a batch keeps its
         positions; each result is :class:`Stored` or that item's exception."""
         results = await self._locked(self._store_sync, items)
-        await self._index(r.memory.path for r in results if isinstance(r, Stored))
+        await self._index_admitted(r.memory.path for r in results if isinstance(r, Stored))
         return results
 
     def _store_sync(self, items: Sequence[Memory | Exception]) -> list[Stored | Exception]:
@@ -368,7 +396,7 @@ class Memories:
         check_key(from_key)
         check_key(to_key)
         rtype = clean_relation_type(relation_type)
-        edge, is_new, paths = await self._locked(self.ops.relate, from_key, to_key, rtype)
+        edge, is_new, paths = await self._locked(self.ops.relate, from_key, to_key, rtype, settle=True)
         await self._index(paths)
         return edge, is_new
 
@@ -377,7 +405,7 @@ class Memories:
         check_key(from_key)
         check_key(to_key)
         rtype = clean_relation_type(relation_type)
-        paths = await self._locked(self.ops.unrelate, from_key, to_key, rtype)
+        paths = await self._locked(self.ops.unrelate, from_key, to_key, rtype, settle=True)
         await self._index(paths)
         return bool(paths)
 
@@ -390,6 +418,7 @@ class Memories:
         check_key(key)
         if direction not in graph.DIRECTIONS:
             raise InvalidMemory("direction must be outgoing, incoming or both")
+        await self.settled()
         m = self.view.find(key) or await asyncio.to_thread(self.ops.read_quiet, key)
         if m is None:
             raise MemoryNotFound(f"no memory {key}")
@@ -403,11 +432,12 @@ class Memories:
     async def _prune_dangling(self) -> None:
         ids, self._prune = sorted(self._prune), set()
         if ids:
-            await self._index(await self._locked(self.ops.prune, ids))
+            await self._index(await self._locked(self.ops.prune, ids, settle=True))
 
     # -- stats -------------------------------------------------------------------------------------------
     def stats(self, project: str | None = None) -> dict[str, Any]:
-        """memdb's ``{memoryCount, tagCount, oldestMemory, newestMemory}`` plus ``relationshipCount``,
+        """From the view (call :meth:`settled` first to count acknowledged stores): memdb's
+        ``{memoryCount, tagCount, oldestMemory, newestMemory}`` plus ``relationshipCount``,
         ``byType``, ``byProject`` and ``skippedFiles`` (memory files not loaded)."""
         view = self.view
         everything = view.all()

@@ -255,6 +255,7 @@ async def delete_relationship(args: dict[str, Any], ctx: ToolContext) -> dict[st
 @_tool()
 async def memory_stats(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     engine = await ctx.engine()
+    await engine.memories.settled()
     stats = engine.memories.stats(args.get("project"))
     scrub = Scrub()  # project names and times are stored text too (a hand-written file may hold anything)
     by_project: dict[str, int] = {}

@@ -1,0 +1,121 @@
+"""The one writer's queue: changes numbered as they are submitted, and the read barriers waiting on them.
+
+Writes are acknowledged before they are indexed (the board file is the truth), so a read that must see
+them asks for a barrier: a future resolved once every change submitted before it is applied, and only
+those. :meth:`WriteQueue.take` cuts the next batch at the oldest waiting barrier, so a stream of later
+saves never holds a search back, and otherwise takes everything (a burst of saves is one write).
+
+Changes the watcher reports count for no barrier of their own (a large rescan must not stall searches):
+numbered just after the last submission, one joins the batch of the next acknowledged write, or any
+batch when no search waits, so neither side can starve the other. Runs on the event loop's thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+#: A number after every submission: a path's or a rescan's, when none is pending.
+UNORDERED = float("inf")
+
+
+@dataclass
+class Pending:
+    """Work gathered while the writer was busy; merged so a burst of saves is one write.
+
+    ``seqs``: each path's first submission number; ``rescan_seq`` likewise for a rescan; ``waiters``:
+    ``(seq, future)`` resolved when that work is in the index."""
+
+    paths: set[str] = field(default_factory=set)  # board-relative, under a record source's folder
+    rescan: bool = False
+    purge: bool = False
+    waiters: list[tuple[float, asyncio.Future]] = field(default_factory=list)
+    seqs: dict[str, float] = field(default_factory=dict)
+    rescan_seq: float = UNORDERED
+
+    def __bool__(self) -> bool:
+        return bool(self.paths or self.rescan or self.purge)
+
+    def add(self, seq: float, paths=(), rescan: bool = False, purge: bool = False) -> None:
+        for p in paths:
+            self.paths.add(p)
+            self.seqs[p] = min(seq, self.seqs.get(p, UNORDERED))
+        if rescan:
+            self.rescan = True
+            self.rescan_seq = min(seq, self.rescan_seq)
+        self.purge |= purge
+
+    def split(self, cut: float) -> Pending:
+        """Take the work submitted up to ``cut``; the rest stays here. A path submitted before and after
+        ``cut`` is taken: its file is read when the batch runs, so it carries the later change too. (A
+        rescan among it reads the whole board: :meth:`WriteQueue.take` takes everything then.)"""
+        taken = Pending()
+        for p in [p for p in self.paths if self.seqs.get(p, UNORDERED) <= cut]:
+            taken.add(self.seqs.pop(p), [p])
+            self.paths.discard(p)
+        taken.waiters = [w for w in self.waiters if w[0] <= cut]
+        self.waiters = [w for w in self.waiters if w[0] > cut]
+        return taken
+
+
+class WriteQueue:
+    """Pending work, the number of the last submission (:attr:`seq`) and of the last applied one."""
+
+    def __init__(self) -> None:
+        self.pending = Pending()
+        self.seq = 0  # the last submission a barrier counts
+        self.done = 0  # every submission numbered up to this is applied (or failed and was logged)
+        self.in_flight = 0  # paths in the batch the writer is applying
+        self._barriers: list[tuple[int, asyncio.Future]] = []
+
+    @property
+    def backlog(self) -> int:
+        """Paths queued or being applied: what the next search may have to wait for."""
+        return len(self.pending.paths) + self.in_flight
+
+    def submit(self, paths=(), rescan: bool = False, purge: bool = False) -> asyncio.Future:
+        """Number and queue a change; the future resolves once the writer has applied it (or carries
+        the writer's exception)."""
+        fut = asyncio.get_running_loop().create_future()
+        self.seq += 1
+        self.pending.add(self.seq, paths, rescan, purge)
+        self.pending.waiters.append((self.seq, fut))
+        return fut
+
+    def note(self, paths=(), rescan: bool = False) -> None:
+        """Queue a watcher's change: no future, no barrier of its own (see the module docstring)."""
+        self.pending.add(self.seq + 0.5, paths, rescan)
+
+    def barrier(self, writer_running: bool) -> asyncio.Future:
+        """A future resolved once every submission made before this call is applied; already resolved
+        when none is outstanding (or no writer runs to apply it)."""
+        fut = asyncio.get_running_loop().create_future()
+        if self.done >= self.seq or not writer_running:
+            fut.set_result(None)
+        else:
+            self._barriers.append((self.seq, fut))
+        return fut
+
+    def take(self) -> tuple[Pending, int]:
+        """The next batch, and the number up to which it completes the submissions; what it leaves
+        stays pending (:attr:`pending` is then non-empty)."""
+        cut = min((seq for seq, _ in self._barriers), default=self.seq)
+        pending = self.pending
+        if cut >= self.seq or (pending.rescan and pending.rescan_seq <= cut):
+            self.pending, work, done = Pending(), pending, self.seq
+        else:
+            work, done = pending.split(cut), cut
+        self.in_flight = len(work.paths)
+        return work, done
+
+    def release(self, done: int) -> None:
+        """Every submission numbered up to ``done`` is applied: resolve the barriers waiting for them."""
+        self.done = max(self.done, done)
+        self.in_flight = 0
+        waiting = []
+        for seq, fut in self._barriers:
+            if seq > self.done:
+                waiting.append((seq, fut))
+            elif not fut.done():
+                fut.set_result(None)
+        self._barriers = waiting

@@ -1,0 +1,161 @@
+"""A store answers before its embedding and row write, and still keeps every promise (real daemon with the
+real model, real shims, real LanceDB):
+
+* searchable by meaning when ``store_memory`` returns: a search started after the answer waits for the
+  index writes acknowledged before it (the read barrier), so a paraphrase sharing no word with the memory
+  finds it at once;
+* the same for many agents storing at once (their writes are embedded and written together);
+* ``kill -9`` right after the answer, before the embedding could finish: the next daemon indexes the
+  board file, and the paraphrase finds it once the model is warm;
+* SIGTERM with writes still queued: they are flushed (or, past the shutdown budget, left to the board),
+  and every one is found after a restart.
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import threading
+
+import pytest
+
+from support.daemon import DaemonProcess, short_tmpdir
+from support.memories import MemShim, poll, unique, wait_engine_ready
+
+#: (memory, a question about it sharing no word with it): only the vector half can match. Each store
+#: is searched before the next one, so each is embedded alone (the int8 model's activations are scaled
+#: per batch) and the store holds the same vectors at every run: what the search finds is fixed.
+PARAPHRASES = [("The cat sleeps on the sofa all afternoon", "my kitten naps on the couch during the day")]
+DISTRACTORS = [
+    "Frontend code is formatted with prettier before each commit",
+    "Our Postgres backups are kept for thirty days",
+    "Invoices are emailed to customers on the first business day of each month",
+    "The office coffee machine is descaled every Friday",
+    "Production deploys happen on Tuesdays right after standup",
+]
+
+
+def start_warm(root, **kw) -> DaemonProcess:
+    daemon = DaemonProcess(root, model="", **kw)
+    daemon.start()
+    wait_engine_ready(daemon)
+    poll(lambda: daemon.status()["engine"]["search_mode"] == "hybrid", "the model warm", timeout=180)
+    return daemon
+
+
+@pytest.fixture(scope="module")
+def warm(models_dir):
+    root = short_tmpdir()
+    daemon = start_warm(root, env={"MEMORYD_MODELS": str(models_dir)})
+    try:
+        yield daemon
+    finally:
+        daemon.kill()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def ids(shim: MemShim, query: str, limit: int = 10) -> list[str]:
+    return [m["id"] for m in shim.ok("search_memories", query=query, limit=limit)]
+
+
+def test_a_stored_memory_is_found_by_a_paraphrase_as_soon_as_the_store_returns(warm):
+    with MemShim(warm.socket, warm.env).initialize() as s:
+        for text in DISTRACTORS:
+            s.ok("store_memory", content=text, tags=["misc"])
+            assert ids(s, "xqzv blorft") == []
+        for content, question in PARAPHRASES:
+            stored = s.ok("store_memory", content=content, tags=["misc"])
+            full = s.full("search_memories", query=question)
+            assert full["mode"] == "hybrid"
+            assert stored["id"] in [m["id"] for m in full["result"]], (question, full["result"])
+
+
+def test_stores_from_sixteen_agents_at_once_are_all_found_by_the_next_search(warm):
+    failures: list[str] = []
+    stored: dict[str, str] = {}
+    tag = unique("zqburst")
+    go = threading.Barrier(16)
+
+    def agent(k: int) -> None:
+        try:
+            with MemShim(warm.socket, warm.env).initialize() as s:
+                word = unique(f"zqa{k}x")
+                go.wait(60)  # every agent stores at the same moment
+                memory = s.ok("store_memory", content=f"agent {k} noted {word} about {tag}", tags=["burst"])
+                stored[word] = memory["id"]
+                if memory["id"] not in ids(s, word):
+                    failures.append(f"agent {k}: {word} not found right after its store")
+        except Exception as exc:  # a thread's exception would not fail the test
+            failures.append(f"agent {k}: {exc!r}")
+
+    threads = [threading.Thread(target=agent, args=(k,)) for k in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(180)
+    assert not failures, failures
+    assert len(stored) == 16
+    with MemShim(warm.socket, warm.env).initialize() as s:
+        assert set(stored.values()) <= set(ids(s, tag, limit=50))
+        assert s.ok("memory_stats")["memoryCount"] >= 16
+
+
+def test_a_kill_9_right_after_the_answer_loses_nothing_and_the_restart_embeds_it(models_dir):
+    root = short_tmpdir()
+    env = {"MEMORYD_MODELS": str(models_dir)}
+    index = root / "index"
+    made: list[DaemonProcess] = []
+    try:
+        daemon = start_warm(root, env=env, index=index)
+        made.append(daemon)
+        content, question = PARAPHRASES[0]
+        word = unique("zqkill")  # also tells the memory apart from any other
+        with MemShim(daemon.socket, daemon.env).initialize() as s:
+            memory = s.ok("store_memory", content=f"{content} ({word})", tags=["ops"])
+            daemon.signal(signal.SIGKILL)  # at once: the embedding and the row write were still to come
+        daemon.wait_exit(10)
+        assert (daemon.board / "memories" / f"{memory['id']}.md").is_file()
+        again = start_warm(root, env=env, board=daemon.board, index=index)
+        made.append(again)
+        with MemShim(again.socket, again.env).initialize() as s:
+            assert ids(s, word) == [memory["id"]]
+            # the reconcile ran before the model loaded; the backfill gives the row its vector
+            poll(lambda: memory["id"] in ids(s, question), "found by meaning after the restart", timeout=180)
+    finally:
+        for d in made:
+            d.kill()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_sigterm_with_index_writes_still_queued_loses_nothing(models_dir):
+    root = short_tmpdir()
+    env = {"MEMORYD_MODELS": str(models_dir)}
+    index = root / "index"
+    made: list[DaemonProcess] = []
+    try:
+        daemon = start_warm(root, env=env, index=index)
+        made.append(daemon)
+        word = unique("zqterm")
+        with MemShim(daemon.socket, daemon.env).initialize() as s:
+            batch = s.ok(
+                "store_memories",
+                items=[
+                    {"content": f"queued note {n} before the stop {word}", "tags": ["stop"]}
+                    for n in range(24)
+                ],
+            )
+            single = s.ok("store_memory", content=f"the last note before the stop {word}", tags=["stop"])
+            daemon.signal(signal.SIGTERM)  # the batch's embedding is still running or queued
+        daemon.wait_exit(30)
+        expected = {single["id"], *(r["id"] for r in batch["results"])}
+        assert len(expected) == 25, batch
+        again = DaemonProcess(root, board=daemon.board, index=index)  # keyword-only: the rows, not the model
+        made.append(again)
+        again.start()
+        wait_engine_ready(again)
+        with MemShim(again.socket, again.env).initialize() as s:
+            assert set(ids(s, word, limit=50)) == expected
+    finally:
+        for d in made:
+            d.kill()
+        shutil.rmtree(root, ignore_errors=True)
