@@ -26,10 +26,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import _doc
-from _util import REPO, Report, Row, fmt, machine
+from _util import OUT, REPO, Report, Row, fmt, machine
 
 BENCH = REPO / "bench"
-OUT = BENCH / "out"
 CACHE = OUT / "cache"
 TIMEOUT_S = 20 * 60  # per benchmark
 
