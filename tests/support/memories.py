@@ -79,7 +79,7 @@ class MemShim(Shim):
         assert error["code"] == "E_INVALID_ARG", error
         return error["message"]
 
-    def raw(self, line: str, timeout: float = 20.0) -> dict:
+    def request_line(self, line: str, timeout: float = 20.0) -> dict:
         """Send one raw JSON-RPC line (e.g. with ``\\ud800`` escapes) and return the answer to its id."""
         message_id = json.loads(line.replace("\\ud800", "").replace("\\udfff", ""))["id"]
         self.proc.stdin.write(line.encode() + b"\n")
