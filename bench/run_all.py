@@ -293,6 +293,9 @@ HOW = """## How the figures are made
   originals' vectors, written with `IndexStore.upsert` in batches and `optimize()` (embedding 100,000 briefs
   would take hours). Every text occurs many times, so keyword posting lists are longer than on a real board of
   that size, and nearest-neighbour lists hold duplicates.
+- One benchmark alone: `.venv/bin/python bench/<name>.py --quick` (`--help` for its sizes). The daemon, the
+  shims and the MCP messages are the tests' own (`tests/support`, on the path of the checkout's `.venv`:
+  `make setup` installs it editable with `tests/` as a dev-mode directory), so no script edits `sys.path`.
 - Percentiles are nearest-rank over all samples; p50 is the median."""
 
 
