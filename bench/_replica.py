@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -153,16 +152,6 @@ def write_board(dst: Path, total: int, src: Path = BOARD_V1) -> int:
                 _copy_file(path, out / rel)
             written += 1
     return written
-
-
-def copy_board(src: Path, dst: Path) -> None:
-    """A writable copy of a board (the shared one is read-only)."""
-    for root, dirs, files in os.walk(src):
-        rel = Path(root).relative_to(src)
-        (dst / rel).mkdir(parents=True, exist_ok=True)
-        for name in files:
-            _copy_file(Path(root) / name, dst / rel / name)
-        dirs.sort()
 
 
 def with_vectors(base: Base, embedder, cache_dir: Path | None) -> float | None:

@@ -1,4 +1,5 @@
-"""Shared pieces of the benchmarks: percentiles, RSS, machine facts, and one report format.
+"""Shared pieces of the benchmarks: percentiles, an RSS sampler, machine facts, one report format, and the
+benchmarks' daemon (the tests' :class:`support.daemon.DaemonProcess` with the model and this environment).
 
 Every benchmark script builds a :class:`Report` (rows of figures, each with an optional baseline measured
 in the same run, a target and whether it was met), prints it as a table, and with ``--out FILE`` writes
@@ -14,15 +15,19 @@ import os
 import platform
 import statistics
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from support.daemon import DaemonProcess
+from support.measure import rss_mb
 
 REPO = Path(__file__).resolve().parents[1]
 BOARD_V1 = REPO.parent / "shared" / "eval" / "board-v1" / "board"
 DEV_QUERIES = BOARD_V1.parent / "dev.jsonl"
 MODELS = REPO / ".cache" / "models"
-VENV_BIN = REPO / ".venv" / "bin"
+OUT = REPO / "bench" / "out"  # raw results and the logs of failed daemons (git-ignored)
 
 
 def quiet_env() -> None:
@@ -58,26 +63,53 @@ def summary(values: list[float]) -> dict:
     }
 
 
-# --- memory ---------------------------------------------------------------------------------------------
+# --- the daemon and memory ---------------------------------------------------------------------------
 
 
-def proc_status(pid: int | str = "self") -> dict[str, int]:
-    """``VmRSS`` and ``VmHWM`` (peak RSS) of a process in KiB, from /proc (Linux)."""
-    out = {}
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            key = line.split(":", 1)[0]
-            if key in ("VmRSS", "VmHWM"):
-                out[key] = int(line.split()[1])
-    return out
+def daemon(
+    board: Path, index: Path, env: dict[str, str] | None = None, kind: type[DaemonProcess] = DaemonProcess
+) -> DaemonProcess:
+    """An unstarted ``memoryd serve`` with the default model (from ``MODELS``) on ``board`` and ``index``, in
+    this process's environment (test tools off, info log, bytecode written as usual), in a short temporary
+    folder removed at the end; used as ``with daemon(...) as d:`` (launch, SIGTERM at exit, the log kept in
+    ``bench/out/`` after a failure); ``kind``: a subclass (another command line)."""
+    inherited = {k: v for k, v in os.environ.items() if k not in ("MEMORYD_SOCKET", "MEMORYD_HOME")}
+    env = {
+        **inherited,
+        "MEMORYD_MODELS": str(MODELS),
+        "MEMORYD_LOG_LEVEL": "info",
+        "MEMORYD_TEST_TOOLS": "",
+        "PYTHONDONTWRITEBYTECODE": "",
+        **(env or {}),
+    }
+    return kind.temporary(board=board, index=index, model="", env=env, keep_log_in=OUT)
 
 
-def rss_mb(pid: int | str = "self") -> float:
-    return proc_status(pid).get("VmRSS", 0) / 1024
+class RssSampler:
+    """Samples a process's RSS every ``every`` seconds in a thread; ``peak`` and ``last`` in MB."""
 
+    def __init__(self, pid: int, every: float = 0.05) -> None:
+        self.pid, self.every = pid, every
+        self.peak = self.last = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
 
-def peak_rss_mb(pid: int | str = "self") -> float:
-    return proc_status(pid).get("VmHWM", 0) / 1024
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.last = rss_mb(self.pid)
+            except OSError:
+                return
+            self.peak = max(self.peak, self.last)
+            self._stop.wait(self.every)
+
+    def __enter__(self) -> RssSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 # --- the machine --------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ exit, p50/p95, with the input JSON the agent documents:
   digest's build time and the prompt's filing time.
 
 The board and index are replicas of board-v1 (``_replica``), the daemon is a real ``memoryd serve`` with the
-model (``_daemon``), waited for until hybrid search is warm. Hooks run in a folder named after board-v1's
+model (``support.daemon``), waited for until hybrid search is warm. Hooks run in a folder named after board-v1's
 project ``shopfront``, so they file into (and digest) that project's open tasks. Target: p95 <= 150 ms for
 both hooks (the agent waits for them on every prompt).
 """
@@ -27,15 +27,14 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _daemon import Daemon, engine_ready, hybrid_ready, wait_post_model_pass  # noqa: E402
-from _replica import build_index, load_base, with_vectors, write_board  # noqa: E402
-from _util import MODELS, Report, arg_parser, dev_queries, quiet_env, summary  # noqa: E402
+from _replica import build_index, load_base, with_vectors, write_board
+from _util import MODELS, Report, arg_parser, daemon, dev_queries, quiet_env, summary
+from support.daemon import DaemonProcess
+from support.measure import engine_ready, hybrid_ready, wait_post_model_pass
 
 PROJECT = "shopfront"
 TARGET_MS = 150.0
@@ -60,7 +59,7 @@ def direct_ms(socket: Path, request: dict) -> tuple[float, dict | None]:
     return ms, answer
 
 
-def measure(report: Report, d: Daemon, folder: Path, runs: int, size: int) -> dict:
+def measure(report: Report, d: DaemonProcess, folder: Path, runs: int, size: int) -> dict:
     from memoryd.cli.connect.agents import server_entry
     from memoryd.cli.connect.capturehooks import command
 
@@ -174,10 +173,10 @@ def main() -> int:
             f"board and index of {args.size:,} briefs built in {time.perf_counter() - built:.0f} s",
             flush=True,
         )
-        with Daemon(board, index) as d:
-            d.wait(engine_ready, timeout=900)
-            first = d.status()["raw"]["engine"].get("last_indexed_at")
-            d.wait(hybrid_ready, timeout=900)
+        with daemon(board, index) as d:
+            d.wait_until(engine_ready, timeout=900)
+            first = d.summary()["raw"]["engine"].get("last_indexed_at")
+            d.wait_until(hybrid_ready, timeout=900)
             wait_post_model_pass(d, first, timeout=600)
             report.raw = measure(report, d, folder, args.runs, args.size)
     finally:

@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bench_daemon.py [--agents 16] [--searches 200] [--saves 20] [--quick] [--out FILE]
 
-The daemon runs as a subprocess (``memoryd serve --board <copy> --index <tmp> --socket /tmp/md-b-*/d.sock``,
+The daemon runs as a subprocess (``memoryd serve --socket /tmp/md-*/s.sock --board <copy> --index <tmp>``,
 ``MEMORYD_MODELS`` set) on an index pre-built from board-v1's records and vectors, and is used once its
 status says the model is ready, searches run hybrid and the post-model rescan is done. It is always
 stopped (SIGTERM, then SIGKILL). Agents are ``memoryd-shim --no-start`` subprocesses speaking raw MCP lines
@@ -20,7 +20,6 @@ on their stdin/stdout, as a coding agent would. Queries: board-v1/dev.jsonl.
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import random
@@ -34,22 +33,13 @@ import threading
 import time
 from pathlib import Path
 
-from _daemon import Daemon, engine_ready, hybrid_ready, wait_post_model_pass
-from _replica import copy_board, load_base, with_vectors
-from _util import MODELS, VENV_BIN, Report, arg_parser, dev_queries, pct, quiet_env, rss_mb, summary
+from _replica import load_base, with_vectors
+from _util import MODELS, Report, RssSampler, arg_parser, daemon, dev_queries, pct, quiet_env, summary
+from support.briefs import Shim, copy_board
+from support.daemon import INIT, DaemonProcess
+from support.measure import engine_ready, hybrid_ready, rss_mb, wait_post_model_pass
 
-SHIM = VENV_BIN / "memoryd-shim"
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "bench", "version": "0"},
-    },
-}
-INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+PROTOCOL = "2025-06-18"  # what the agents' shims negotiate here
 LOST_AFTER_S = 20
 # texts of the briefs saved while the daemon runs: varied, so that each is found by its own made-up word
 SAVE_TITLES = [
@@ -70,56 +60,14 @@ SAVE_SAID = [
 ]
 
 
-def line(msg: dict) -> bytes:
-    return json.dumps(msg, ensure_ascii=False).encode() + b"\n"
+def agent_shim(socket: Path, env: dict | None = None, tools: str | None = None) -> Shim:
+    """One agent's ``memoryd-shim --no-start``, initialised, its answers read in the calling thread."""
+    return Shim(socket, env, tools=tools, pump=False).initialize(PROTOCOL)
 
 
-def search_call(n: int, query: str) -> dict:
-    return {
-        "jsonrpc": "2.0",
-        "id": n,
-        "method": "tools/call",
-        "params": {"name": "search_briefs", "arguments": {"query": query}},
-    }
-
-
-class Shim:
-    """One agent's ``memoryd-shim`` subprocess, initialised; :meth:`call` sends one request, reads its answer."""
-
-    def __init__(self, socket: Path, env: dict | None = None, tools: str | None = None) -> None:
-        self.proc = subprocess.Popen(
-            [str(SHIM), "--socket", str(socket), "--no-start", *(["--tools", tools] if tools else [])],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=env,
-            cwd="/",
-        )
-        self.proc.stdin.write(line(INIT) + line(INITIALIZED))
-        self.proc.stdin.flush()
-        answer = json.loads(self.proc.stdout.readline() or b"{}")
-        if "result" not in answer:
-            raise RuntimeError(f"initialize through the shim failed: {answer}")
-
-    def call(self, msg: dict) -> dict:
-        self.proc.stdin.write(line(msg))
-        self.proc.stdin.flush()
-        while True:
-            raw = self.proc.stdout.readline()
-            if not raw:
-                raise EOFError("the shim closed its stdout")
-            answer = json.loads(raw)
-            if answer.get("id") == msg["id"] and "method" not in answer:
-                return answer
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.stdin.close()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc.stdout.close()
+def shim_search(shim: Shim, query: str) -> dict:
+    """The JSON-RPC answer to one ``search_briefs`` call through ``shim``."""
+    return shim.request("tools/call", {"name": "search_briefs", "arguments": {"query": query}})
 
 
 def answer_ok(answer: dict) -> bool:
@@ -127,37 +75,10 @@ def answer_ok(answer: dict) -> bool:
     return isinstance(result, dict) and not result.get("isError")
 
 
-class RssSampler:
-    """Samples a process's RSS every ``every`` seconds in a thread; ``peak`` and ``last`` in MB."""
-
-    def __init__(self, pid: int, every: float = 0.05) -> None:
-        self.pid, self.every = pid, every
-        self.peak = self.last = 0.0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.last = rss_mb(self.pid)
-            except OSError:
-                return
-            self.peak = max(self.peak, self.last)
-            self._stop.wait(self.every)
-
-    def __enter__(self) -> RssSampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-
 # --- the parts ----------------------------------------------------------------------------------------
 
 
-def bench_spawn(report: Report, d: Daemon, env: dict, runs: int) -> None:
+def bench_spawn(report: Report, d: DaemonProcess, env: dict, runs: int) -> None:
     floor, spawn, rss = [], [], []
     for _ in range(runs):
         t0 = time.perf_counter()
@@ -165,23 +86,14 @@ def bench_spawn(report: Report, d: Daemon, env: dict, runs: int) -> None:
         floor.append((time.perf_counter() - t0) * 1000)
     for _ in range(runs):
         t0 = time.perf_counter()
-        proc = subprocess.Popen(
-            [str(SHIM), "--socket", str(d.socket), "--no-start"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=env,
-            cwd="/",
-        )
-        proc.stdin.write(line(INIT))
-        proc.stdin.flush()
-        answer = proc.stdout.readline()
+        shim = Shim(d.socket, env, pump=False)
+        shim.send(INIT)
+        answer = shim.recv()
         spawn.append((time.perf_counter() - t0) * 1000)
-        if b'"result"' not in answer:
-            raise RuntimeError(f"initialize through the shim failed: {answer[:300]!r}")
-        rss.append(rss_mb(proc.pid))
-        proc.stdin.close()
-        proc.wait(5)
-        proc.stdout.close()
+        if "result" not in answer:
+            raise RuntimeError(f"initialize through the shim failed: {str(answer)[:300]}")
+        rss.append(rss_mb(shim.pid))
+        shim.close()
     s, f = summary(spawn), summary(floor)
     report.raw["spawn_ms"], report.raw["python_floor_ms"], report.raw["shim_rss_idle_mb"] = s, f, summary(rss)
     report.row(
@@ -209,7 +121,14 @@ def paired(a: list[float], b: list[float]) -> dict:
 
 
 def bench_paths(
-    report: Report, d: Daemon, env: dict, index: Path, embedder, queries: list[str], passes: int, pings: int
+    report: Report,
+    d: DaemonProcess,
+    env: dict,
+    index: Path,
+    embedder,
+    queries: list[str],
+    passes: int,
+    pings: int,
 ) -> None:
     """search_briefs through a shim, on a direct socket session, and search() in-process, per query; then
     MCP ``ping`` through the shim and direct (the relay alone, without a search's own noise)."""
@@ -221,14 +140,13 @@ def bench_paths(
     store = IndexStore(index)  # the daemon's own index, read concurrently (LanceDB readers don't lock)
     times: dict[str, list[float]] = {"in-process": [], "direct": [], "shim": []}
     ping_times: dict[str, list[float]] = {"direct": [], "shim": []}
-    shim = Shim(d.socket, env)
-    ids = itertools.count(1)
+    shim = agent_shim(d.socket, env)
     try:
         with DaemonClient(d.socket) as client:
             calls = {
                 "in-process": lambda q: search(store, embedder, q, kind="brief", limit=SEARCH_POOL),
                 "direct": lambda q: client.call_tool("search_briefs", {"query": q}),
-                "shim": lambda q: shim.call(search_call(next(ids), q)),
+                "shim": lambda q: shim_search(shim, q),
             }
             names = list(calls)
             for q in queries[:10]:  # warm every path
@@ -246,7 +164,7 @@ def bench_paths(
                         per_query[name][i].append(ms)
             ping = {
                 "direct": lambda: client.request("ping"),
-                "shim": lambda: shim.call({"jsonrpc": "2.0", "id": next(ids), "method": "ping"}),
+                "shim": lambda: shim.request("ping"),
             }
             for i in range(pings + 20):
                 for name in ("direct", "shim") if i % 2 else ("shim", "direct"):
@@ -317,9 +235,9 @@ def bench_paths(
     )
 
 
-def run_agents(d: Daemon, env: dict, agents: int, searches: int, queries: list[str]) -> dict:
+def run_agents(d: DaemonProcess, env: dict, agents: int, searches: int, queries: list[str]) -> dict:
     """``agents`` shims, each doing ``searches`` search_briefs calls as fast as answers come."""
-    shims = [Shim(d.socket, env) for _ in range(agents)]
+    shims = [agent_shim(d.socket, env) for _ in range(agents)]
     latencies: list[list[float]] = [[] for _ in range(agents)]
     errors = [0] * agents
     modes: dict[str, int] = {}
@@ -328,11 +246,11 @@ def run_agents(d: Daemon, env: dict, agents: int, searches: int, queries: list[s
     def agent(k: int) -> None:
         rng = random.Random(k)
         barrier.wait()
-        for n in range(searches):
+        for _ in range(searches):
             q = queries[rng.randrange(len(queries))]
             t0 = time.perf_counter()
             try:
-                answer = shims[k].call(search_call(n + 1, q))
+                answer = shim_search(shims[k], q)
             except (OSError, EOFError, ValueError):
                 errors[k] += 1
                 continue
@@ -352,7 +270,7 @@ def run_agents(d: Daemon, env: dict, agents: int, searches: int, queries: list[s
         for t in threads:
             t.join()
         elapsed = time.perf_counter() - t0
-    shim_rss = [rss_mb(s.proc.pid) for s in shims]
+    shim_rss = [rss_mb(s.pid) for s in shims]
     for s in shims:
         s.close()
     flat = [x for lat in latencies for x in lat]
@@ -370,7 +288,7 @@ def run_agents(d: Daemon, env: dict, agents: int, searches: int, queries: list[s
 
 
 def bench_agents(
-    report: Report, d: Daemon, env: dict, agents: int, searches: int, queries: list[str]
+    report: Report, d: DaemonProcess, env: dict, agents: int, searches: int, queries: list[str]
 ) -> None:
     idle = d.rss_mb()
     one = run_agents(d, env, 1, searches, queries)
@@ -433,7 +351,7 @@ def bench_agents(
     )
 
 
-def bench_saves(report: Report, d: Daemon, board: Path, saves: int) -> None:
+def bench_saves(report: Report, d: DaemonProcess, board: Path, saves: int) -> None:
     from memoryd.cli.client import DaemonClient
 
     tasks = [json.loads(p.read_text()) for p in sorted((board / "tasks").glob("*.json"))]
@@ -502,9 +420,9 @@ def bench_saves(report: Report, d: Daemon, board: Path, saves: int) -> None:
     )
 
 
-def lost_save(client, d: Daemon, brief_id: str, word: str, n: int) -> dict:
+def lost_save(client, d: DaemonProcess, brief_id: str, word: str, n: int) -> dict:
     """What the daemon knows of a brief that never became searchable (for the report and the log)."""
-    status = d.status() or {}
+    status = d.summary() or {}
     found = client.call_tool("search_briefs", {"query": word, "limit": 50})
     return {
         "save": n,
@@ -556,27 +474,22 @@ def main() -> int:
     # what an agent gives its shim: HOME and a few basics (contract §2), plus this daemon's socket flag
     env = {k: os.environ[k] for k in ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER") if k in os.environ}
     env["MEMORYD_NO_START"] = "1"
-    d = Daemon(board, index)
     try:
-        d.start()
-        d.wait(engine_ready, timeout=300)
-        # the start-up reconcile is done; once the model is warm the daemon rescans the board (nothing to
-        # embed here): measure only after that second pass, so it does not overlap the first figures
-        first = d.status()["raw"]["engine"].get("last_indexed_at")
-        ready_s = d.wait(hybrid_ready, timeout=300)
-        if wait_post_model_pass(d, first, timeout=120) is None:
-            report.note("the daemon's post-model pass over the index was not observed within 120 s")
-        report.row("memoryd serve: spawn -> hybrid search ready (200 briefs, index exists)", ready_s, "s")
-        print(f"daemon up (pid {d.pid}), hybrid after {ready_s:.1f} s", flush=True)
-        bench_spawn(report, d, env, args.spawns)
-        bench_paths(report, d, env, index, embedder, queries[::4] if args.quick else queries, 2, 300)
-        bench_agents(report, d, env, args.agents, args.searches, queries)
-        bench_saves(report, d, board, args.saves)
-    except BaseException:
-        d.stop(keep_log=True)
-        raise
+        with daemon(board, index) as d:
+            d.wait_until(engine_ready, timeout=300)
+            # the start-up reconcile is done; once the model is warm the daemon rescans the board (nothing to
+            # embed here): measure only after that second pass, so it does not overlap the first figures
+            first = d.summary()["raw"]["engine"].get("last_indexed_at")
+            ready_s = d.wait_until(hybrid_ready, timeout=300)
+            if wait_post_model_pass(d, first, timeout=120) is None:
+                report.note("the daemon's post-model pass over the index was not observed within 120 s")
+            report.row("memoryd serve: spawn -> hybrid search ready (200 briefs, index exists)", ready_s, "s")
+            print(f"daemon up (pid {d.pid}), hybrid after {ready_s:.1f} s", flush=True)
+            bench_spawn(report, d, env, args.spawns)
+            bench_paths(report, d, env, index, embedder, queries[::4] if args.quick else queries, 2, 300)
+            bench_agents(report, d, env, args.agents, args.searches, queries)
+            bench_saves(report, d, board, args.saves)
     finally:
-        d.stop()
         shutil.rmtree(work, ignore_errors=True)
     report.finish(args.out)
     return 0

@@ -25,10 +25,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from _daemon import Daemon, engine_ready, hybrid_ready, wait_post_model_pass
 from _replica import build_index, load_base, with_vectors, write_board
-from _util import MODELS, REPO, Report, arg_parser, dev_queries, quiet_env, rss_mb, summary
-from bench_daemon import INIT, INITIALIZED, SHIM, Shim, line, run_agents, search_call
+from _util import MODELS, REPO, Report, arg_parser, daemon, dev_queries, quiet_env, summary
+from bench_daemon import PROTOCOL, agent_shim, answer_ok, run_agents, shim_search
+from support.briefs import SHIM, Shim
+from support.daemon import DaemonProcess
+from support.measure import engine_ready, hybrid_ready, rss_mb, wait_post_model_pass
 
 STEPS = r"""
 import gc, json, os, sys
@@ -89,7 +91,9 @@ def model_steps(report: Report) -> None:
         before = mb
 
 
-def daemon_rss(report: Report, d: Daemon, label: str, queries: list[str], env: dict, agents: int, n: int):
+def daemon_rss(
+    report: Report, d: DaemonProcess, label: str, queries: list[str], env: dict, agents: int, n: int
+):
     time.sleep(3)  # let start-up work settle
     idle, parts = d.rss_mb(), smaps(d.pid)
     report.row(
@@ -99,9 +103,9 @@ def daemon_rss(report: Report, d: Daemon, label: str, queries: list[str], env: d
         note=f"anonymous {parts.get('Anonymous', 0):.0f} MB, file-backed "
         f"{parts.get('Rss', 0) - parts.get('Anonymous', 0):.0f} MB",
     )
-    one = Shim(d.socket, env)
-    for k, q in enumerate(queries[:20]):
-        one.call(search_call(k + 1, q))
+    one = agent_shim(d.socket, env)
+    for q in queries[:20]:
+        shim_search(one, q)
     one.close()
     report.row(f"daemon RSS after 20 searches, {label}", d.rss_mb(), "MB")
     many = run_agents(d, env, agents, n, queries)
@@ -121,27 +125,13 @@ def daemon_rss(report: Report, d: Daemon, label: str, queries: list[str], env: d
 def first_search(socket: Path, env: dict, query: str, shim: list[str]) -> tuple[float, float]:
     """Spawn -> initialize -> initialized -> search_briefs answered (ms), and the shim's RSS then (MB)."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(
-        [*shim, "--socket", str(socket), "--no-start"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        env=env,
-        cwd="/",
-    )
-    proc.stdin.write(line(INIT))
-    proc.stdin.flush()
-    if b'"result"' not in proc.stdout.readline():
-        raise RuntimeError("initialize through the shim failed")
-    proc.stdin.write(line(INITIALIZED) + line(search_call(1, query)))
-    proc.stdin.flush()
-    answer = proc.stdout.readline()
+    agent = Shim(socket, env, command=shim, pump=False).initialize(PROTOCOL)
+    answer = shim_search(agent, query)
     elapsed = (time.perf_counter() - t0) * 1000
-    if b'"result"' not in answer or b'"isError": true' in answer:
-        raise RuntimeError(f"search through the shim failed: {answer[:300]!r}")
-    rss = rss_mb(proc.pid)
-    proc.stdin.close()
-    proc.wait(5)
-    proc.stdout.close()
+    if not answer_ok(answer):
+        raise RuntimeError(f"search through the shim failed: {str(answer)[:300]}")
+    rss = rss_mb(agent.pid)
+    agent.close()
     return elapsed, rss
 
 
@@ -156,7 +146,7 @@ SHIMS = {
 }
 
 
-def new_agent_path(report: Report, d: Daemon, env: dict, queries: list[str], runs: int) -> None:
+def new_agent_path(report: Report, d: DaemonProcess, env: dict, queries: list[str], runs: int) -> None:
     times: dict[str, list[float]] = {"python -c pass": [], "python -S -c pass": [], **{k: [] for k in SHIMS}}
     rss: list[float] = []
     floors = {
@@ -215,8 +205,8 @@ def main() -> int:
         (empty_board / "briefs").mkdir(parents=True)
         (empty_board / "tasks").mkdir()
         if not args.no_empty:
-            with Daemon(empty_board, empty_index, env=daemon_env) as d:
-                d.wait(hybrid_ready, timeout=300)
+            with daemon(empty_board, empty_index, env=daemon_env) as d:
+                d.wait_until(hybrid_ready, timeout=300)
                 daemon_rss(report, d, "empty board", queries, env, args.agents, args.searches)
                 new_agent_path(report, d, env, queries, args.spawns)
         if args.size:
@@ -230,10 +220,10 @@ def main() -> int:
             with_vectors(base, embedder, args.cache)
             build_index(IndexStore(index), base, args.size)
             del embedder
-            with Daemon(board, index, env=daemon_env) as d:
-                d.wait(engine_ready, timeout=600)
-                first = d.status()["raw"]["engine"].get("last_indexed_at")
-                d.wait(hybrid_ready, timeout=600)
+            with daemon(board, index, env=daemon_env) as d:
+                d.wait_until(engine_ready, timeout=600)
+                first = d.summary()["raw"]["engine"].get("last_indexed_at")
+                d.wait_until(hybrid_ready, timeout=600)
                 wait_post_model_pass(d, first, timeout=300)
                 daemon_rss(report, d, f"{args.size:,} briefs", queries, env, args.agents, args.searches)
     finally:

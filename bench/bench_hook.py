@@ -23,8 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _util import summary  # noqa: E402
+from _util import summary
 
 BRIEF = "b-20261129-a1b2c3"
 

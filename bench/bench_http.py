@@ -21,61 +21,16 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
 import shutil
-import socket
-import subprocess
-import tempfile
 import time
-from pathlib import Path
+from typing import Any
 
-from _util import VENV_BIN, Report, arg_parser, pct, quiet_env
+from _util import Report, arg_parser, pct, quiet_env
+from support.briefs import Shim
+from support.httpd import start_http_daemon
 
 MODERN = "2026-07-28"
 ARG = {"value": {"text": "a small argument", "n": 7}}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Shim:
-    def __init__(self, sock: Path, env: dict) -> None:
-        self.proc = subprocess.Popen(
-            [str(VENV_BIN / "memoryd-shim"), "--socket", str(sock), "--no-start"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd="/",
-        )  # fmt: skip
-        self.n = 0
-        init = {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "bench", "version": "0"},
-        }
-        self.request("initialize", init)
-        self._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-
-    def _send(self, msg: dict) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps(msg).encode() + b"\n")
-        self.proc.stdin.flush()
-
-    def request(self, method: str, params: dict) -> dict:
-        self.n += 1
-        self._send({"jsonrpc": "2.0", "id": self.n, "method": method, "params": params})
-        assert self.proc.stdout is not None
-        while True:
-            answer = json.loads(self.proc.stdout.readline())
-            if answer.get("id") == self.n:
-                return answer
-
-    def call(self) -> dict:
-        return self.request("tools/call", {"name": "diag_echo", "arguments": ARG})
-
-    def close(self) -> None:
-        self.proc.kill()
-        self.proc.wait(10)
 
 
 class Http:
@@ -141,56 +96,31 @@ def main() -> None:
     args = parser.parse_args()
     quiet_env()
     calls = 60 if args.quick else args.calls
-    root = Path(tempfile.mkdtemp(dir="/tmp", prefix="md-h-"))
-    port = free_port()
-    env = {
-        **os.environ,
-        "MEMORYD_HOME": str(root / "home"),
-        "MEMORYD_TEST_TOOLS": "1",
-        "MEMORYD_LOG_LEVEL": "warning",
-        "LANCEDB_LOG": "error",
-    }
-    env.pop("MEMORYD_SOCKET", None)
-    sock = root / "d.sock"
-    argv = [
-        str(VENV_BIN / "memoryd"),
-        "serve",
-        "--board",
-        str(root / "board"),
-        "--index",
-        str(root / "index"),
-    ]
-    argv += ["--socket", str(sock), "--model", "none", "--http", str(port)]
-    log = open(root / "daemon.log", "wb")  # noqa: SIM115 -- closed below
-    daemon = subprocess.Popen(
-        argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, env=env, cwd="/"
-    )
-    clients: dict[str, object] = {}
+    daemon = start_http_daemon(MEMORYD_LOG_LEVEL="warning")
     report = Report(
         "http", "A tool call over Streamable HTTP vs over the stdio shim (diag_echo, one session each)"
     )
+    clients: dict[str, Any] = {}
     try:
-        deadline = time.monotonic() + 120
-        while not (root / "http.json").exists():
-            assert daemon.poll() is None and time.monotonic() < deadline, (root / "daemon.log").read_text()[
-                -3000:
-            ]
-            time.sleep(0.05)
-        token = (root / "http.token").read_text().strip()
+        shim = Shim(daemon.proc.socket, pump=False).initialize()
         clients = {
-            "shim": Shim(sock, env),
-            "http 2025-11-25 session": Http(port, token, modern=False),
-            "http 2026-07-28 stateless": Http(port, token, modern=True),
+            "shim": shim,
+            "http 2025-11-25 session": Http(daemon.port, daemon.token, modern=False),
+            "http 2026-07-28 stateless": Http(daemon.port, daemon.token, modern=True),
+        }
+        call = {
+            "shim": lambda: shim.request("tools/call", {"name": "diag_echo", "arguments": ARG}),
+            **{name: client.call for name, client in clients.items() if name != "shim"},
         }
         names = list(clients)
         for name in names:  # warm-up: first calls pay for imports and caches
             for _ in range(10):
-                clients[name].call()
+                call[name]()
         times: dict[str, list[float]] = {name: [] for name in names}
         for i in range(calls):
             for name in names[i % 3 :] + names[: i % 3]:
                 t0 = time.perf_counter()
-                answer = clients[name].call()
+                answer = call[name]()
                 times[name].append((time.perf_counter() - t0) * 1000)
                 assert answer["result"]["structuredContent"]["value"] == ARG["value"], answer
         shim_p50 = pct(times["shim"], 0.5)
@@ -204,14 +134,9 @@ def main() -> None:
         report.finish(args.out)
     finally:
         for client in clients.values():
-            client.close()  # type: ignore[attr-defined]
-        daemon.terminate()
-        try:
-            daemon.wait(10)
-        except subprocess.TimeoutExpired:
-            daemon.kill()
-        log.close()
-        shutil.rmtree(root, ignore_errors=True)
+            client.close()
+        daemon.proc.stop()
+        shutil.rmtree(daemon.proc.root, ignore_errors=True)
 
 
 if __name__ == "__main__":

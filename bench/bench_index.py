@@ -30,7 +30,8 @@ import time
 from pathlib import Path
 
 from _replica import build_index, load_base, replicate, with_vectors, write_board
-from _util import MODELS, Report, arg_parser, dev_queries, peak_rss_mb, quiet_env, rss_mb
+from _util import MODELS, Report, arg_parser, daemon, dev_queries, quiet_env
+from support.measure import engine_ready, hybrid_ready, peak_rss_mb, rss_mb, wait_post_model_pass
 
 RESTART_TARGET_S = 3.0
 RSS_TARGET_MB = 800.0
@@ -233,25 +234,23 @@ def _timeline(log: str) -> str:
 
 
 def daemon_restart(board: Path, index: Path) -> dict:
-    from _daemon import Daemon, engine_ready, hybrid_ready, wait_post_model_pass
-
-    with Daemon(board, index) as d:
-        out = {"engine_ready_s": d.wait(engine_ready, timeout=600)}
-        first = d.status()["raw"]["engine"].get("last_indexed_at")
+    with daemon(board, index) as d:
+        out = {"engine_ready_s": d.wait_until(engine_ready, timeout=600)}
+        first = d.summary()["raw"]["engine"].get("last_indexed_at")
         out["engine_rss_mb"] = d.rss_mb()
-        out["hybrid_ready_s"] = d.wait(hybrid_ready, timeout=600)
+        out["hybrid_ready_s"] = d.wait_until(hybrid_ready, timeout=600)
         out["rescan_done_s"] = wait_post_model_pass(d, first, timeout=600)
-        status = d.status()
+        status = d.summary()
         out["records"] = status.get("records")
         out["rss_mb"] = d.rss_mb()
-        out["peak_rss_mb"] = peak_rss_mb(d.pid)
+        out["peak_rss_mb"] = d.peak_rss_mb()
         from memoryd.cli.client import DaemonClient
 
         with DaemonClient(d.socket) as client:
             for q in dev_queries()[:20]:
                 client.call_tool("search_briefs", {"query": q})
         out["rss_after_queries_mb"] = d.rss_mb()
-        out["peak_after_queries_mb"] = peak_rss_mb(d.pid)
+        out["peak_after_queries_mb"] = d.peak_rss_mb()
         log = d.log_path.read_text(errors="replace")
     embedded = [int(m) for m in re.findall(r'"embedded":\s*(\d+)', log)]
     reconciled = re.findall(r'"event":\s*"board_reconciled".*?"unchanged":\s*(\d+)', log)

@@ -34,11 +34,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from _daemon import Daemon, engine_ready, hybrid_ready
-from _util import VENV_BIN, Report, arg_parser, quiet_env, summary
-from bench_daemon import RssSampler, Shim, answer_ok
+from _util import MODELS, Report, RssSampler, arg_parser, daemon, quiet_env, summary
+from bench_daemon import PROTOCOL, answer_ok
+from support.briefs import Shim
+from support.daemon import DaemonProcess
+from support.measure import engine_ready, hybrid_ready
 
-SHIM = VENV_BIN / "memoryd-shim"
 BATCH = 50
 CLUSTER = 5
 
@@ -229,13 +230,12 @@ def write_board(board: Path, size: int, seed: int = 1) -> float:
 class MemShim(Shim):
     """One agent's ``memoryd-shim --tools memories --no-start``, initialised; tool calls by name."""
 
-    def __init__(self, socket: Path) -> None:
-        super().__init__(socket, tools="memories")
-        self.ids = itertools.count(1)
+    def __init__(self, socket: Path, tools: str = "memories") -> None:
+        super().__init__(socket, tools=tools, pump=False)
+        self.initialize(PROTOCOL)
 
     def call_tool(self, name: str, arguments: dict) -> dict:
-        msg = {"jsonrpc": "2.0", "id": next(self.ids), "method": "tools/call"}
-        return self.call({**msg, "params": {"name": name, "arguments": arguments}})
+        return self.request("tools/call", {"name": name, "arguments": arguments})
 
     def tool(self, name: str, arguments: dict) -> dict:
         """The tool's ``structuredContent`` (``{"ok": ..., "result": ...}``); raises on a failed call."""
@@ -251,7 +251,7 @@ class MemShim(Shim):
         return structured
 
 
-def indexed(d: Daemon, size: int):
+def indexed(d: DaemonProcess, size: int):
     """Ready check: the engine is ready, the model warm, and the daemon's backfill has given at least ``size``
     records their vectors (its ``index_backfilled`` log line; the start-up reconcile writes keyword-only
     records while the model loads)."""
@@ -262,7 +262,7 @@ def indexed(d: Daemon, size: int):
     return ready
 
 
-def backfilled(d: Daemon) -> int:
+def backfilled(d: DaemonProcess) -> int:
     """Records embedded by the daemon's backfill passes so far (sum of its ``index_backfilled`` lines)."""
     total = 0
     for raw in d.log_path.read_text(errors="replace").splitlines():
@@ -280,7 +280,6 @@ def prebuild_index(board: Path, index: Path, sample: int = 500) -> float:
     RSS only: the meaning half of these searches is not meaningful. Returns the seconds it took."""
     import numpy as np
 
-    from _util import MODELS
     from memoryd.index.embed import load_embedder
     from memoryd.index.store import IndexStore
     from memoryd.kinds.memories.source import source
@@ -300,7 +299,7 @@ def prebuild_index(board: Path, index: Path, sample: int = 500) -> float:
     return time.perf_counter() - start
 
 
-def complete(d: Daemon, size: int):
+def complete(d: DaemonProcess, size: int):
     """Ready check for a pre-built index: engine and model ready, every memory in the index."""
 
     def ready(status: dict) -> bool:
@@ -320,36 +319,32 @@ def bench_size(report: Report, size: int, args, work: Path) -> None:
         built = prebuild_index(board, index)
         report.row(f"{size:,} memories: index pre-built in-process (replica vectors)", built, "s")
         print(f"index of {size:,} pre-built with replica vectors in {built:.1f} s", flush=True)
-    d = Daemon(board, index)
     try:
-        d.start()
-        d.wait(engine_ready, timeout=args.timeout)
-        ready_s = d.wait(complete(d, size) if replica else indexed(d, size), timeout=args.timeout, poll=0.5)
-        rss_idle = d.rss_mb()
-        report.row(
-            f"{size:,} memories: spawn -> all indexed with vectors"
-            + (" (index pre-built: the start-up reconcile only)" if replica else ""),
-            ready_s,
-            "s",
-            note="" if replica else f"{size / ready_s:,.0f} memories/s from an empty index",
-        )
-        print(f"daemon indexed {size:,} memories in {ready_s:.1f} s (RSS {rss_idle:.0f} MB)", flush=True)
-        shim = MemShim(d.socket)
-        try:
-            with RssSampler(d.pid) as sampler:
-                run_calls(report, shim, size, args)
-        finally:
-            shim.close()
-        report.row(
-            f"{size:,} memories: daemon RSS idle / peak during the calls",
-            f"{rss_idle:.0f} / {sampler.peak:.0f} MB",
-        )
-        report.raw[f"rss_{size}"] = {"idle_mb": rss_idle, "peak_mb": sampler.peak}
-    except BaseException:
-        d.stop(keep_log=True)
-        raise
+        with daemon(board, index) as d:
+            d.wait_until(engine_ready, timeout=args.timeout)
+            ready = complete(d, size) if replica else indexed(d, size)
+            ready_s = d.wait_until(ready, timeout=args.timeout, poll=0.5)
+            rss_idle = d.rss_mb()
+            report.row(
+                f"{size:,} memories: spawn -> all indexed with vectors"
+                + (" (index pre-built: the start-up reconcile only)" if replica else ""),
+                ready_s,
+                "s",
+                note="" if replica else f"{size / ready_s:,.0f} memories/s from an empty index",
+            )
+            print(f"daemon indexed {size:,} memories in {ready_s:.1f} s (RSS {rss_idle:.0f} MB)", flush=True)
+            shim = MemShim(d.socket)
+            try:
+                with RssSampler(d.pid) as sampler:
+                    run_calls(report, shim, size, args)
+            finally:
+                shim.close()
+            report.row(
+                f"{size:,} memories: daemon RSS idle / peak during the calls",
+                f"{rss_idle:.0f} / {sampler.peak:.0f} MB",
+            )
+            report.raw[f"rss_{size}"] = {"idle_mb": rss_idle, "peak_mb": sampler.peak}
     finally:
-        d.stop()
         shutil.rmtree(board, ignore_errors=True)
         shutil.rmtree(index, ignore_errors=True)
 

@@ -23,7 +23,8 @@ import time
 from pathlib import Path
 
 from _replica import build_index, load_base, with_vectors
-from _util import MODELS, Report, arg_parser, dev_queries, quiet_env, rss_mb, summary
+from _util import MODELS, Report, arg_parser, dev_queries, quiet_env, summary
+from support.measure import rss_mb
 
 TARGETS_MS = {10_000: 20.0, 100_000: 50.0}
 

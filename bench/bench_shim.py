@@ -27,31 +27,15 @@ import json
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-SHIM = Path(sys.executable).with_name("memoryd-shim")
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "bench", "version": "0"},
-    },
-}
-INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-
-
-def line(msg: dict) -> bytes:
-    return json.dumps(msg).encode() + b"\n"
+from support.briefs import Shim
+from support.daemon import INIT, INITIALIZED, REPO, DaemonProcess, RawConnection, short_tmpdir
+from support.measure import rss_mb
 
 
 def pct(values: list[float], q: float) -> float:
@@ -67,18 +51,23 @@ class World:
     """A temporary MEMORYD_HOME, board and socket; finds and kills every daemon started in it."""
 
     def __init__(self) -> None:
-        self.root = tempfile.mkdtemp(dir="/tmp", prefix="md-bench-")
-        self.socket = os.path.join(self.root, "d.sock")
-        os.makedirs(os.path.join(self.root, "board"))
+        self.root = short_tmpdir()
+        self.socket = self.root / "d.sock"
+        (self.root / "board").mkdir()
         self.env = dict(
             os.environ,
-            MEMORYD_HOME=os.path.join(self.root, "home"),
-            MEMORYD_BOARD=os.path.join(self.root, "board"),
+            MEMORYD_HOME=str(self.root / "home"),
+            MEMORYD_BOARD=str(self.root / "board"),
             MEMORYD_MODEL="none",
             MEMORYD_TEST_TOOLS="1",
             MEMORYD_LOG_LEVEL="warning",
         )
         self.env.pop("MEMORYD_SOCKET", None)
+        self.first: DaemonProcess | None = None
+
+    def start_daemon(self) -> None:
+        """``memoryd serve`` as the shim would start it (the board's own index, no model), until it answers."""
+        self.first = DaemonProcess(self.root, socket_path=self.socket, index="", env=self.env).start()
 
     def daemons(self) -> list[int]:
         marker = f"MEMORYD_HOME={self.env['MEMORYD_HOME']}\0".encode()
@@ -100,52 +89,19 @@ class World:
         for pid in self.daemons():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+        if self.first is not None:
+            self.first.kill()  # reaps it (it may be dead already) and closes its log
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def start_daemon(world: World) -> None:
-    subprocess.Popen(
-        [sys.executable, "-m", "memoryd", "serve", "--socket", world.socket, "--model", "none"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=world.env,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        with contextlib.suppress(OSError), direct_session(world.socket):
-            return
-        time.sleep(0.05)
-    raise SystemExit("the daemon did not come up within 60 s")
-
-
 @contextlib.contextmanager
-def direct_session(path: str):
-    """A raw socket session with hello + initialize done: yields ``(sock, rfile)``."""
-    sock = socket.socket(socket.AF_UNIX)
-    sock.settimeout(30)
-    sock.connect(path)
-    rfile = sock.makefile("rb")
-    try:
-        sock.sendall(b'{"memoryd":"hello","v":1,"tools":["briefs"],"cwd":"/","pid":0}\n')
-        ready = json.loads(rfile.readline())
-        if ready.get("memoryd") != "ready":
-            raise OSError(f"daemon answered {ready}")
-        sock.sendall(line(INIT))
-        rfile.readline()
-        sock.sendall(line(INITIALIZED))
-        yield sock, rfile
-    finally:
-        rfile.close()
-        sock.close()
-
-
-def rss_kib(pid: int) -> int:
-    for row in Path("/proc", str(pid), "status").read_text().splitlines():
-        if row.startswith("VmRSS:"):
-            return int(row.split()[1])
-    return 0
+def direct_session(path: Path):
+    """A raw socket session with hello + initialize done."""
+    with RawConnection(path, timeout=30) as conn:
+        conn.send(INIT)
+        conn.recv()
+        conn.send(INITIALIZED)
+        yield conn
 
 
 def cpu_ms(proc: subprocess.Popen) -> float:
@@ -164,20 +120,15 @@ def bench_startup(world: World, runs: int) -> tuple[dict, dict, dict, dict, dict
         floor.append((time.perf_counter() - t0) * 1000)
     for _ in range(runs):
         t0 = time.perf_counter()
-        shim = subprocess.Popen(
-            [str(SHIM), "--socket", world.socket, "--no-start"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=world.env,
-        )
-        shim.stdin.write(line(INIT))
-        shim.stdin.flush()
-        answer = shim.stdout.readline()
+        shim = Shim(world.socket, world.env, pump=False)
+        shim.send(INIT)
+        answer = shim.recv()
         startup.append((time.perf_counter() - t0) * 1000)
-        assert b'"result"' in answer, answer[:300]
-        rss.append(rss_kib(shim.pid) / 1024)
-        shim.stdin.close()
-        startup_cpu.append(cpu_ms(shim))
+        assert "result" in answer, str(answer)[:300]
+        rss.append(rss_mb(shim.pid))
+        shim.proc.stdin.close()
+        startup_cpu.append(cpu_ms(shim.proc))
+        shim.proc.stdout.close()
     return summary(startup), summary(floor), summary(rss), summary(startup_cpu), summary(floor_cpu)
 
 
@@ -190,26 +141,17 @@ def bench_relay(world: World, calls: int) -> dict:
         "params": {"name": "diag_echo", "arguments": {"value": "x" * 200}},
     }
     direct, relayed = [], []
-    shim = subprocess.Popen(
-        [str(SHIM), "--socket", world.socket, "--no-start"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        env=world.env,
-    )
+    shim = Shim(world.socket, world.env, pump=False).initialize(INIT["params"]["protocolVersion"])
     try:
-        shim.stdin.write(line(INIT) + line(INITIALIZED))
-        shim.stdin.flush()
-        shim.stdout.readline()
-        with direct_session(world.socket) as (sock, rfile):
+        with direct_session(world.socket) as conn:
 
             def via_direct(n: int) -> None:
-                sock.sendall(line({**request, "id": n}))
-                rfile.readline()
+                conn.send({**request, "id": n})
+                conn.recv()
 
             def via_shim(n: int) -> None:
-                shim.stdin.write(line({**request, "id": n}))
-                shim.stdin.flush()
-                shim.stdout.readline()
+                shim.send({**request, "id": n})
+                shim.recv()
 
             for n in range(calls + 20):  # the first 20 pairs warm up
                 pair = (via_direct, via_shim) if n % 2 else (via_shim, via_direct)
@@ -219,8 +161,7 @@ def bench_relay(world: World, calls: int) -> dict:
                     if n >= 20:
                         (direct if call is via_direct else relayed).append((time.perf_counter() - t0) * 1000)
     finally:
-        shim.stdin.close()
-        shim.wait()
+        shim.close()
     return {
         "direct_p50": statistics.median(direct),
         "shim_p50": statistics.median(relayed),
@@ -230,14 +171,10 @@ def bench_relay(world: World, calls: int) -> dict:
 
 
 def bench_restarts(world: World, restarts: int) -> dict:
-    shim = subprocess.Popen(
-        [str(SHIM), "--socket", world.socket], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=world.env
-    )
+    shim = Shim(world.socket, world.env, start=True, pump=False)
+    shim.initialize(INIT["params"]["protocolVersion"])
     times = []
     try:
-        shim.stdin.write(line(INIT) + line(INITIALIZED))
-        shim.stdin.flush()
-        shim.stdout.readline()
         for n in range(restarts):
             [pid] = world.daemons()
             t0 = time.perf_counter()
@@ -245,15 +182,13 @@ def bench_restarts(world: World, restarts: int) -> dict:
             while True:  # retry "memoryd restarted" / not-yet-up errors until a call succeeds
                 call = {"jsonrpc": "2.0", "id": f"r{n}-{time.perf_counter()}", "method": "tools/call"}
                 call["params"] = {"name": "diag_echo", "arguments": {"value": n}}
-                shim.stdin.write(line(call))
-                shim.stdin.flush()
-                if b'"result"' in shim.stdout.readline():
+                shim.send(call)
+                if "result" in shim.recv():
                     break
                 time.sleep(0.01)
             times.append((time.perf_counter() - t0) * 1000)
     finally:
-        shim.stdin.close()
-        shim.wait()
+        shim.close()
     return summary(times)
 
 
@@ -267,7 +202,7 @@ def main() -> int:
     compileall.compile_dir(str(REPO / "shim" / "memoryd_shim"), quiet=1)
     world = World()
     try:
-        start_daemon(world)
+        world.start_daemon()
         startup, floor, rss, startup_cpu, floor_cpu = bench_startup(world, args.runs)
         relay = bench_relay(world, args.calls)
         restarts = bench_restarts(world, args.restarts) if args.restarts else None

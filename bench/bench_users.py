@@ -25,7 +25,6 @@ leave behind. For each size step (``--sizes``; ``--big`` adds 10,000, which take
 
 from __future__ import annotations
 
-import itertools
 import json
 import random
 import shutil
@@ -36,10 +35,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from _daemon import Daemon, engine_ready, hybrid_ready
-from _util import BOARD_V1, MODELS, Report, arg_parser, dev_queries, quiet_env, summary
-from bench_daemon import RssSampler, Shim
+from _util import BOARD_V1, MODELS, Report, RssSampler, arg_parser, daemon, dev_queries, quiet_env, summary
 from bench_memories import BATCH, MemShim, memory_text, queries
+from support.daemon import DaemonProcess
+from support.measure import engine_ready, hybrid_ready
 
 LOST_AFTER_S = 20
 
@@ -48,8 +47,7 @@ class UserShim(MemShim):
     """An agent with the memories and the briefs tools."""
 
     def __init__(self, socket: Path) -> None:
-        Shim.__init__(self, socket, tools="memories,briefs")
-        self.ids = itertools.count(1)
+        super().__init__(socket, tools="memories,briefs")
 
 
 class Floor:
@@ -81,8 +79,8 @@ def timed(fn, *args) -> float:
     return (time.perf_counter() - t) * 1000
 
 
-def records(d: Daemon) -> int:
-    status = d.status() or {}
+def records(d: DaemonProcess) -> int:
+    status = d.summary() or {}
     return ((status.get("raw") or {}).get("engine") or {}).get("records") or status.get("records") or 0
 
 
@@ -130,7 +128,7 @@ def model_throughput(texts: list[str]) -> float:
 
 
 def step(
-    report: Report, size: int, d: Daemon, shim: UserShim, briefs: Briefs, floor: Floor, args, st
+    report: Report, size: int, d: DaemonProcess, shim: UserShim, briefs: Briefs, floor: Floor, args, st
 ) -> None:
     rng, label = st["rng"], f"{size:,}"
 
@@ -253,7 +251,7 @@ def step(
 
 
 def brief_steps(
-    d: Daemon, shim: UserShim, briefs: Briefs, size: int, floor: Floor, st_memories: int
+    d: DaemonProcess, shim: UserShim, briefs: Briefs, size: int, floor: Floor, st_memories: int
 ) -> tuple[list[float], int]:
     """Write briefs until ``size``; a few carry a made-up word polled for. (save ms list, lost count)."""
     rng = random.Random(size)
@@ -284,7 +282,7 @@ def brief_steps(
     return saves, lost
 
 
-def wait_indexed(d: Daemon, count: int, timeout: float = 600.0) -> None:
+def wait_indexed(d: DaemonProcess, count: int, timeout: float = 600.0) -> None:
     deadline = time.perf_counter() + timeout
     while records(d) < count and time.perf_counter() < deadline:
         time.sleep(0.2)
@@ -314,22 +312,17 @@ def main() -> int:
     )
     board, index = work / "board", work / "index"
     board.mkdir()
-    d = Daemon(board, index)
     try:
-        d.start()
-        d.wait(lambda s: engine_ready(s) and hybrid_ready(s), timeout=600)
-        briefs, floor = Briefs(board), Floor(work / "floor.db")
-        shim = UserShim(d.socket)
-        try:
-            for size in sizes:
-                step(report, size, d, shim, briefs, floor, args, st)
-        finally:
-            shim.close()
-    except BaseException:
-        d.stop(keep_log=True)
-        raise
+        with daemon(board, index) as d:
+            d.wait_until(lambda s: engine_ready(s) and hybrid_ready(s), timeout=600)
+            briefs, floor = Briefs(board), Floor(work / "floor.db")
+            shim = UserShim(d.socket)
+            try:
+                for size in sizes:
+                    step(report, size, d, shim, briefs, floor, args, st)
+            finally:
+                shim.close()
     finally:
-        d.stop()
         shutil.rmtree(work, ignore_errors=True)
     report.note(
         "fresh board and index; every memory arrives through a tool call (no pre-built index); briefs "

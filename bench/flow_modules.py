@@ -25,14 +25,15 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from _daemon import Daemon, hybrid_ready
-from _util import BOARD_V1, VENV_BIN
+from _util import BOARD_V1, daemon
+from support.briefs import Shim
+from support.daemon import PYTHON, DaemonProcess
+from support.measure import hybrid_ready
 
 #: Runs as ``python -c`` with the serve command's arguments: installs the hook, then the CLI.
 BOOT = r"""
@@ -78,29 +79,26 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-class ProfiledDaemon(Daemon):
-    def start(self) -> ProfiledDaemon:
-        argv = [str(VENV_BIN / "python"), "-c", BOOT, "serve", "--board", str(self.board)]
-        argv += ["--index", str(self.index), "--socket", str(self.socket)]
-        self._log = open(self.log_path, "wb")  # noqa: SIM115 -- closed in stop()
-        self.started_at = time.perf_counter()
-        self.proc = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._log, env=self.env, cwd="/"
-        )
-        return self
+class ProfiledDaemon(DaemonProcess):
+    """``memoryd serve`` started through :data:`BOOT` (the module recorder) instead of ``-m memoryd``."""
+
+    @property
+    def argv(self) -> list[str]:
+        python, _, _, *rest = super().argv
+        return [python, "-c", BOOT, *rest]
 
 
 def quiet(d: ProfiledDaemon, timeout: float = 300.0) -> None:
     """Wait until the backfill after the model got warm is over and the index maintenance after it ran."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        log = d.log_tail(1 << 22)
+        log = d.log()
         done = log.rfind('"index_backfilled"')
         if done >= 0 and '"index_optimized"' in log[done:]:
             time.sleep(1.0)
             return
         time.sleep(0.5)
-    raise RuntimeError(f"the daemon did not settle within {timeout:.0f} s:\n{d.log_tail()}")
+    raise RuntimeError(f"the daemon did not settle within {timeout:.0f} s:\n{d.log()[-4000:]}")
 
 
 def recorded(d: ProfiledDaemon, out: Path, run) -> list[list[str]]:
@@ -117,43 +115,15 @@ def recorded(d: ProfiledDaemon, out: Path, run) -> list[list[str]]:
 
 
 def search_call(socket: Path) -> None:
-    shim = subprocess.Popen(
-        [str(VENV_BIN / "python"), "-m", "memoryd_shim", "--socket", str(socket), "--no-start"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert shim.stdin is not None and shim.stdout is not None
-    init = {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "flow", "version": "1"},
-    }
-    lines = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init},
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {
-            "jsonrpc": "2.0",
-            "id": 2,
-            "method": "tools/call",
-            "params": {"name": "search_briefs", "arguments": {"query": "login page keeps redirecting"}},
-        },
-    ]
+    shim = Shim(socket, command=[PYTHON, "-m", "memoryd_shim"], pump=False).initialize("2025-06-18")
     try:
-        for msg in lines:
-            shim.stdin.write(json.dumps(msg) + "\n")
-            shim.stdin.flush()
-        while True:
-            line = shim.stdout.readline()
-            if not line:
-                raise RuntimeError("the shim closed before answering")
-            if json.loads(line).get("id") == 2:
-                return
+        shim.request(
+            "tools/call", {"name": "search_briefs", "arguments": {"query": "login page keeps redirecting"}}
+        )
     finally:
         time.sleep(0.05)
-        shim.kill()  # after SIGUSR2 would be cleaner, but the answer is already read: see recorded()
-        shim.wait()
+        shim.proc.kill()  # after SIGUSR2 would be cleaner, but the answer is already read: see recorded()
+        shim.proc.wait()
 
 
 def main() -> int:
@@ -170,8 +140,8 @@ def main() -> int:
         env["MEMORYD_MODELS"] = os.environ["MEMORYD_MODELS"]
     flows: dict[str, list[list[str]]] = {}
     try:
-        with ProfiledDaemon(board, work / "index", env=env) as d:
-            d.wait(hybrid_ready)
+        with daemon(board, work / "index", env=env, kind=ProfiledDaemon) as d:
+            d.wait_until(hybrid_ready)
             quiet(d)
             flows["search_briefs"] = recorded(d, out, lambda: search_call(d.socket))
             said = sorted(board.glob("briefs/*/said.txt"))[0]

@@ -26,10 +26,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import _doc
-from _util import REPO, Report, Row, fmt, machine
+from _util import OUT, REPO, Report, Row, fmt, machine
 
 BENCH = REPO / "bench"
-OUT = BENCH / "out"
 CACHE = OUT / "cache"
 TIMEOUT_S = 20 * 60  # per benchmark
 
@@ -294,6 +293,9 @@ HOW = """## How the figures are made
   originals' vectors, written with `IndexStore.upsert` in batches and `optimize()` (embedding 100,000 briefs
   would take hours). Every text occurs many times, so keyword posting lists are longer than on a real board of
   that size, and nearest-neighbour lists hold duplicates.
+- One benchmark alone: `.venv/bin/python bench/<name>.py --quick` (`--help` for its sizes). The daemon, the
+  shims and the MCP messages are the tests' own (`tests/support`, on the path of the checkout's `.venv`:
+  `make setup` installs it editable with `tests/` as a dev-mode directory), so no script edits `sys.path`.
 - Percentiles are nearest-rank over all samples; p50 is the median."""
 
 

@@ -236,13 +236,15 @@ def test_lone_surrogates_are_invalid_params_never_a_crash(shim):
         f'"arguments":{{"hash":"{H}","content":"x\\ud800"}}}}}}',
     ]
     for line in lines:
-        result = shim.raw(line)["result"]  # MCP 2025-11-25: an argument error is a tool execution error
+        result = shim.request_line(line)[
+            "result"
+        ]  # MCP 2025-11-25: an argument error is a tool execution error
         assert result["isError"] is True and result["structuredContent"]["error"]["code"] == "E_INVALID_ARG"
         assert "surrogate" in result["structuredContent"]["error"]["message"], result
     # the daemon and this session still serve
     word = unique()
     assert store(shim, f"still alive {word}")["isNew"] is True
-    batch = shim.raw(
+    batch = shim.request_line(
         '{"jsonrpc":"2.0","id":"s5","method":"tools/call","params":{"name":"store_memories","arguments":'
         f'{{"items":[{{"content":"bad \\ud800","tags":["t"]}},{{"content":"good {word}","tags":["t"]}}]}}}}}}'
     )
@@ -538,7 +540,7 @@ def test_lone_surrogates_are_invalid_params_in_every_group(served):
             ("add_memory", '{"prompt":"p","thought":"t","response":"\\ud800"}'),
         ]
         for n, (tool, arguments) in enumerate(calls):
-            answer = s.raw(
+            answer = s.request_line(
                 f'{{"jsonrpc":"2.0","id":"u{n}","method":"tools/call",'
                 f'"params":{{"name":"{tool}","arguments":{arguments}}}}}'
             )

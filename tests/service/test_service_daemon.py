@@ -22,18 +22,7 @@ import pytest
 import memoryd_shim
 from memoryd import __version__, logs
 from memoryd.cli.main import main
-from support.daemon import PYTHON, DaemonProcess, RawConnection, short_tmpdir
-
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "0"},
-    },
-}
+from support.daemon import INIT, PYTHON, DaemonProcess, RawConnection, short_tmpdir
 
 
 @pytest.fixture(scope="module")

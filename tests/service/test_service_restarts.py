@@ -18,20 +18,10 @@ import time
 import pytest
 from test_activation import Manager, wait_status
 
-from support.daemon import short_tmpdir
+from support.daemon import INIT, short_tmpdir
 from support.shim import ShimProc, wait_until  # noqa: E402
 
 RESTART_TIMEOUT_S = 60.0
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "agent", "version": "0"},
-    },
-}
 MODERN_META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientInfo": {"name": "agent", "version": "0"},

@@ -1,20 +1,20 @@
-"""Fixtures for the shim's tests; the helpers themselves are in ``shim_helpers``."""
+"""Fixtures for the shim's tests; the helpers themselves are in :mod:`support.shim`."""
 
 from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 
 import pytest
 
+from support.daemon import short_tmpdir
 from support.shim import EchoPeer, ShimProc
 
 
 @pytest.fixture
 def short_dir():
     """A short private directory under /tmp (socket paths must stay under ~100 bytes)."""
-    path = tempfile.mkdtemp(dir="/tmp", prefix="md-")
+    path = str(short_tmpdir())
     yield path
     shutil.rmtree(path, ignore_errors=True)
 

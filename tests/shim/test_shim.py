@@ -18,19 +18,8 @@ import pytest
 
 import memoryd_shim
 from memoryd_shim import rendezvous
+from support.daemon import INIT, INITIALIZED
 from support.shim import SHIM_SCRIPT, kill_session, wait_until
-
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "0"},
-    },
-}
-INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 
 
 def req(id, method="tools/list", **params):

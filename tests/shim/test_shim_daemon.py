@@ -18,22 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from support.daemon import INIT, INITIALIZED
 from support.shim import wait_until
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="finds daemons through /proc")
 
-PROTOCOL = "2025-06-18"
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": PROTOCOL,
-        "capabilities": {},
-        "clientInfo": {"name": "shim-e2e", "version": "0"},
-    },
-}
-INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 START_TIMEOUT_S = 20.0
 
 

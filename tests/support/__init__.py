@@ -1,6 +1,10 @@
-"""What the tests share: one real daemon process (:mod:`.daemon`), shims and raw JSON-RPC sessions
-(:mod:`.briefs`, :mod:`.shim`, :mod:`.memories`), an in-process SDK session for tool-level tests (:mod:`.inprocess`), boards and secrets to plant (:mod:`.board`, :mod:`.privacy`,
-:mod:`.layouts`, :mod:`.importers`) and the npm helpers of the real-client tests (:mod:`.npm`).
+"""What the tests and the benchmarks share: one real daemon process and the first MCP messages
+(:mod:`.daemon`, with :mod:`.measure` for readiness and RSS), shims and raw JSON-RPC sessions
+(:mod:`.briefs`, :mod:`.shim`, :mod:`.memories`), an in-process SDK session for tool-level tests
+(:mod:`.inprocess`), boards and secrets to plant (:mod:`.board`, :mod:`.privacy`, :mod:`.layouts`,
+:mod:`.importers`) and the npm helpers of the real-client tests (:mod:`.npm`).
 
-Importable as ``support`` from every test (``pythonpath`` in pyproject.toml): no ``sys.path`` edits.
+Importable as ``support`` with no ``sys.path`` edits: from tests through ``pythonpath`` in pyproject.toml,
+and from any program of the checkout's ``.venv`` (``bench/`` scripts) because the editable install that
+``make setup`` makes puts ``tests/`` on the path (``dev-mode-dirs``); a built wheel does not ship it.
 """

@@ -4,7 +4,10 @@
   --model none`` (``model=""``: the default model instead; ``index=""``: no ``--index``, the board's own
   default index; test tools on: ``MEMORYD_TEST_TOOLS=1``) and waits until its
   socket answers a status request. The fixtures in ``conftest.py`` always kill it in teardown and print its
-  stderr log when the test failed.
+  stderr log when the test failed. The benchmarks use the same class as a context manager
+  (:meth:`DaemonProcess.temporary`): launch, :meth:`~DaemonProcess.wait_until` a readiness predicate over
+  the ``memoryd status --json`` object (seconds since launch), RSS from ``/proc``, SIGTERM at the end.
+* :data:`INIT` / :data:`INITIALIZED`: the first two messages every MCP client sends.
 * :class:`RawConnection` speaks raw lines (hello first) for the JSON-RPC hygiene tests.
 * :func:`socket_transport` is an ``mcp`` SDK ``Transport`` over the socket (the SDK client in ``auto``
   or ``legacy`` mode without the shim in between).
@@ -16,20 +19,35 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any
+
+from support.measure import peak_rss_mb, rss_mb
 
 REPO = Path(__file__).resolve().parents[2]
 VENV_PYTHON = REPO / ".venv" / "bin" / "python"
 PYTHON = str(VENV_PYTHON if VENV_PYTHON.exists() else Path(sys.executable))
 START_TIMEOUT_S = 60.0  # importing the MCP SDK takes seconds on a loaded 2-core machine
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"},
+    },
+}
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 
 
 def free_port() -> int:
@@ -90,6 +108,22 @@ class DaemonProcess:
         self.env = daemon_env(root / "home", **(env or {}))
         self.user = user
         self.proc: subprocess.Popen | None = None
+        self.launched_at = 0.0  # time.perf_counter() at launch
+        self.owns_root = False  # close() removes root (temporary())
+        self.keep_log_in: Path | None = None  # close(failed=True) copies the log into this folder
+
+    @classmethod
+    def temporary(cls, *, keep_log_in: Path | None = None, **kwargs: Any) -> DaemonProcess:
+        """A daemon in a fresh short folder under /tmp that :meth:`close` removes; after a failure its log is
+        first copied into ``keep_log_in`` (when given)."""
+        daemon = cls(short_tmpdir(), **kwargs)
+        daemon.owns_root, daemon.keep_log_in = True, keep_log_in
+        return daemon
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
 
     @property
     def argv(self) -> list[str]:
@@ -97,7 +131,8 @@ class DaemonProcess:
 
     def launch(self) -> DaemonProcess:
         """Start the process without waiting for it."""
-        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in kill()
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in kill() / stop()
+        self.launched_at = time.perf_counter()
         self.proc = subprocess.Popen(
             [
                 *self.argv,
@@ -178,10 +213,77 @@ class DaemonProcess:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(10)
+        self._release()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """SIGTERM (the daemon's own shutdown), SIGKILL when it is still running after ``timeout`` s."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self._release()
+
+    def _release(self) -> None:
         if self.proc is not None and self.proc.stdout is not None:
             self.proc.stdout.close()
         if getattr(self, "_log", None) is not None:
             self._log.close()
+
+    def close(self, failed: bool = False) -> None:
+        """:meth:`stop`; after a failure the log is copied into :attr:`keep_log_in` first; an owned root is
+        removed."""
+        if failed and self.keep_log_in is not None:
+            with suppress(OSError):
+                self.keep_log_in.mkdir(parents=True, exist_ok=True)
+                kept = self.keep_log_in / f"daemon-{time.strftime('%Y%m%dT%H%M%S')}.log"
+                shutil.copyfile(self.log_path, kept)
+                print(f"daemon log kept in {kept}", file=sys.stderr, flush=True)
+        self.stop()
+        if self.owns_root:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def __enter__(self) -> DaemonProcess:
+        return self.launch()
+
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        self.close(failed=exc_type is not None)
+
+    # --- what the benchmarks read -------------------------------------------------------------------
+
+    def summary(self) -> dict[str, Any] | None:
+        """What ``memoryd status --json`` prints, plus ``"raw"`` (the control-line answer, epoch times);
+        None while nothing answers."""
+        from memoryd.cli.status import summarize
+
+        try:
+            raw = self.status()
+        except (OSError, ValueError):
+            return None
+        return {**summarize(raw), "raw": raw}
+
+    def wait_until(
+        self, ready: Callable[[dict[str, Any]], bool], timeout: float = 300.0, poll: float = 0.05
+    ) -> float:
+        """Seconds from launch until ``ready(self.summary())`` holds; raises ``AssertionError`` with the log
+        tail when the daemon exits or ``timeout`` passes."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise AssertionError(f"daemon exited with {self.proc.returncode}:\n{self.log()[-4000:]}")
+            status = self.summary()
+            if status is not None and ready(status):
+                return time.perf_counter() - self.launched_at
+            time.sleep(poll)
+        raise AssertionError(f"daemon not ready within {timeout:.0f} s:\n{self.log()[-4000:]}")
+
+    def rss_mb(self) -> float:
+        return rss_mb(self.pid)
+
+    def peak_rss_mb(self) -> float:
+        return peak_rss_mb(self.pid)
 
 
 # --- clients ---------------------------------------------------------------------------------------------
@@ -312,8 +414,3 @@ async def socket_transport(path: Path, tools: list[str] | None = None):
         finally:
             tg.cancel_scope.cancel()
             writer.close()
-
-
-def kill_quietly(pid: int) -> None:
-    with suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)

@@ -1,7 +1,7 @@
 """Helpers for the ``memories`` tool tests: the real shim with ``--tools memories``, memdb's envelope checks,
 and polling for what the watcher does in the background.
 
-:class:`MemShim` is :class:`briefs_e2e.Shim` started with ``--tools memories`` in a chosen working directory
+:class:`MemShim` is :class:`support.briefs.Shim` started with ``--tools memories`` in a chosen working directory
 (the session's project is the git root folder around it). ``ok`` returns the ``result`` of
 ``{"ok": true, "result": ...}`` after checking the text block is the same JSON; ``err`` returns the
 ``error`` of an ``isError`` answer.
@@ -10,8 +10,6 @@ and polling for what the watcher does in the background.
 from __future__ import annotations
 
 import json
-import subprocess
-import threading
 import time
 import uuid
 from pathlib import Path
@@ -41,22 +39,9 @@ def poll(check, what: str, timeout: float = 20.0, interval: float = 0.05):
 
 class MemShim(Shim):
     def __init__(
-        self, socket_path: Path, env: dict[str, str], cwd: str = "/", tools: str = "memories"
+        self, socket_path: Path, env: dict[str, str] | None = None, cwd: str = "/", tools: str = "memories"
     ) -> None:
-        self.proc = subprocess.Popen(
-            [str(SHIM), "--socket", str(socket_path), "--no-start", "--tools", tools],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=env,
-            cwd=cwd,
-        )
-        self.output = bytearray()
-        import queue
-
-        self._lines: queue.Queue[bytes] = queue.Queue()
-        threading.Thread(target=self._pump, daemon=True).start()
-        self._id = 0
+        super().__init__(socket_path, env, cwd, tools)
 
     def answer(self, name: str, **arguments: Any) -> dict:
         """The ``tools/call`` result (``isError`` either way), text and structured content checked equal."""
@@ -94,12 +79,12 @@ class MemShim(Shim):
         assert error["code"] == "E_INVALID_ARG", error
         return error["message"]
 
-    def raw(self, line: str, timeout: float = 20.0) -> dict:
+    def request_line(self, line: str, timeout: float = 20.0) -> dict:
         """Send one raw JSON-RPC line (e.g. with ``\\ud800`` escapes) and return the answer to its id."""
         message_id = json.loads(line.replace("\\ud800", "").replace("\\udfff", ""))["id"]
         self.proc.stdin.write(line.encode() + b"\n")
         self.proc.stdin.flush()
         while True:
-            answer = json.loads(self._lines.get(timeout=timeout))
+            answer = json.loads(self._next(timeout))
             if answer.get("id") == message_id:
                 return answer

@@ -1,4 +1,4 @@
-"""Helpers for the shim's tests: a test-only socket peer and shim subprocesses.
+"""Helpers for the shim's tests: a test-only socket peer and the one shim subprocess class.
 
 ``EchoPeer`` is NOT memoryd: it is a stand-in for the daemon's socket side that speaks the hello and
 answers requests mechanically, so the shim's framing, exits and reconnects can be tested without
@@ -149,7 +149,13 @@ class EchoPeer:
 
 
 class ShimProc:
-    """A ``memoryd-shim`` subprocess with line access to its stdout and a copy of its stderr."""
+    """A ``memoryd-shim`` subprocess (``args``: its command-line flags) with line access to its stdout, every
+    stdout line kept (:attr:`raw`, :attr:`output`) and a copy of its stderr.
+
+    ``script`` runs the console script instead of ``python -m memoryd_shim``; ``command`` replaces both.
+    ``pump=False`` (the benchmarks) reads stdout in the calling thread instead of a reader thread: no
+    timeout, no thread hand-off per answer, nothing kept, stderr dropped.
+    """
 
     def __init__(
         self,
@@ -158,22 +164,34 @@ class ShimProc:
         cwd: str | None = None,
         script: bool = False,
         command: list[str] | None = None,
+        pump: bool = True,
     ):
         cmd = command or ([str(SHIM_SCRIPT)] if script else [sys.executable, "-m", "memoryd_shim"])
         self.started = time.monotonic()
+        self.pump = pump
         self.proc = subprocess.Popen(
             [*cmd, *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stderr=subprocess.PIPE if pump else subprocess.DEVNULL,
             env=env,
             cwd=cwd,
         )
         self.raw: list[bytes] = []
         self._lines: queue.Queue = queue.Queue()
         self.stderr = bytearray()
-        threading.Thread(target=self._read_stdout, daemon=True).start()
-        threading.Thread(target=self._read_stderr, daemon=True).start()
+        if pump:
+            threading.Thread(target=self._read_stdout, daemon=True).start()
+            threading.Thread(target=self._read_stderr, daemon=True).start()
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @property
+    def output(self) -> bytes:
+        """Every byte the shim printed on stdout so far."""
+        return b"".join(self.raw)
 
     def _read_stdout(self) -> None:
         for line in iter(self.proc.stdout.readline, b""):
@@ -185,6 +203,18 @@ class ShimProc:
         for chunk in iter(lambda: self.proc.stderr.read1(65536), b""):
             self.stderr += chunk
 
+    def _next(self, timeout: float) -> bytes:
+        """The next stdout line; ``queue.Empty`` after ``timeout`` s (reader thread only), ``EOFError`` at EOF."""
+        if not self.pump:
+            line = self.proc.stdout.readline()
+        else:
+            line = self._lines.get(timeout=timeout)
+            if line is None:
+                self._lines.put(None)
+        if not line:
+            raise EOFError("the shim closed its stdout")
+        return line
+
     def send(self, message) -> None:
         data = message if isinstance(message, bytes) else json.dumps(message).encode() + b"\n"
         self.proc.stdin.write(data)
@@ -193,11 +223,10 @@ class ShimProc:
     def recv(self, timeout: float = 5.0) -> dict:
         """The next stdout line, parsed; fails on timeout, EOF or a line that is not a JSON-RPC message."""
         try:
-            line = self._lines.get(timeout=timeout)
+            line = self._next(timeout)
         except queue.Empty:
             pytest.fail(f"no stdout line within {timeout} s; stderr: {self.stderr.decode(errors='replace')}")
-        if line is None:
-            self._lines.put(None)
+        except EOFError:
             pytest.fail(f"shim stdout closed; stderr: {self.stderr.decode(errors='replace')}")
         msg = json.loads(line)
         assert isinstance(msg, dict) and msg.get("jsonrpc") == "2.0", line[:200]
@@ -238,6 +267,17 @@ class ShimProc:
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             with contextlib.suppress(OSError, ValueError):
                 stream.close()
+
+    def close(self) -> None:
+        """Close stdin (the shim's cue to exit) and reap it; killed when still running after 5 s."""
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+        if not self.pump:
+            self.proc.stdout.close()
 
 
 def kill_session(pid: int) -> None:
