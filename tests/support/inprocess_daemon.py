@@ -201,6 +201,12 @@ class InprocessDaemon:
         ``EngineHandle.status()``, the slot's state merged with the engine's own status)."""
         return {"engine_state": self.handle.state, "engine": self._run(self.handle.status())}
 
+    def capture(self, line: bytes) -> bytes:
+        """The daemon's answer line to a capture request line (what a hook sends as its first line)."""
+        from memoryd.serve import control
+
+        return self._run(control.capture_answer(self.handle, line.rstrip(b"\n")))
+
     def log(self) -> str:
         """The JSON log lines of the memoryd loggers since :meth:`start` (all in-process daemons')."""
         return "".join(self._log.lines)
@@ -290,15 +296,20 @@ class InprocessMemShim(_OnPipe, MemShim):
 
 @asynccontextmanager
 async def sdk_client(
-    daemon: InprocessDaemon, tools: str = "sessions,memo", sampling=None, mode: str = "legacy"
+    daemon: InprocessDaemon,
+    tools: str | None = "sessions,memo",
+    sampling=None,
+    mode: str = "legacy",
+    cwd: str = "/",
 ) -> AsyncIterator[Any]:
-    """The official SDK ``Client`` on an in-process session (JSON lines both ways, as over the shim)."""
+    """The official SDK ``Client`` on an in-process session (JSON lines both ways, as over the shim);
+    ``tools=None``: the shim's default groups."""
     import anyio
     from mcp import types
     from mcp.client import Client
     from mcp.shared.message import SessionMessage
 
-    pipe = daemon.connect(tools, "/")
+    pipe = daemon.connect(tools, cwd)
 
     @asynccontextmanager
     async def transport():
