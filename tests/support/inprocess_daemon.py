@@ -22,14 +22,15 @@ official SDK ``Client`` on one (``legacy`` mode: the handshake era, with optiona
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import itertools
 import json
 import logging
 import os
 import queue
+import subprocess
 import threading
 from collections.abc import AsyncIterator, Iterator
-from concurrent.futures import Future
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -105,7 +106,7 @@ class Pipe:
         self.connection = connection
         self.stdin = _Stdin(daemon.loop, reader)
         self._lines: queue.Queue = lines
-        self._done: Future = done
+        self._done: concurrent.futures.Future = done
         self._daemon = daemon
 
     @property
@@ -122,8 +123,12 @@ class Pipe:
         return line
 
     def wait(self, timeout: float | None = None) -> str:
-        """Why the session ended (``McpConnection.run``'s answer)."""
-        return self._done.result(timeout)
+        """Why the session ended (``McpConnection.run``'s answer); raises ``subprocess.TimeoutExpired``
+        as ``Popen.wait`` does, so :meth:`support.briefs.Shim.close` works unchanged."""
+        try:
+            return self._done.result(timeout)
+        except concurrent.futures.TimeoutError:
+            raise subprocess.TimeoutExpired("in-process session", timeout or 0) from None
 
     def kill(self) -> None:
         self._daemon.loop.call_soon_threadsafe(self.connection.stop)
@@ -137,8 +142,8 @@ class InprocessDaemon:
     ``root``: a folder of the test's; the board is ``root/board`` unless given (made when missing), the
     index ``root/index``. ``model``: ``"none"`` (keyword-only) or a model name resolved from
     ``MEMORYD_TEST_MODELS``. ``env``: extra settings (``MEMORYD_TOOL_TIMEOUT_MS``...), read as the daemon
-    reads its environment; test tools are on, as in :class:`support.daemon.DaemonProcess`. Attributes: ``root``, ``board``, ``index``, ``env``, ``handle`` (the
-    ``EngineHandle``), ``loop``.
+    reads its environment; test tools are on, as in :class:`support.daemon.DaemonProcess`. Attributes:
+    ``root``, ``board``, ``index``, ``env``, ``handle`` (the ``EngineHandle``), ``loop``.
     """
 
     def __init__(
