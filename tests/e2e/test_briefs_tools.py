@@ -1,6 +1,6 @@
 """The six ``briefs`` tools: a daemon on a copy of the sample board served in-process
 (:mod:`support.inprocess_daemon`), spoken to through the official SDK client and in raw JSON-RPC lines.
-``memoryd status`` and ``memoryd search`` against a real daemon are in ``test_briefs_cli.py``.
+``memoryd status`` and ``memoryd search`` against a real daemon are in ``test_briefs_processes.py``.
 
 The daemon runs keyword-only (``--model none``) to stay fast; the model is covered elsewhere.
 """

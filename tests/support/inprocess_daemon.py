@@ -177,6 +177,7 @@ class InprocessDaemon:
         self._ids = itertools.count(1)
         self._pipes: list[Pipe] = []
         self._log = _LogLines()
+        self.exit_status: int | None = None
 
     def _process_status(self) -> dict[str, Any]:
         return {"running": True, "pid": os.getpid(), "sessions": sum(not p._done.done() for p in self._pipes)}
@@ -200,6 +201,12 @@ class InprocessDaemon:
         if self._run(load(), timeout) != "ready":
             raise RuntimeError(f"the engine did not load: {self.handle.error}")
         return self
+
+    @property
+    def proc(self) -> _Serving:
+        """Whether the daemon still serves, asked as of a ``Popen``: ``proc.poll()`` is ``None`` while it
+        does (its event loop runs), its status once stopped (as :meth:`stop` returned it)."""
+        return _Serving(self)
 
     def status(self) -> dict[str, Any]:
         """The daemon's status fields that concern the engine: ``{"engine_state", "engine"}`` (``engine``:
@@ -254,7 +261,7 @@ class InprocessDaemon:
         stops, pending index writes are flushed), stop the loop. Returns 0 when all of it ended cleanly
         within ``timeout`` s, else 1 (the daemon's exit status)."""
         if not self._thread.is_alive():
-            return 0
+            return self.exit_status or 0
         clean = True
         try:
             for pipe in self._pipes:
@@ -269,11 +276,24 @@ class InprocessDaemon:
             self._thread.join(timeout)
             self.loop.close()
             logging.getLogger().removeHandler(self._log)
-        return 0 if clean else 1
+        self.exit_status = 0 if clean else 1
+        return self.exit_status
 
     def kill(self) -> None:
         """:meth:`stop`, whatever its outcome (for ``finally`` blocks); idempotent."""
         self.stop(10)
+
+
+class _Serving:
+    """See :attr:`InprocessDaemon.proc`."""
+
+    def __init__(self, daemon: InprocessDaemon) -> None:
+        self._daemon = daemon
+
+    def poll(self) -> int | None:
+        if self._daemon.loop.is_running():
+            return None
+        return self._daemon.exit_status
 
 
 class _OnPipe:

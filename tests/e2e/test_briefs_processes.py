@@ -1,16 +1,20 @@
-"""``memoryd status`` and ``memoryd search`` against a real daemon on a copy of the sample board (the real
-shim holds a session open), and ``memoryd search``'s in-process fallback when no daemon runs.
+"""The briefs side through real processes: a real daemon on a copy of the sample board, twelve real shims
+at once, ``memoryd status`` and ``memoryd search`` (and its in-process fallback when no daemon runs).
 
 The daemon runs keyword-only (``--model none``) to stay fast; the tools themselves are in
-``test_briefs_tools.py``.
+``test_briefs_tools.py`` and ``test_live_board.py``, on daemons served in-process.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import queue
 import shutil
 import subprocess
+import threading
+import time
+from typing import Any
 
 import pytest
 
@@ -37,6 +41,56 @@ def served(shared_board):
         if daemon is not None:
             daemon.kill()
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def shim(served):
+    s = Shim(served.socket, served.env).initialize()
+    yield s
+    s.close()
+
+
+def test_twelve_shims_at_once_with_colliding_ids_each_get_their_own_answer(served, shim):
+    # (tests/e2e/test_protocol.py checks the same on raw sockets; this goes through twelve real shims.)
+    query = "checkout login error retry"
+    assert shim.ok("search_briefs", query=query, limit=12)["shown"] == 12  # enough hits to tell them apart
+    ids: list[Any] = [1] * 8 + ["1", "1", 0, 0]
+    shims = [Shim(served.socket, served.env) for _ in ids]
+    try:
+        for s in shims:
+            s.initialize()
+        start = threading.Barrier(len(shims))
+
+        def ask(s: Shim, i: int) -> None:
+            start.wait()
+            arguments = {"query": query, "limit": i + 1}  # the answer's length tells whose it is
+            s.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": ids[i],
+                    "method": "tools/call",
+                    "params": {"name": "search_briefs", "arguments": arguments},
+                }
+            )
+
+        threads = [threading.Thread(target=ask, args=(s, i)) for i, s in enumerate(shims)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(10)
+        for i, s in enumerate(shims):
+            answer = s.recv(timeout=30)
+            assert answer["id"] == ids[i] and type(answer["id"]) is type(ids[i]), (i, answer)
+            assert answer["result"]["isError"] is False, answer
+            assert answer["result"]["structuredContent"]["shown"] == i + 1, (i, answer)
+        time.sleep(0.3)
+        for s in shims:  # exactly one answer each
+            with pytest.raises(queue.Empty):
+                s.recv(timeout=0.01)
+    finally:
+        for s in shims:
+            s.close()
+    assert all(s.proc.returncode == 0 for s in shims)
 
 
 # --- the CLI ----------------------------------------------------------------------------------------------
