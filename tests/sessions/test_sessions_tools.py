@@ -1,4 +1,5 @@
-"""The ``sessions`` tools (Memory Core's surface) through the official SDK client, on a daemon served in-process."""
+"""The ``sessions`` tools (Memory Core's surface) through the official SDK client, on a daemon served
+in-process; sampling through the client also over the real shim and a real daemon."""
 
 from __future__ import annotations
 
@@ -145,7 +146,9 @@ def test_summarize_all_stale_sessions_sends_progress(served):
     run(main())
 
 
-def test_summarize_through_client_sampling(served):
+def test_summarize_through_client_sampling(served_process):
+    """Over the real shim and socket: the daemon's sampling request goes out to the client mid-call and
+    the client's answer comes back (the other tests here run in-process)."""
     asked: list[types.CreateMessageRequestParams] = []
 
     async def sampling(context, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
@@ -165,7 +168,7 @@ def test_summarize_through_client_sampling(served):
         )
 
     async def main():
-        async with client(served, sampling=sampling) as c:
+        async with client(served_process.socket, sampling=sampling) as c:
             added, _ = await call(
                 c,
                 "add_memory",

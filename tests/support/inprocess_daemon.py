@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import itertools
 import json
 import logging
@@ -272,6 +273,8 @@ class InprocessDaemon:
         except Exception:
             clean = False
         finally:
+            with contextlib.suppress(Exception):
+                self._run(_wind_down(), 15)
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._thread.join(timeout)
             self.loop.close()
@@ -282,6 +285,16 @@ class InprocessDaemon:
     def kill(self) -> None:
         """:meth:`stop`, whatever its outcome (for ``finally`` blocks); idempotent."""
         self.stop(10)
+
+
+async def _wind_down() -> None:
+    """Cancel what the engine left running and end the loop's worker threads (left blocked, they would
+    keep the test process from exiting)."""
+    rest = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    for task in rest:
+        task.cancel()
+    await asyncio.wait_for(asyncio.gather(*rest, return_exceptions=True), 5)
+    await asyncio.wait_for(asyncio.get_running_loop().shutdown_default_executor(), 5)
 
 
 class _Serving:
