@@ -4,8 +4,9 @@
 background thread. Each :meth:`InprocessDaemon.connect` is one session served by the daemon's own
 ``McpConnection`` (the socket session's JSON-RPC hygiene, id mapping and era rules) on an in-memory line
 pipe, as if a shim had said hello with those tool groups and that working folder. What it skips is exactly
-what wire and lifecycle tests cover with real processes: the socket, the hello line, the shim's relay,
-start-up and shutdown.
+what wire and lifecycle tests cover with real processes: the socket, the hello line, the shim's relay, the
+locks, signals and exit of start-up and shutdown (:meth:`InprocessDaemon.stop` closes the engine as a
+SIGTERM does, so a new daemon on the same folders is a restart).
 
 :class:`InprocessShim` and :class:`InprocessMemShim` are :class:`support.briefs.Shim` and
 :class:`support.memories.MemShim` on such a pipe: the same methods (``request``, ``ok``, ``failed``,
@@ -213,12 +214,6 @@ class InprocessDaemon:
         """The daemon's status fields that concern the engine: ``{"engine_state", "engine"}`` (``engine``:
         ``EngineHandle.status()``, the slot's state merged with the engine's own status)."""
         return {"engine_state": self.handle.state, "engine": self._run(self.handle.status())}
-
-    def capture(self, line: bytes) -> bytes:
-        """The daemon's answer line to a capture request line (what a hook sends as its first line)."""
-        from memoryd.serve import control
-
-        return self._run(control.capture_answer(self.handle, line.rstrip(b"\n")))
 
     def log(self) -> str:
         """The JSON log lines of the memoryd loggers since :meth:`start` (all in-process daemons')."""
