@@ -1,5 +1,6 @@
-"""The six ``briefs`` tools end to end: a real daemon on a copy of the sample board, the real shim, the
-official SDK client and raw JSON-RPC lines; plus ``memoryd status`` and ``memoryd search``.
+"""The six ``briefs`` tools: a daemon on a copy of the sample board served in-process
+(:mod:`support.inprocess_daemon`), spoken to through the official SDK client and in raw JSON-RPC lines.
+``memoryd status`` and ``memoryd search`` against a real daemon are in ``test_briefs_processes.py``.
 
 The daemon runs keyword-only (``--model none``) to stay fast; the model is covered elsewhere.
 """
@@ -8,17 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import shutil
-import subprocess
 
 import pytest
 
-from support.briefs import NOTE, SHIM, Shim, assert_equivalent, board_files, copy_board, wait_engine_ready
-from support.daemon import REPO, DaemonProcess, short_tmpdir
+from support.briefs import NOTE, assert_equivalent, board_files, copy_board, wait_engine_ready
+from support.daemon import short_tmpdir
+from support.inprocess_daemon import InprocessDaemon, InprocessShim, sdk_client
 
-MEMORYD = REPO / ".venv" / "bin" / "memoryd"
 TOOLS = {"search_briefs", "list_tasks", "get_task", "get_brief", "save_outcome", "get_context"}
 
 # On the sample board: a task with three briefs (one with an outcome), and the brief whose screen 2 lost its .png.
@@ -27,8 +26,6 @@ TASK_BRIEFS = ["b-20260903-b2f753", "b-20260904-27e980", "b-20260909-1cfd3c"]
 SCREEN_GONE = "b-20260904-27e980"
 PLANTED = ["wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI", "AKIAIOSFODNN7EXAMPLE"]
 
-pytestmark = pytest.mark.skipif(not SHIM.exists(), reason="no .venv/bin/memoryd-shim (run make setup)")
-
 
 @pytest.fixture(scope="module")
 def served(shared_board):
@@ -36,10 +33,8 @@ def served(shared_board):
     root = short_tmpdir()
     daemon = None
     try:
-        daemon = DaemonProcess(root, board=copy_board(shared_board, root / "board"))
-        daemon.start()
-        wait_engine_ready(daemon)
-        yield daemon
+        daemon = InprocessDaemon(root, board=copy_board(shared_board, root / "board"))
+        yield daemon.start()
     finally:
         if daemon is not None:
             daemon.kill()
@@ -48,7 +43,7 @@ def served(shared_board):
 
 @pytest.fixture
 def shim(served):
-    s = Shim(served.socket, served.env).initialize()
+    s = InprocessShim(served).initialize()
     yield s
     s.close()
 
@@ -58,15 +53,8 @@ def shim(served):
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 def test_official_sdk_client_sees_and_calls_the_six_tools(served, mode):
-    from mcp.client import Client
-    from mcp.client.stdio import StdioServerParameters
-
-    server = StdioServerParameters(
-        command=str(SHIM), args=["--socket", str(served.socket), "--no-start"], cwd="/"
-    )
-
     async def main() -> None:
-        async with Client(server, mode=mode) as client:
+        async with sdk_client(served, tools=None, mode=mode) as client:
             listed = {t.name: t for t in (await client.list_tools()).tools}
             assert set(listed) >= TOOLS
             for name in TOOLS:
@@ -312,7 +300,7 @@ def test_a_secret_written_after_indexing_is_redacted_in_every_answer(served):
         "token ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8 and stripe sk_live_4eC39HqLyjWDarjtT1zdp7dc\n"
         'db password = "tr0ub4dor&3horse"\n' + original
     )
-    s = Shim(served.socket, served.env).initialize()
+    s = InprocessShim(served).initialize()
     try:
         brief_answer = s.ok("get_brief", brief_id=brief)
         task_answer = s.ok("get_task", task_id=TASK)
@@ -357,14 +345,14 @@ def test_removed_screen_and_planted_secrets_never_appear_in_any_answer(shared_bo
     assert f"{SCREEN_GONE}/screens/2" not in output
 
 
-def test_an_unreadable_board_is_an_error_not_an_empty_list(make_daemon, shared_board):
+def test_an_unreadable_board_is_an_error_not_an_empty_list(shared_board):
     root = short_tmpdir()
-    daemon = make_daemon(root, board=copy_board(shared_board, root / "board"))
+    daemon = InprocessDaemon(root, board=copy_board(shared_board, root / "board"))
     try:
         daemon.start()
         wait_engine_ready(daemon)
         daemon.board.rename(root / "board-moved")  # chmod 000 would not stop root
-        s = Shim(daemon.socket, daemon.env).initialize()
+        s = InprocessShim(daemon).initialize()
         try:
             texts = [
                 s.failed("search_briefs", query="checkout"),
@@ -382,87 +370,3 @@ def test_an_unreadable_board_is_an_error_not_an_empty_list(make_daemon, shared_b
     finally:
         daemon.kill()
         shutil.rmtree(root, ignore_errors=True)
-
-
-# --- the CLI ----------------------------------------------------------------------------------------------
-
-
-def run_cli(env: dict[str, str], *argv: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [str(MEMORYD), *argv], capture_output=True, text=True, env=env, timeout=timeout, cwd="/"
-    )
-
-
-def test_memoryd_status_fields_and_exit_codes(served):
-    with Shim(served.socket, served.env).initialize():
-        done = run_cli(served.env, "status", "--json", "--socket", str(served.socket))
-    assert done.returncode == 0, done.stderr
-    status = json.loads(done.stdout)
-    assert status["running"] is True and status["pid"] == served.proc.pid
-    assert status["board"] == str(served.board) and status["version"]
-    assert status["records"] == status["briefs"] == 200 and status["tasks"] == 60
-    assert status["model"]["name"] == "none" and status["model"]["state"] == "disabled"
-    assert status["search_mode"] == "keyword" and status["engine"]["state"] == "ready"
-    assert set(status["index_freshness"]) == {
-        "last_indexed_at",
-        "last_indexed_age_s",
-        "last_optimize_at",
-        "last_optimize_age_s",
-    }
-    assert status["index_freshness"]["last_indexed_at"].endswith("Z")
-    assert status["sessions"] >= 1 and status["uptime_s"] > 0
-    assert status["socket"]["path"] == str(served.socket) and status["socket"]["mode"] == "0600"
-    assert status["socket"]["owner_uid"] == os.getuid() and status["socket"]["owner"]
-
-    human = run_cli(served.env, "status", "--socket", str(served.socket))
-    assert human.returncode == 0 and "is running" in human.stdout and str(served.board) in human.stdout
-
-    nowhere = str(served.root / "none.sock")
-    down = run_cli(served.env, "status", "--json", "--socket", nowhere)
-    assert down.returncode == 3
-    assert json.loads(down.stdout) == {"running": False, "socket": {"path": nowhere}, "settings": []}
-    down = run_cli(served.env, "status", "--socket", nowhere)
-    assert down.returncode == 3 and "not running" in down.stdout
-
-
-def test_memoryd_search_goes_through_the_daemon(served):
-    done = run_cli(
-        served.env,
-        "search",
-        "idempotency capture retry",
-        "--limit",
-        "2",
-        "--json",
-        "--socket",
-        str(served.socket),
-    )
-    assert done.returncode == 0, done.stderr
-    answer = json.loads(done.stdout)
-    assert answer["via"] == "daemon" and answer["shown"] == 2 and answer["results"][0]["task_id"] == TASK
-    human = run_cli(served.env, "search", "idempotency capture retry", "--socket", str(served.socket))
-    assert human.returncode == 0 and TASK in human.stdout and "via daemon" in human.stdout
-    assert run_cli(served.env, "search", "x", "--limit", "51", "--socket", str(served.socket)).returncode == 2
-
-
-def test_memoryd_search_falls_back_in_process_only_without_a_daemon(served):
-    root = short_tmpdir()
-    try:
-        done = run_cli(
-            served.env,
-            "search",
-            "idempotency capture retry",
-            "--json",
-            "--socket",
-            str(root / "none.sock"),
-            "--board",
-            str(served.board),
-            "--index",
-            str(root / "index"),
-            "--model",
-            "none",
-        )
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["via"] == "in-process"
-    assert "no daemon is running" in done.stderr

@@ -1,11 +1,12 @@
-"""The live board end to end: a real daemon watching a copy of the sample board, spoken to through the real
-``memoryd-shim --no-start`` in raw JSON-RPC lines.
+"""The live board end to end: a daemon watching a copy of the sample board, spoken to in raw JSON-RPC lines.
 
 Files are written the ways people and editors write them (in place, temp file + rename, rename-away +
 create, delete + create, whole folders removed) while the daemon runs, and while it is stopped; each change
 must show in the tools within a bounded poll (a correctness check: the 1 s p95 target is measured in
-``bench/``). Most tests share one keyword-only daemon (``--model none``) and each touches briefs of its own;
-the restart and real-model tests run their own daemons on their own board copies. One test runs the real
+``bench/``). Most tests share one keyword-only daemon (``--model none``) served in-process
+(:mod:`support.inprocess_daemon`) and each touches briefs of its own; the restart and real-model tests run
+real daemons and the real shim (``memoryd-shim --no-start``) on their own board copies, and twelve real
+shims at once are in ``test_briefs_processes.py``. One test runs the real
 writer in process, to pin down a race between it and the tools that no socket test can time.
 """
 
@@ -13,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import shutil
 import signal
 import subprocess
@@ -28,6 +28,7 @@ import pytest
 from memoryd.index.text import terms
 from support.briefs import SHIM, Shim, copy_board, wait_engine_ready
 from support.daemon import REPO, DaemonProcess, short_tmpdir
+from support.inprocess_daemon import InprocessDaemon, InprocessShim
 
 MEMORYD = REPO / ".venv" / "bin" / "memoryd"
 POLL_S = 10.0  # a bound for correctness, not a latency target (bench/ measures that)
@@ -138,12 +139,12 @@ def log_events(daemon: DaemonProcess, event: str) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def live(shared_board, request):
-    """One keyword-only daemon on a copy of the sample board, shared by the tests that each touch their
-    own briefs."""
+    """One keyword-only in-process daemon on a copy of the sample board, shared by the tests that each
+    touch their own briefs."""
     root = short_tmpdir()
     daemon = None
     try:
-        daemon = DaemonProcess(root, board=copy_board(shared_board, root / "board"))
+        daemon = InprocessDaemon(root, board=copy_board(shared_board, root / "board"))
         daemon.start()
         wait_engine_ready(daemon)
         yield daemon
@@ -158,7 +159,7 @@ def live(shared_board, request):
 
 @pytest.fixture
 def shim(live):
-    s = Shim(live.socket, live.env).initialize()
+    s = InprocessShim(live).initialize()
     yield s
     s.close()
 
@@ -349,49 +350,6 @@ def test_broken_files_written_while_running_do_not_stop_the_daemon(live, shim):
         ),
     )
     poll(lambda: found(shim, "dreadnaught") == [bad_json.name], "the repaired brief found")
-
-
-def test_twelve_shims_at_once_with_colliding_ids_each_get_their_own_answer(live, shim):
-    # (tests/e2e/test_protocol.py checks the same on raw sockets; this goes through twelve real shims.)
-    query = "checkout login error retry"
-    assert shim.ok("search_briefs", query=query, limit=12)["shown"] == 12  # enough hits to tell them apart
-    ids: list[Any] = [1] * 8 + ["1", "1", 0, 0]
-    shims = [Shim(live.socket, live.env) for _ in ids]
-    try:
-        for s in shims:
-            s.initialize()
-        start = threading.Barrier(len(shims))
-
-        def ask(s: Shim, i: int) -> None:
-            start.wait()
-            arguments = {"query": query, "limit": i + 1}  # the answer's length tells whose it is
-            s.send(
-                {
-                    "jsonrpc": "2.0",
-                    "id": ids[i],
-                    "method": "tools/call",
-                    "params": {"name": "search_briefs", "arguments": arguments},
-                }
-            )
-
-        threads = [threading.Thread(target=ask, args=(s, i)) for i, s in enumerate(shims)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(10)
-        for i, s in enumerate(shims):
-            answer = s.recv(timeout=30)
-            assert answer["id"] == ids[i] and type(answer["id"]) is type(ids[i]), (i, answer)
-            assert answer["result"]["isError"] is False, answer
-            assert answer["result"]["structuredContent"]["shown"] == i + 1, (i, answer)
-        time.sleep(0.3)
-        for s in shims:  # exactly one answer each
-            with pytest.raises(queue.Empty):
-                s.recv(timeout=0.01)
-    finally:
-        for s in shims:
-            s.close()
-    assert all(s.proc.returncode == 0 for s in shims)
 
 
 # --- in process: the writer and the readers ---------------------------------------------------------

@@ -1,46 +1,32 @@
-"""Fixtures for the ``memories`` tool tests: real daemons on temporary boards, spoken to through the real
-shim (``memoryd-shim --tools memories``); helpers live in :mod:`support.memories`."""
+"""Fixtures for the ``memories`` tool tests: one keyword-only daemon per module, served in-process
+(:mod:`support.inprocess_daemon`: the daemon's engine, app and session code, no socket or shim), spoken to
+in raw lines like the real shim (``--tools memories``); helpers live in :mod:`support.memories`. Restarts,
+signals and the real shim are in the tests that start real daemons (``DaemonProcess``, ``MemShim``)."""
 
 from __future__ import annotations
 
 import shutil
-import sys
 
 import pytest
 
-from support.daemon import DaemonProcess, short_tmpdir  # noqa: E402
+from support.daemon import short_tmpdir
+from support.inprocess_daemon import InprocessDaemon, InprocessMemShim
 
 
 @pytest.fixture(scope="module")
-def served(request):
-    """One keyword-only daemon for a module (starting one costs seconds); tests use unique content."""
-    from support.memories import wait_engine_ready
-
+def served():
+    """One keyword-only in-process daemon for a module (tests use unique content)."""
     root = short_tmpdir()
-    daemon = DaemonProcess(root)
+    daemon = InprocessDaemon(root)
     try:
-        daemon.start()
-        wait_engine_ready(daemon)
-        yield daemon
+        yield daemon.start()
     finally:
         daemon.kill()
-        failed = any(getattr(i, "rep_call", None) and i.rep_call.failed for i in request.session.items)
-        if failed:
-            print(f"\n--- daemon log ---\n{daemon.log()[-20000:]}", file=sys.stderr)
         shutil.rmtree(root, ignore_errors=True)
-
-
-@pytest.hookimpl(wrapper=True, tryfirst=True)
-def pytest_runtest_makereport(item, call):
-    report = yield
-    setattr(item, f"rep_{report.when}", report)
-    return report
 
 
 @pytest.fixture
 def shim(served):
-    from support.memories import MemShim
-
-    s = MemShim(served.socket, served.env).initialize()
+    s = InprocessMemShim(served).initialize()
     yield s
     s.close()

@@ -1,7 +1,9 @@
 """Memories are files on the board: hand edits, hand-written and broken files, restarts, and embeddings.
 
 The daemon's watcher picks up what an editor does to ``memories/``; the bounds below catch hangs,
-they do not measure speed (``bench/`` does).
+they do not measure speed (``bench/`` does). The daemons are served in-process
+(:mod:`support.inprocess_daemon`); a restart is a clean stop (what SIGTERM runs) and a new daemon on the
+same folders. The real process's signals and exit status are in ``tests/memories/test_store_promises.py``.
 """
 
 from __future__ import annotations
@@ -9,14 +11,10 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import signal
 
-import pytest
-
-from support.daemon import DaemonProcess, short_tmpdir
-from support.memories import SHIM, MemShim, poll, unique, wait_engine_ready
-
-pytestmark = pytest.mark.skipif(not SHIM.exists(), reason="no .venv/bin/memoryd-shim (run make setup)")
+from support.daemon import short_tmpdir
+from support.inprocess_daemon import InprocessDaemon, InprocessMemShim
+from support.memories import poll, unique, wait_engine_ready
 
 #: Hand edits must be searchable "within 1 s"; this bound only catches a change never picked up.
 PICKUP_BOUND_S = 20.0
@@ -41,7 +39,7 @@ def hand_file(content: str, tags=("hand",), extra: str = "") -> str:
     )
 
 
-def hits(shim: MemShim, query: str) -> list[str]:
+def hits(shim: InprocessMemShim, query: str) -> list[str]:
     return [h["id"] for h in shim.ok("search_memories", query=query, limit=20)]  # id: the file name
 
 
@@ -130,15 +128,15 @@ def test_a_memory_file_renamed_by_hand_keeps_its_relations_on_disk_and_in_answer
     """A file renamed to another ``<hash>.md`` with the same content is the same memory: the edges other
     files hold to it stay live, the prune a listing starts never removes them, and a restart agrees."""
     root = short_tmpdir()
-    made: list[DaemonProcess] = []
+    made: list[InprocessDaemon] = []
     try:
-        daemon = DaemonProcess(root)
+        daemon = InprocessDaemon(root)
         made.append(daemon)
         daemon.start()
         wait_engine_ready(daemon)
         mem = daemon.board / "memories"
         w = unique()
-        with MemShim(daemon.socket, daemon.env).initialize() as s:
+        with InprocessMemShim(daemon).initialize() as s:
             a, b, c = (
                 s.ok("store_memory", content=f"{n} {w}", tags=["g"])["hash"]
                 for n in ("alpha", "two", "three")  # "one" is a filler word in queries
@@ -176,13 +174,12 @@ def test_a_memory_file_renamed_by_hand_keeps_its_relations_on_disk_and_in_answer
                 "deleted": True
             }
             assert b not in (mem / f"{c}.md").read_text()
-        daemon.signal(signal.SIGTERM)
-        assert daemon.wait_exit(30) == 0
-        daemon = DaemonProcess(root)
+        assert daemon.stop(30) == 0
+        daemon = InprocessDaemon(root)
         made.append(daemon)
         daemon.start()
         wait_engine_ready(daemon)
-        with MemShim(daemon.socket, daemon.env).initialize() as s:
+        with InprocessMemShim(daemon).initialize() as s:
             assert [e["to_hash"] for e in s.ok("get_relationships", hash=a)] == [renamed]
             # new content moves the renamed file; the edge held by a follows it
             moved = s.ok("update_memory", hash=renamed, content=f"two, revised {w}")["newHash"]
@@ -200,19 +197,18 @@ def test_a_memory_file_renamed_by_hand_keeps_its_relations_on_disk_and_in_answer
 def test_memories_survive_a_restart_and_an_index_rebuild(tmp_path):
     root = short_tmpdir()
     try:
-        daemon = DaemonProcess(root).start()
+        daemon = InprocessDaemon(root).start()
         wait_engine_ready(daemon)
         w = unique()
-        with MemShim(daemon.socket, daemon.env).initialize() as s:
+        with InprocessMemShim(daemon).initialize() as s:
             a = s.ok("store_memory", content=f"persistent one {w}", tags=["p"])["hash"]
             b = s.ok("store_memory", content=f"persistent two {w}", tags=["p"])["hash"]
             s.ok("create_relationship", from_hash=a, to_hash=b, relation_type="then")
-        daemon.signal(signal.SIGTERM)
-        assert daemon.wait_exit(30) == 0
+        assert daemon.stop(30) == 0
         shutil.rmtree(root / "index")  # the index is a cache of the board
-        daemon = DaemonProcess(root).start()
+        daemon = InprocessDaemon(root).start()
         wait_engine_ready(daemon)
-        with MemShim(daemon.socket, daemon.env).initialize() as s:
+        with InprocessMemShim(daemon).initialize() as s:
             assert set(hits(s, w)) == {a, b}
             assert [e["to_hash"] for e in s.ok("get_relationships", hash=a)] == [b]
             assert s.ok("memory_stats")["memoryCount"] == 2
@@ -226,7 +222,7 @@ def test_tool_and_hand_written_memories_both_carry_embeddings(models_dir):
     """No path skips the vector half: after a stop, the index rows of a memory stored through the tool and
     of one written by hand both name the embedding model."""
     root = short_tmpdir()
-    daemon = DaemonProcess(root, model="", env={"MEMORYD_MODELS": str(models_dir)})
+    daemon = InprocessDaemon(root, model="", env={"MEMORYD_MODELS": str(models_dir)})
     try:
         daemon.start()
         wait_engine_ready(daemon)
@@ -234,14 +230,13 @@ def test_tool_and_hand_written_memories_both_carry_embeddings(models_dir):
         w = unique()
         tool_content = f"Stored through the tool: the greenhouse sensors report every minute {w}"
         hand_content = f"Written by hand: the tomato beds are watered at dawn {w}"
-        with MemShim(daemon.socket, daemon.env).initialize() as s:
+        with InprocessMemShim(daemon).initialize() as s:
             tool_hash = s.ok("store_memory", content=tool_content, tags=["garden"])["hash"]
             editor_save(daemon.board / "memories" / f"{sha(hand_content)}.md", hand_file(hand_content))
             poll(lambda: sha(hand_content) in hits(s, w), "the hand-written memory indexed", PICKUP_BOUND_S)
             full = s.full("search_memories", query="Bewässerung der Tomaten im Gewächshaus")
             assert full["mode"] == "hybrid"
-        daemon.signal(signal.SIGTERM)
-        assert daemon.wait_exit(60) == 0
+        assert daemon.stop(60) == 0
     finally:
         daemon.kill()
     try:
@@ -261,31 +256,29 @@ def test_memories_stored_keyword_only_get_their_vectors_when_the_model_arrives(m
     """The backfill covers record sources: memories indexed without a model (``--model none``) are
     embedded by the next daemon that has one, without being stored again."""
     root = short_tmpdir()
-    made: list[DaemonProcess] = []
+    made: list[InprocessDaemon] = []
     try:
-        first = DaemonProcess(root)
+        first = InprocessDaemon(root)
         made.append(first)
         first.start()
         wait_engine_ready(first)
         w = unique()
-        with MemShim(first.socket, first.env).initialize() as s:
+        with InprocessMemShim(first).initialize() as s:
             ids = [
                 s.ok("store_memory", content=f"memory {i} before the model {w}", tags=["b"])["hash"]
                 for i in range(3)
             ]
-        first.signal(signal.SIGTERM)
-        assert first.wait_exit(30) == 0
+        assert first.stop(30) == 0
         from memoryd.index.store import IndexStore
 
         assert all(not r["model"] for r in IndexStore(root / "index").rows(ids, ("id", "model")).values())
-        second = DaemonProcess(root, model="", env={"MEMORYD_MODELS": str(models_dir)})
+        second = InprocessDaemon(root, model="", env={"MEMORYD_MODELS": str(models_dir)})
         made.append(second)
         second.start()
         wait_engine_ready(second)
         poll(lambda: second.status()["engine"]["search_mode"] == "hybrid", "the model warm", timeout=180)
         poll(lambda: '"index_backfilled"' in second.log(), "the backfill pass", timeout=180)
-        second.signal(signal.SIGTERM)
-        assert second.wait_exit(60) == 0
+        assert second.stop(60) == 0
         rows = IndexStore(root / "index").rows(ids, ("id", "model"))
         assert set(rows) == set(ids) and all(r["model"] for r in rows.values()), rows
     finally:
@@ -296,7 +289,7 @@ def test_memories_stored_keyword_only_get_their_vectors_when_the_model_arrives(m
 
 def test_planted_links_in_memories_are_refused_and_nothing_is_written_through_them():
     root = short_tmpdir()
-    daemon = DaemonProcess(root)
+    daemon = InprocessDaemon(root)
     try:
         outside = root / "outside"
         outside.mkdir()
@@ -310,7 +303,7 @@ def test_planted_links_in_memories_are_refused_and_nothing_is_written_through_th
         os.link(outside / "hard.md", board / "memories" / f"{sha(hard)}.md")
         daemon.start()
         wait_engine_ready(daemon)
-        with MemShim(daemon.socket, daemon.env).initialize() as s:
+        with InprocessMemShim(daemon).initialize() as s:
             assert hits(s, secret.split()[-1]) == [] and hits(s, hard.split()[-1]) == []
             assert s.err("get_memory", hash=sha(secret))["code"] == "E_BROKEN_FILE"
             assert s.err("get_memory", hash=sha(hard))["code"] == "E_BROKEN_FILE"

@@ -1,5 +1,6 @@
-"""The twelve ``memories`` tools end to end: a real daemon (keyword-only), the real shim, raw JSON-RPC lines
-and the official SDK client; memdb's arguments, limits and answer shapes."""
+"""The twelve ``memories`` tools: memdb's arguments, limits and answer shapes, in raw JSON-RPC lines and
+through the official SDK client, on a keyword-only daemon served in-process (:mod:`support.inprocess_daemon`;
+the real shim and socket are in ``tests/memories/test_store_promises.py`` and the wire tests)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,8 @@ import unicodedata
 
 import pytest
 
-from support.memories import SHIM, MemShim, unique
-
-pytestmark = pytest.mark.skipif(not SHIM.exists(), reason="no .venv/bin/memoryd-shim (run make setup)")
+from support.inprocess_daemon import InprocessMemShim, sdk_client
+from support.memories import unique
 
 TOOLS = {
     "store_memory",
@@ -38,7 +38,7 @@ def sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def store(shim: MemShim, content: str, tags=("t",), **kw) -> dict:
+def store(shim: InprocessMemShim, content: str, tags=("t",), **kw) -> dict:
     return shim.ok("store_memory", content=content, tags=list(tags), **kw)
 
 
@@ -47,15 +47,8 @@ def store(shim: MemShim, content: str, tags=("t",), **kw) -> dict:
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 def test_sdk_client_sees_the_twelve_tools_their_hints_and_the_instructions(served, mode):
-    from mcp.client import Client
-    from mcp.client.stdio import StdioServerParameters
-
-    server = StdioServerParameters(
-        command=str(SHIM), args=["--socket", str(served.socket), "--no-start", "--tools", "memories"], cwd="/"
-    )
-
     async def main() -> None:
-        async with Client(server, mode=mode) as client:
+        async with sdk_client(served, tools="memories", mode=mode) as client:
             listed = {t.name: t for t in (await client.list_tools()).tools}
             assert {n for n in listed if not n.startswith("diag_")} == TOOLS  # diag_*: test-only tools
             listed = {n: t for n, t in listed.items() if n in TOOLS}
@@ -100,7 +93,7 @@ def test_store_get_and_the_answer_envelope(shim):
 
 def test_ten_agents_storing_identical_content_at_once_leave_one_memory(served):
     content = f"Ten agents learned the same lesson at once: {unique()}"
-    shims = [MemShim(served.socket, served.env).initialize() for _ in range(10)]
+    shims = [InprocessMemShim(served).initialize() for _ in range(10)]
     answers: list[dict] = [None] * 10  # type: ignore[list-item]
     barrier = threading.Barrier(10)
 
@@ -195,7 +188,7 @@ def test_arguments_outside_memdb_limits_are_invalid_arguments(shim, tool, argume
 
 
 def test_arguments_outside_the_limits_are_invalid_params_before_2025_11_25(served):
-    with MemShim(served.socket, served.env).initialize("2025-06-18") as s:
+    with InprocessMemShim(served).initialize("2025-06-18") as s:
         for tool, arguments in [
             ("store_memory", {"content": "x", "tags": []}),
             ("recall", {"query": "q", "depth": 4}),
@@ -452,7 +445,7 @@ def test_projects_come_from_the_session_git_root(served, tmp_path):
     (repo / ".git").mkdir(parents=True)
     (repo / "src" / "deep").mkdir(parents=True)
     w = unique()
-    with MemShim(served.socket, served.env, cwd=str(repo / "src" / "deep")).initialize() as s:
+    with InprocessMemShim(served, cwd=str(repo / "src" / "deep")).initialize() as s:
         here = s.ok("store_memory", content=f"Checkout totals round half-even {w}", tags=["money"])["hash"]
         there = s.ok(
             "store_memory", content=f"Checkout totals in the admin app {w}", tags=["money"], project="admin"
@@ -464,7 +457,7 @@ def test_projects_come_from_the_session_git_root(served, tmp_path):
         assert [h["hash"] for h in only] == [there]
         stats = s.ok("memory_stats", project="shopfront-repo")
         assert stats["memoryCount"] == 1 and stats["tagCount"] == 1
-    with MemShim(served.socket, served.env, cwd="/").initialize() as s:
+    with InprocessMemShim(served, cwd="/").initialize() as s:
         assert s.ok("get_memory", hash=here)["project"] == "shopfront-repo"
         no_project = s.ok("store_memory", content=f"No repository here {w}", tags=["x"])["hash"]
         assert s.ok("get_memory", hash=no_project)["project"] == ""
@@ -519,7 +512,7 @@ def test_answers_are_redacted_and_carry_the_data_note(shim):
 
 
 def test_memories_tools_are_only_in_sessions_that_ask_for_them(served):
-    with MemShim(served.socket, served.env, tools="briefs").initialize() as s:
+    with InprocessMemShim(served, tools="briefs").initialize() as s:
         names = {t["name"] for t in s.request("tools/list")["result"]["tools"]}
         assert not names & TOOLS
         assert s.call("store_memory", content="x", tags=["t"])["error"]["code"] == -32602
@@ -527,9 +520,7 @@ def test_memories_tools_are_only_in_sessions_that_ask_for_them(served):
 
 def test_lone_surrogates_are_invalid_params_in_every_group(served):
     # Found by a break-it session: the briefs and sessions tools crashed in the tokenizer or the writer.
-    from support.memories import MemShim
-
-    s = MemShim(served.socket, served.env, tools="all").initialize()
+    s = InprocessMemShim(served, tools="all").initialize()
     try:
         calls = [
             ("search_briefs", '{"query":"\\ud800"}'),

@@ -1,4 +1,5 @@
-"""A new user's store, end to end: the real daemon with the real model, spoken to through the real shim.
+"""A new user's store, end to end: a daemon with the real model, served in-process
+(:mod:`support.inprocess_daemon`) and spoken to in raw JSON-RPC lines.
 
 The reported cases: with one memory every query returned it (relevance 0.05), nonsense included; with three,
 a question about the package manager put a staging-password note (it mentions a password *manager*) above
@@ -9,8 +10,9 @@ from __future__ import annotations
 
 import shutil
 
-from support.daemon import DaemonProcess, short_tmpdir
-from support.memories import MemShim, poll, wait_engine_ready
+from support.daemon import short_tmpdir
+from support.inprocess_daemon import InprocessDaemon, InprocessMemShim
+from support.memories import poll, wait_engine_ready
 
 PNPM = "Use pnpm not npm in the web repo"
 STAGING = "The staging DB password is in the team password manager under 'staging-db'"
@@ -21,12 +23,12 @@ NONSENSE = ["xqzv blorft wibble", "purple elephants dancing", "what's the weathe
 
 def test_a_new_users_memories_rank_honestly(models_dir):
     root = short_tmpdir()
-    daemon = DaemonProcess(root, model="", env={"MEMORYD_MODELS": str(models_dir)})
+    daemon = InprocessDaemon(root, model="", env={"MEMORYD_MODELS": str(models_dir)})
     try:
         daemon.start()
         wait_engine_ready(daemon)
         poll(lambda: daemon.status()["engine"]["search_mode"] == "hybrid", "the model warm", timeout=180)
-        with MemShim(daemon.socket, daemon.env, tools="memories,memo").initialize() as s:
+        with InprocessMemShim(daemon, tools="memories,memo").initialize() as s:
 
             def contents(query: str) -> list[str]:
                 return [m["content"] for m in s.ok("search_memories", query=query)]

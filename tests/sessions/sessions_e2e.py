@@ -1,8 +1,9 @@
-"""Helpers for the ``sessions``/``memo`` end-to-end tests: the official SDK client over the real shim.
+"""Helpers for the ``sessions``/``memo`` tests: the official SDK client over the real shim or in-process.
 
 :func:`client` opens ``mcp.client.Client`` on ``memoryd-shim --socket S --no-start --tools GROUPS`` in
 ``legacy`` mode (the ``initialize`` handshake: the era in which a client can declare ``sampling``), with
-an optional sampling callback. :func:`call` returns a tool's structured content and text and fails the
+an optional sampling callback; given an :class:`support.inprocess_daemon.InprocessDaemon` instead of a
+socket, on a session that daemon serves in-process. :func:`call` returns a tool's structured content and text and fails the
 test on ``isError``.
 """
 
@@ -17,7 +18,13 @@ SHIM = REPO / ".venv" / "bin" / "memoryd-shim"
 
 
 @asynccontextmanager
-async def client(socket: Path, tools: str = "sessions,memo", sampling=None, mode: str = "legacy"):
+async def client(socket: Path | Any, tools: str = "sessions,memo", sampling=None, mode: str = "legacy"):
+    from support.inprocess_daemon import InprocessDaemon, sdk_client
+
+    if isinstance(socket, InprocessDaemon):
+        async with sdk_client(socket, tools, sampling, mode) as c:
+            yield c
+        return
     from mcp.client import Client
     from mcp.client.stdio import StdioServerParameters
 

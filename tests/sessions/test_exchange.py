@@ -1,6 +1,7 @@
 """export_database / import_database and ``memoryd export`` / ``memoryd import --from jsonl`` end to end.
 
-Daemon A serves a copy of the sample board (briefs; screenshots removed, since an export carries no
+Two daemons served in-process (:mod:`support.inprocess_daemon`), spoken to through the official SDK
+client, and the real CLI. Daemon A serves a copy of the sample board (briefs; screenshots removed, since an export carries no
 PNGs) plus session turns, summaries and memos written through the tools. Its export, imported into
 daemon B on an empty board, must give the same search results.
 """
@@ -15,13 +16,13 @@ import time
 from pathlib import Path
 
 import pytest
-from sessions_e2e import SHIM, call, client, fails
+from sessions_e2e import call, client, fails
 
 from support.briefs import board_files, copy_board, wait_engine_ready
-from support.daemon import REPO, DaemonProcess, short_tmpdir
+from support.daemon import REPO, short_tmpdir
+from support.inprocess_daemon import InprocessDaemon
 
 MEMORYD = REPO / ".venv" / "bin" / "memoryd"
-pytestmark = pytest.mark.skipif(not SHIM.exists(), reason="no .venv/bin/memoryd-shim (run make setup)")
 
 TURNS = [
     ("Why is the search page slow on mobile?", "profile first", "The image carousel loaded full-size JPEGs."),
@@ -45,8 +46,8 @@ def pair(shared_board):
         board = copy_board(shared_board, root / "a-board")
         for screens in board.glob("briefs/*/screens"):
             shutil.rmtree(screens)
-        a = DaemonProcess(root / "a", board=board, env=ENV)
-        b = DaemonProcess(root / "b", env=ENV)
+        a = InprocessDaemon(root / "a", board=board, env=ENV)
+        b = InprocessDaemon(root / "b", env=ENV)
         for d in (a, b):
             d.root.mkdir(mode=0o700)
             daemons.append(d)
@@ -118,7 +119,7 @@ def test_export_then_import_into_an_empty_board_gives_the_same_results(pair):
     a, b = pair
 
     async def main():
-        async with client(a.socket, tools=GROUPS) as c:
+        async with client(a, tools=GROUPS) as c:
             await _fill(c)
             await _settled(c)
             before = await _results(c)
@@ -127,7 +128,7 @@ def test_export_then_import_into_an_empty_board_gives_the_same_results(pair):
             assert exported["counts"]["interaction"] == 4 and exported["counts"]["summary"] == 3
             assert exported["counts"]["memory"] == 2 and exported["counts"]["brief"] > 0
             assert exported["path"] in text
-        async with client(b.socket, tools=GROUPS) as c:
+        async with client(b, tools=GROUPS) as c:
             # an agent may import only from memoryd's own exports folder (B's), never any path it names
             for outside in (exported["path"], "../../../etc/passwd", "/proc/self/environ"):
                 with pytest.raises(Exception, match="exports folder"):
@@ -170,12 +171,12 @@ def test_import_with_broken_and_torn_lines_and_a_refused_replace(pair, tmp_path)
     a, b = pair
 
     async def main():
-        async with client(a.socket, tools=GROUPS) as c:
+        async with client(a, tools=GROUPS) as c:
             exported, _ = await call(c, "export_database", include=["interactions"])
         bad = b.root / "home" / "data" / "exports" / "broken.jsonl"
         bad.parent.mkdir(parents=True, exist_ok=True)
         n = _corrupt(Path(exported["path"]), bad)
-        async with client(b.socket, tools=GROUPS) as c:
+        async with client(b, tools=GROUPS) as c:
             before = await _results(c)
             files = board_files(b.board)
             refused = await fails(c, "import_database", file="broken.jsonl", mode="replace")
@@ -212,7 +213,7 @@ def test_hand_written_session_file_with_a_torn_last_line_loads_the_rest(pair):
     (sessions / ".tmp-handmade").rename(sessions / "handmade.jsonl")
 
     async def main():
-        async with client(b.socket, tools="sessions") as c:
+        async with client(b, tools="sessions") as c:
             deadline = time.monotonic() + 20
             while True:
                 found, _ = await call(

@@ -1,4 +1,5 @@
-"""The ``memo`` tools and ``memo://all`` end to end, and ``memoryd import --from memo``."""
+"""The ``memo`` tools and ``memo://all`` through the official SDK client (a daemon served in-process), and
+``memoryd import --from memo``."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ def run(coro):
 
 def test_memo_add_and_search_answer_rules(served):
     async def main():
-        async with client(served.socket, tools="memo") as c:
+        async with client(served, tools="memo") as c:
             saved = []
             for text, tags in (
                 ("Rotate the staging TLS cert before May", ["ops", "tls"]),
@@ -65,7 +66,7 @@ def test_memo_add_and_search_answer_rules(served):
 
 def test_memo_all_resource_newest_first(served):
     async def main():
-        async with client(served.socket, tools="memo") as c:
+        async with client(served, tools="memo") as c:
             await call(c, "memo_add", text="resource probe one")
             await call(c, "memo_add", text="resource probe two")
             listed = await c.list_resources()
@@ -117,7 +118,7 @@ def test_import_memo_file_then_resource_is_bounded(served, tmp_path):
     assert {s["where"] for s in summary["skipped"]} == {"line 103", "line 207"}
 
     async def main():
-        async with client(served.socket, tools="memo") as c:
+        async with client(served, tools="memo") as c:
             deadline = time.monotonic() + 30
             while True:  # the daemon's watcher indexes the new files
                 found, _ = await call(c, "memo_search", query="imported memo", limit=50)

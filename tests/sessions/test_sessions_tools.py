@@ -1,4 +1,5 @@
-"""The ``sessions`` tools (Memory Core's surface) end to end: real daemon, real shim, official SDK client."""
+"""The ``sessions`` tools (Memory Core's surface) through the official SDK client, on a daemon served
+in-process; sampling through the client also over the real shim and a real daemon."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ def run(coro):
 
 def test_add_read_and_search_turns(served):
     async def main():
-        async with client(served.socket) as c:
+        async with client(served) as c:
             first, text = await call(
                 c,
                 "add_memory",
@@ -79,7 +80,7 @@ def test_secrets_are_redacted_in_answers_and_index(served):
     key = "AKIAIOSFODNN7EXAMPLE"
 
     async def main():
-        async with client(served.socket) as c:
+        async with client(served) as c:
             added, _ = await call(
                 c, "add_memory", prompt=f"deploy with key {key}", thought="", response="deployed the lambda"
             )
@@ -94,7 +95,7 @@ def test_secrets_are_redacted_in_answers_and_index(served):
 
 def test_summaries_extractive_list_and_search(served):
     async def main():
-        async with client(served.socket) as c:  # no sampling callback: extractive
+        async with client(served) as c:  # no sampling callback: extractive
             added, _ = await call(
                 c,
                 "add_memory",
@@ -126,7 +127,7 @@ def test_summaries_extractive_list_and_search(served):
 
 def test_summarize_all_stale_sessions_sends_progress(served):
     async def main():
-        async with client(served.socket) as c:
+        async with client(served) as c:
             sids = []
             for n in range(3):
                 added, _ = await call(
@@ -145,7 +146,9 @@ def test_summarize_all_stale_sessions_sends_progress(served):
     run(main())
 
 
-def test_summarize_through_client_sampling(served):
+def test_summarize_through_client_sampling(served_process):
+    """Over the real shim and socket: the daemon's sampling request goes out to the client mid-call and
+    the client's answer comes back (the other tests here run in-process)."""
     asked: list[types.CreateMessageRequestParams] = []
 
     async def sampling(context, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
@@ -165,7 +168,7 @@ def test_summarize_through_client_sampling(served):
         )
 
     async def main():
-        async with client(served.socket, sampling=sampling) as c:
+        async with client(served_process.socket, sampling=sampling) as c:
             added, _ = await call(
                 c,
                 "add_memory",
@@ -198,7 +201,7 @@ def test_sampling_reply_unusable_falls_back_to_extractive(served):
         )
 
     async def main():
-        async with client(served.socket, sampling=sampling) as c:
+        async with client(served, sampling=sampling) as c:
             added, _ = await call(c, "add_memory", prompt="add dark mode", thought="", response="added")
             done, _ = await call(c, "summarize_sessions", sessionId=added["sessionId"])
             assert done["sessions"][0]["method"] == "extractive"
@@ -208,7 +211,7 @@ def test_sampling_reply_unusable_falls_back_to_extractive(served):
 
 def test_metrics_count_calls_without_arguments(served):
     async def main():
-        async with client(served.socket) as c:
+        async with client(served) as c:
             await call(c, "add_memory", prompt="metrics probe prompt XYZZY", thought="", response="ok")
             await fails(c, "get_session_memories", sessionId="metrics-unknown")
             metrics, text = await call(c, "get_memory_core_tool_metrics")
@@ -222,7 +225,7 @@ def test_metrics_count_calls_without_arguments(served):
 
 def test_healthcheck_healthy_then_degraded_when_watcher_stopped(served):
     async def main():
-        async with client(served.socket, tools="sessions") as c:
+        async with client(served, tools="sessions") as c:
             await call(c, "add_memory", prompt="health probe", thought="", response="ok")
             health, text = await call(c, "healthcheck")
             assert health["watcher"]["alive"] is True and health["watcher"]["heartbeat"] is True
@@ -247,7 +250,7 @@ def test_healthcheck_healthy_then_degraded_when_watcher_stopped(served):
 )
 def test_tool_groups_per_session(served, groups, expected):
     async def main():
-        async with client(served.socket, tools=groups) as c:
+        async with client(served, tools=groups) as c:
             names = {t.name for t in (await c.list_tools()).tools if not t.name.startswith("diag_")}
             if expected is not None:
                 assert names == expected
@@ -271,7 +274,7 @@ def test_stateless_era_client_gets_the_extractive_summary(served):
         return types.CreateMessageResult(role="assistant", content=types.TextContent(text="{}"), model="m")
 
     async def main():
-        async with client(served.socket, sampling=sampling, mode="auto") as c:
+        async with client(served, sampling=sampling, mode="auto") as c:
             added, _ = await call(c, "add_memory", prompt="document the API", thought="", response="done")
             done, _ = await call(c, "summarize_sessions", sessionId=added["sessionId"])
             assert done["sessions"][0]["method"] == "extractive"

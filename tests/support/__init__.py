@@ -1,7 +1,8 @@
 """What the tests and the benchmarks share: one real daemon process and the first MCP messages
 (:mod:`.daemon`, with :mod:`.measure` for readiness and RSS), shims and raw JSON-RPC sessions
 (:mod:`.briefs`, :mod:`.shim`, :mod:`.memories`), an in-process SDK session for tool-level tests
-(:mod:`.inprocess`), boards and secrets to plant (:mod:`.board`, :mod:`.privacy`, :mod:`.layouts`,
+(:mod:`.inprocess`) and an in-process daemon whose sessions the raw-line shims and the SDK client speak to
+(:mod:`.inprocess_daemon`), boards and secrets to plant (:mod:`.board`, :mod:`.privacy`, :mod:`.layouts`,
 :mod:`.importers`) and the npm helpers of the real-client tests (:mod:`.npm`).
 
 Importable as ``support`` with no ``sys.path`` edits: from tests through ``pythonpath`` in pyproject.toml,
