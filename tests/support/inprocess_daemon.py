@@ -32,6 +32,7 @@ import os
 import queue
 import subprocess
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -308,12 +309,25 @@ class _OnPipe:
     """The ``__init__`` shared by the shim classes below: a :class:`Pipe` where the shim process was."""
 
     def __init__(self, daemon: InprocessDaemon, cwd: str = "/", tools: str | None = None) -> None:
+        # the state :class:`support.shim.ShimProc` keeps, fed from the session's lines
         self.version = "2025-11-25"
+        self.started = time.monotonic()
+        self.pump = True
         self.proc = daemon.connect(tools, cwd)
-        self.output = bytearray()
-        self._lines: queue.Queue[bytes] = queue.Queue()
-        threading.Thread(target=self._pump, daemon=True).start()  # type: ignore[attr-defined]
+        self.raw: list[bytes] = []
+        self.stderr = bytearray()
+        self._lines: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read_session, daemon=True).start()
         self._id = 0
+
+    def _read_session(self) -> None:
+        for line in self.proc.stdout:
+            self.raw.append(line)
+            self._lines.put(line)
+        self._lines.put(None)  # EOF, as ShimProc's reader marks it
+
+    def kill(self) -> None:
+        self.proc.kill()
 
 
 class InprocessShim(_OnPipe, Shim):
