@@ -53,6 +53,10 @@ def summary_origin(session_id: str) -> str:
     return f"{SESSIONS_DIR}/{session_id}{SUMMARY_SUFFIX}"
 
 
+#: The view's three maps: session -> SessionInfo, session -> Summary, origin -> Skipped.
+_View = tuple[dict[str, SessionInfo], dict[str, Summary], dict[str, Skipped]]
+
+
 class SessionSource:
     """Record source for ``sessions/`` plus the view described in the module docstring."""
 
@@ -69,10 +73,12 @@ class SessionSource:
     # -- RecordSource ---------------------------------------------------------------------------------
     def load_all(self) -> SourceBatch:
         batch = SourceBatch(complete=True)
-        with self._lock:
-            self._logs, self._summaries, self._skipped = {}, {}, {}
+        # built aside and swapped in at once: readers never see a view emptied for the reload
+        view: _View = ({}, {}, {})
         for session_id in list_sessions(self.board):
-            self._load(session_id, batch)
+            self._load(session_id, batch, view)
+        with self._lock:
+            self._logs, self._summaries, self._skipped = view
         return batch
 
     def records_for(self, paths: Collection[str]) -> SourceBatch:
@@ -84,8 +90,8 @@ class SessionSource:
             self._load(session_id, batch)
         return batch
 
-    def _load(self, session_id: str, batch: SourceBatch) -> None:
-        """Re-read both files of one session into ``batch`` and the view."""
+    def _load(self, session_id: str, batch: SourceBatch, view: _View | None = None) -> None:
+        """Re-read both files of one session into ``batch`` and ``view`` (default: the live view)."""
         origin = log_origin(session_id)
         info = None
         try:
@@ -117,20 +123,21 @@ class SessionSource:
             self._skip(batch, s_origin, getattr(exc, "reason", str(exc)))
         batch.add(s_origin, [summary_record(summary)] if summary is not None else [])
         with self._lock:
+            logs, summaries, skipped = view or (self._logs, self._summaries, self._skipped)
             if info is None:
-                self._logs.pop(session_id, None)
+                logs.pop(session_id, None)
             else:
-                self._logs[session_id] = info
+                logs[session_id] = info
             if summary is None:
-                self._summaries.pop(session_id, None)
+                summaries.pop(session_id, None)
             else:
-                self._summaries[session_id] = summary
+                summaries[session_id] = summary
             for o in (origin, s_origin):
                 if not any(s.path == o for s in batch.skipped):
-                    self._skipped.pop(o, None)
+                    skipped.pop(o, None)
             for s in batch.skipped:
                 if s.path in (origin, s_origin):
-                    self._skipped[s.path] = s
+                    skipped[s.path] = s
 
     @staticmethod
     def _skip(batch: SourceBatch, origin: str, reason: str) -> None:
