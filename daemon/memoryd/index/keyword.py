@@ -84,7 +84,19 @@ async def search(
 
     ``idf``: a query term's IDF; ``keep``: which of some tail ids pass ``where``; ``avg``: tokens per row
     of each text column over every row (LanceDB scores rows outside its indexes with those)."""
-    held = tail.ids()  # before LanceDB is asked: a row leaving the tail meanwhile is then in the indexes
+    # The tail first, as one snapshot: a row it holds is scored from it (LanceDB's answer for it is
+    # dropped), and a row it no longer holds left it after a refresh had put it in the indexes, which
+    # LanceDB, asked afterwards, then covers. Asked the other way round, a refresh ending between the two
+    # would lose the row from both.
+    held: frozenset[str] = frozenset()
+    newer: list[tuple[str, float]] = []
+    if len(tail):
+        terms = query_terms.split()
+        weights: dict[str, float] = {}
+        for term, toks in zip(terms, await tokenize_many(table, terms, column), strict=True):
+            for tok in toks:
+                weights[tok] = max(weights.get(tok, 0.0), idf(term))
+        held, newer = tail.score_held(weights, keep, avg)
     indexed: list[tuple[str, float]] = []
     if query is not None:
         q = table.query().nearest_to_text(query).select(["id", "_score"]).limit(limit + min(len(held), limit))
@@ -94,14 +106,8 @@ async def search(
         got = await q.to_arrow()
         pairs = zip(got.column("id").to_pylist(), got.column("_score").to_pylist(), strict=True)
         indexed = [(i, float(s)) for i, s in pairs if i not in held]
-    if not held:
+    if not newer:
         return indexed[:limit]
-    terms = query_terms.split()
-    weights: dict[str, float] = {}
-    for term, toks in zip(terms, await tokenize_many(table, terms, column), strict=True):
-        for tok in toks:
-            weights[tok] = max(weights.get(tok, 0.0), idf(term))
-    newer = tail.score(weights, keep, avg)
     merged = sorted([*indexed, *newer], key=lambda e: (-e[1], e[0]))
     return merged[:limit]
 
@@ -202,12 +208,23 @@ class KeywordTail:
         """``[(id, BM25)]`` of held rows matching any token of ``idf`` (token as the index makes it -> its
         IDF), best first; ``keep`` receives the matching ids and returns those that pass the filters.
         ``avg``: tokens per row of each column over every row (as LanceDB uses them); default: the tail's."""
+        return self.score_held(idf, keep, avg)[1]
+
+    def score_held(
+        self,
+        idf: dict[str, float],
+        keep: Callable[[list[str]], set[str]],
+        avg: Sequence[float] | None = None,
+    ) -> tuple[frozenset[str], list[tuple[str, float]]]:
+        """``(ids held, score(...))`` from one look at the tail: every id scored was held, and every held id
+        is named, however the tail changes meanwhile."""
         terms = list(idf)
         scores: dict[str, float] = {}
         with self._lock:
+            held = frozenset(self._rows)
             count = len(self._rows)
             if not count or not terms:
-                return []
+                return held, []
             for c, boost in enumerate(self.boosts):
                 mean = avg[c] if avg is not None and avg[c] > 0 else self._lengths[c] / count
                 mean = max(mean, 1e-9)
@@ -221,9 +238,9 @@ class KeywordTail:
                         norm = tf + K1 * (1 - B + B * self._rows[rid][c][1] / mean)
                         scores[rid] = scores.get(rid, 0.0) + w * tf * (K1 + 1) / norm
         if not scores:
-            return []
+            return held, []
         allowed = keep(list(scores))
-        return sorted(((i, s) for i, s in scores.items() if i in allowed), key=lambda e: (-e[1], e[0]))
+        return held, sorted(((i, s) for i, s in scores.items() if i in allowed), key=lambda e: (-e[1], e[0]))
 
 
 # -- term statistics ----------------------------------------------------------------------------------
