@@ -70,6 +70,17 @@ def test_a_stored_memory_is_found_by_a_paraphrase_as_soon_as_the_store_returns(w
             assert stored["id"] in [m["id"] for m in full["result"]], (question, full["result"])
 
 
+def test_a_long_memory_is_indexed_before_its_store_answers(warm):
+    """Flow control counts text, not files: one memory longer than the backlog's text bound waits for its
+    own embedding, so a few long stores cannot leave the next search (any agent's) a long wait."""
+    words = " ".join(unique(f"zqlong{k}x") for k in range(2500))  # ~25,000 characters, many passages
+    with MemShim(warm.socket, warm.env).initialize() as s:
+        before = warm.status()["engine"]["records"]
+        s.ok("store_memory", content=f"a long design note: {words}", tags=["long"])
+        # the status line reads the index as it is, without the read barrier
+        assert warm.status()["engine"]["records"] > before
+
+
 def test_stores_from_sixteen_agents_at_once_are_all_found_by_the_next_search(warm):
     failures: list[str] = []
     stored: dict[str, str] = {}

@@ -99,12 +99,13 @@ class Engine:
             return _resolved()
         return self.indexer.submit(paths=paths)
 
-    def admit_paths(self, paths: Sequence[str]) -> asyncio.Future:
-        """Queue paths written by a call that answers before their indexing; the future (never failing)
-        resolves when it may answer (:meth:`memoryd.core.indexer.Indexer.admit`)."""
+    def admit_paths(self, paths: Sequence[str], chars: int = 0) -> asyncio.Future:
+        """Queue paths (with ``chars`` characters of text) written by a call that answers before their
+        indexing; the future (never failing) resolves when it may answer
+        (:meth:`memoryd.core.indexer.Indexer.admit`)."""
         if self.indexer is None:
             return _resolved()
-        return self.indexer.admit(paths)
+        return self.indexer.admit(paths, chars)
 
     # -- lifecycle -------------------------------------------------------------------------------
     async def start(self) -> None:

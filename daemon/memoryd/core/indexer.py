@@ -41,6 +41,9 @@ TAIL_MAX = 2000
 #: Paths queued or being indexed above which :meth:`Indexer.admit` makes a write wait for its own index
 #: write: writes faster than the model would otherwise leave the next search an ever longer wait.
 MAX_BACKLOG = 32
+#: The same bound on the text those writes bring (~4,000 tokens, a second or two of embedding here):
+#: a few long memories are as much work as many short ones.
+MAX_BACKLOG_CHARS = 16_000
 
 
 class Indexer:
@@ -102,14 +105,17 @@ class Indexer:
         self._wake.set()
         return fut
 
-    def admit(self, paths) -> asyncio.Future:
-        """Queue ``paths`` for a write that answers before its indexing (:meth:`submit`); the future, which
-        never fails, says when the caller may answer: at once while the backlog is at most
-        :data:`MAX_BACKLOG` paths, else once these paths are indexed (flow control). A failed index write
-        is the writer's to log; the files are on the board for the next start's reconcile."""
-        written = self.submit(paths)
+    def admit(self, paths, chars: int = 0) -> asyncio.Future:
+        """Queue ``paths`` (bringing ``chars`` characters of text to embed) for a write that answers
+        before its indexing (:meth:`submit`); the future, which never fails, says when the caller may
+        answer: at once while the backlog is at most :data:`MAX_BACKLOG` paths and
+        :data:`MAX_BACKLOG_CHARS` characters, else once these paths are indexed (flow control). A failed
+        index write is the writer's to log; the files are on the board for the next start's reconcile."""
+        paths = list(paths)
+        written = self._queue.submit(paths, chars=chars) if paths else self.barrier()
+        self._wake.set()
         admitted = asyncio.get_running_loop().create_future()
-        if self._queue.backlog <= MAX_BACKLOG:
+        if self._queue.backlog <= MAX_BACKLOG and self._queue.backlog_chars <= MAX_BACKLOG_CHARS:
             admitted.set_result(None)
 
         def settle(fut: asyncio.Future) -> None:

@@ -66,6 +66,7 @@ class WriteQueue:
         self.seq = 0  # the last submission a barrier counts
         self.done = 0  # every submission numbered up to this is applied (or failed and was logged)
         self.in_flight = 0  # paths in the batch the writer is applying
+        self._chars: dict[int, int] = {}  # submission -> characters of text it queued (admitted writes)
         self._barriers: list[tuple[int, asyncio.Future]] = []
 
     @property
@@ -73,11 +74,19 @@ class WriteQueue:
         """Paths queued or being applied: what the next search may have to wait for."""
         return len(self.pending.paths) + self.in_flight
 
-    def submit(self, paths=(), rescan: bool = False, purge: bool = False) -> asyncio.Future:
-        """Number and queue a change; the future resolves once the writer has applied it (or carries
-        the writer's exception)."""
+    @property
+    def backlog_chars(self) -> int:
+        """Characters of text queued or being applied by admitted writes: the embedding work they hold."""
+        return sum(self._chars.values())
+
+    def submit(self, paths=(), rescan: bool = False, purge: bool = False, chars: int = 0) -> asyncio.Future:
+        """Number and queue a change (``chars``: the text it brings, counted in :attr:`backlog_chars`
+        until it is applied); the future resolves once the writer has applied it (or carries the
+        writer's exception)."""
         fut = asyncio.get_running_loop().create_future()
         self.seq += 1
+        if chars:
+            self._chars[self.seq] = chars
         self.pending.add(self.seq, paths, rescan, purge)
         self.pending.waiters.append((self.seq, fut))
         return fut
@@ -112,6 +121,8 @@ class WriteQueue:
         """Every submission numbered up to ``done`` is applied: resolve the barriers waiting for them."""
         self.done = max(self.done, done)
         self.in_flight = 0
+        for seq in [n for n in self._chars if n <= self.done]:
+            del self._chars[seq]
         waiting = []
         for seq, fut in self._barriers:
             if seq > self.done:

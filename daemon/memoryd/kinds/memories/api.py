@@ -71,9 +71,11 @@ if TYPE_CHECKING:
 #: ``submit(paths)``: queue board-relative paths for the index's one writer before returning an awaitable
 #: that resolves once they are searchable (no paths: once every earlier write is; the read barrier).
 #: ``search(query, **filters)``: the hybrid search under the read lock, behind the same barrier.
-#: ``admit(paths)`` (optional): queue paths and resolve when a store may answer, never failing
-#: (:meth:`memoryd.core.indexer.Indexer.admit`); without it a store awaits its index write.
+#: ``admit(paths, chars)`` (optional): queue paths bringing ``chars`` characters of text and resolve when
+#: a store may answer, never failing (:meth:`memoryd.core.indexer.Indexer.admit`); without it a store
+#: awaits its index write.
 Submit = Callable[[Sequence[str]], Awaitable[None]]
+Admit = Callable[[Sequence[str], int], Awaitable[None]]
 Search = Callable[..., Awaitable["SearchResult"]]
 
 __all__ = [
@@ -145,7 +147,7 @@ class Memories:
         sources: Sequence[RecordSource],
         submit: Submit,
         search: Search,
-        admit: Submit | None = None,
+        admit: Admit | None = None,
     ) -> None:
         self.board = board
         self._sources = sources
@@ -189,11 +191,16 @@ class Memories:
         if paths:
             await self._submit(paths)
 
-    async def _index_admitted(self, paths: Iterable[str]) -> None:
-        """Queue ``paths`` and wait only as ``admit`` says (reads wait through :meth:`settled`)."""
-        paths = sorted(set(paths))
-        if paths:
-            await (self._admit or self._submit)(paths)
+    async def _index_admitted(self, stored: Sequence[Memory]) -> None:
+        """Queue the files of ``stored`` and wait only as ``admit`` says (reads wait through
+        :meth:`settled`)."""
+        paths = sorted({m.path for m in stored})
+        if not paths:
+            return
+        if self._admit is None:
+            await self._submit(paths)
+        else:
+            await self._admit(paths, sum(len(m.content) for m in stored))
 
     async def settled(self) -> None:
         """Wait until every write acknowledged before this call is in the index and in :attr:`view`
@@ -241,7 +248,7 @@ class Memories:
         An item that is an exception (a failed :meth:`prepare`) is passed through, so a batch keeps its
         positions; each result is :class:`Stored` or that item's exception."""
         results = await self._locked(self._store_sync, items)
-        await self._index_admitted(r.memory.path for r in results if isinstance(r, Stored))
+        await self._index_admitted([r.memory for r in results if isinstance(r, Stored)])
         return results
 
     def _store_sync(self, items: Sequence[Memory | Exception]) -> list[Stored | Exception]:
