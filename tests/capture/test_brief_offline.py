@@ -88,10 +88,14 @@ def test_only_a_png_screenshot_and_utf8_text_are_attached(tmp_path):
         text.write_text("Checkout button is grey", "utf-8")
         notes.write_text(f"a private file {SECRET}", "utf-8")
         (tmp_path / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))
+        fifo = tmp_path / "fifo.png"
+        os.mkfifo(fifo)
 
         for args, why in (
             (("--screen", str(notes)), "is not a PNG image"),
-            (("--screen", str(tmp_path)), "no file"),
+            (("--screen", str(tmp_path)), "is not a regular file"),
+            (("--screen", str(fifo)), "is not a regular file"),  # refused, not read (a read would block)
+            (("--screen", str(tmp_path / "absent.png")), "no file"),
             (("--screen", str(shot), "--screen-text", str(tmp_path / "latin1.txt")), "is not UTF-8 text"),
         ):
             refused = brief(env, FIRST, "--project", "shop", *args)

@@ -39,7 +39,7 @@ def cmd_brief(args) -> int:
     screens = []
     if args.screen:
         for path in filter(None, (args.screen, args.screen_text)):
-            if not os.path.isfile(path):
+            if not os.path.exists(path):
                 print(f"memoryd brief: no file {path}", file=sys.stderr)
                 return EXIT_USAGE
         screens.append(

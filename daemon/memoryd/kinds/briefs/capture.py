@@ -145,6 +145,8 @@ def read_screen(png: object, text: object = None) -> tuple[bytes, str | None]:
     taken, so no other file of the user's can be copied onto the board. Raises ValueError saying why."""
     if not isinstance(png, str) or not png or (text is not None and not isinstance(text, str)):
         raise ValueError("a screen is [PNG path, text path or null]")
+    if not os.path.isabs(png) or (text and not os.path.isabs(text)):
+        raise ValueError("a screen's paths must be absolute")
     data = _read_regular(png, MAX_SCREEN_BYTES, "screenshot")
     if not data.startswith(PNG_SIGNATURE):
         raise ValueError(f"the screenshot {png} is not a PNG image")
@@ -160,15 +162,19 @@ def read_screen(png: object, text: object = None) -> tuple[bytes, str | None]:
 
 def _read_regular(path: str, limit: int, what: str) -> bytes:
     try:
-        with open(path, "rb") as f:
-            info = os.fstat(f.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                raise ValueError(f"the {what} {path} is not a regular file")
-            if info.st_size > limit:
-                raise ValueError(f"the {what} {path} is larger than {limit // (1024 * 1024)} MB")
-            return f.read(limit + 1)[:limit]
+        # O_NONBLOCK: opening a FIFO must not block a worker thread until a writer comes
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
         raise ValueError(f"cannot read the {what} {path}: {exc.strerror or exc}") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise ValueError(f"the {what} {path} is not a regular file")
+    with os.fdopen(fd, "rb") as f:
+        data = f.read(limit + 1)
+    if info.st_size > limit or len(data) > limit:
+        raise ValueError(f"the {what} {path} is larger than {limit:,} bytes")
+    return data
 
 
 def now_iso() -> str:
