@@ -113,7 +113,9 @@ def test_the_installed_stop_hook_command_runs_and_blocks(served, tmp_path):
                         "idempotency key is dropped."}}  # fmt: skip
     transcript.write_text(json.dumps(line) + "\n")
     stdin = json.dumps({"session_id": "s", "transcript_path": str(transcript), "stop_hook_active": False})
-    env = {**agent_env(home, {}), "MEMORYD_HOME": os.environ["MEMORYD_HOME"]}
+    # the agent's own environment: memoryd's variables reach the hook only through the command line
+    assert f"MEMORYD_HOME={os.environ['MEMORYD_HOME']}" in command
+    env = {k: v for k, v in agent_env(home, {}).items() if not k.startswith("MEMORYD_")}
     result = subprocess.run(["/bin/sh", "-c", command], input=stdin, capture_output=True, text=True, env=env,
                             timeout=60, cwd="/")  # fmt: skip
     assert result.returncode == 0, result.stderr

@@ -116,7 +116,7 @@ def test_connect_disconnect_keep_everything_else(fake_home: FakeHome):
     assert one_insertion(old_settings, new_settings)
     stop = json.loads(new_settings)["hooks"]["Stop"]
     assert stop[0] == json.loads(old_settings)["hooks"]["Stop"][0]
-    assert stop[1] == edits.hook_group(hook_command(server["command"]))
+    assert stop[1] == edits.hook_group(hook_command(server["command"], server.get("env")))
 
     # Second connect: nothing is written, not even the same bytes again.
     after_first = snapshot(fh, settings)

@@ -229,9 +229,11 @@ def without_tools(entry: Any) -> Any:
     return {**entry, "args": out}
 
 
-def hook_command(python: str | None = None) -> str:
-    """The Stop hook's shell command line: ``'<python>' -m memoryd hook claude-stop``."""
-    return " ".join(shlex.quote(part) for part in (python or interpreter(), *HOOK_ARGS))
+def hook_command(python: str | None = None, env: Mapping[str, str] | None = None) -> str:
+    """The Stop hook's shell command line: ``[VAR=value ...] '<python>' -m memoryd hook claude-stop``;
+    ``env``: memoryd's path variables the MCP entry carries (the hook must find the same board)."""
+    words = [f"{k}={shlex.quote(v)}" for k, v in sorted((env or {}).items())]
+    return " ".join([*words, *(shlex.quote(part) for part in (python or interpreter(), *HOOK_ARGS))])
 
 
 def command_words(command: object) -> list[str] | None:

@@ -183,7 +183,7 @@ def cmd_connect(args) -> int:
             print(edits.snippet(agent.fmt, agent.container, entry), end="")
             if agent.name == "claude-code":
                 print(f"# {agent.title} Stop hook: {agent.folder / 'settings.json'}")
-                print(edits.hook_snippet(hook_command(server["command"])), end="")
+                print(edits.hook_snippet(hook_command(server["command"], server.get("env"))), end="")
         return EXIT_OK
     agents = _select(args.agents, args.all)
     if not agents:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,6 +61,10 @@ class AgentStatus:
     detail: str = ""
     hook: str | None = None  # Claude Code only: "installed" | "missing" | "stale" | "unreadable"
     url: str | None = None  # an HTTP entry's URL (``connect --http``); None for the stdio shim
+
+
+#: A ``VAR=value`` word at the start of a hook command line.
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 
 def _decode(data: bytes | None) -> str:
@@ -164,7 +169,7 @@ def connect(
     outcomes = [_apply(agent.name, agent.config, agent.fmt, change, check, dry_run, paste, action)]
     # The hook asks the agent to call save_outcome: only worth installing where the server is configured.
     if agent.name == "claude-code" and outcomes[0].ok:
-        outcomes.append(_connect_hook(agent, server["command"], dry_run))
+        outcomes.append(_connect_hook(agent, server["command"], server.get("env"), dry_run))
     if capture and agent.name in capturehooks.EVENTS and outcomes[0].ok:
         outcomes.append(connect_capture(agent, server["command"], tokens, server.get("env"), dry_run))
     return outcomes
@@ -265,9 +270,9 @@ def capture_state(agent: Agent) -> str | None:
         return "unreadable"
 
 
-def _connect_hook(agent: Agent, python: str, dry_run: bool) -> Outcome:
+def _connect_hook(agent: Agent, python: str, env: dict[str, str] | None, dry_run: bool) -> Outcome:
     settings = claude_settings(agent.folder.parent)
-    command = hook_command(python)
+    command = hook_command(python, env)
     paste = edits.hook_snippet(command)
     try:
         previous = edits.read_hook(_decode(safewrite.read_bytes(settings)))
@@ -390,7 +395,9 @@ def _hook_state(settings: Path) -> str:
     if command is None:
         return "missing"
     try:
-        python = shlex.split(command)[0]
-    except (ValueError, IndexError):
+        words = shlex.split(command)
+    except ValueError:
         return "stale"
-    return "installed" if command_exists(python) else "stale"
+    # the interpreter is the first word that is not a VAR=value the command line starts with
+    python = next((w for w in words if not _ASSIGNMENT.match(w)), None)
+    return "installed" if python and command_exists(python) else "stale"
