@@ -382,7 +382,8 @@ class Capture:
             raise ValueError("tokens must be a whole number >= 0")
         cwd = _text(req, "cwd") or None
         target = Target(project_of(cwd), "cwd", branch_of(cwd))
-        built = await self.context.digest(target, tokens, self._state(req).prompt)
+        # the agent waits for this: the board as indexed now, not after writes still in flight
+        built = await self.context.digest(target, tokens, self._state(req).prompt, settle=False)
         return {"context": built.text}
 
 

@@ -100,14 +100,17 @@ class Searcher:
         limit: int = 10,
         ranking: Ranking | None = None,
         reasons: bool = False,
+        settle: bool = True,
     ) -> SearchResult:
         """The hybrid search (:func:`memoryd.index.search.search`); ``ranking``: a profile other than
-        ``kind``'s own (memories use theirs); ``reasons``: each hit carries why it matched."""
+        ``kind``'s own (memories use theirs); ``reasons``: each hit carries why it matched; ``settle=False``:
+        the index as it is, without waiting for writes still in flight (the read barrier)."""
         if self._guard is not None:
             self._guard()
         if self.store is None:
             raise RuntimeError("the index is not open yet")
-        await self.settled()
+        if settle:
+            await self.settled()
         store, embedder = self.store, self.embedder
 
         def run() -> SearchResult:

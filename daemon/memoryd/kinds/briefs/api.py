@@ -68,11 +68,13 @@ class Briefs:
         return sorted(briefs, key=lambda b: (b.created_at, b.id))
 
     async def list_tasks(
-        self, project: str | None = None, status: str | None = None
+        self, project: str | None = None, status: str | None = None, settle: bool = True
     ) -> list[tuple[Task, str, int]]:
-        """``[(task, last_activity_iso, brief_count)]``, newest activity first."""
+        """``[(task, last_activity_iso, brief_count)]``, newest activity first; ``settle=False``: the
+        snapshot as it is, without waiting for writes in flight."""
         check_board(self.board)
-        await self._submit(())  # the read barrier: a brief filed (and answered) before is in the snapshot
+        if settle:
+            await self._submit(())  # the read barrier: a brief filed (and answered) before is in the snapshot
         snapshot = self._snapshot()
         activity: dict[str, tuple[str, int]] = {}
         for b in snapshot.briefs.values():

@@ -121,15 +121,16 @@ class Context:
             return embedder.count_tokens, "model"
         return dig.estimate_tokens, "estimate"
 
-    async def digest(self, target: Target, budget: int, query: str = "") -> Digest:
+    async def digest(self, target: Target, budget: int, query: str = "", settle: bool = True) -> Digest:
         """The digest of ``target.project`` within ``budget`` tokens (0: off, an empty text); a kept one
-        when the board has not changed since it was built.
+        when the board has not changed since it was built. ``settle=False`` (the session-start hook, which
+        the agent waits for): the board as indexed now, without waiting for writes still in flight, such
+        as another session's prompt filed a moment ago.
 
         Raises :class:`memoryd.kinds.briefs.reader.BoardUnreadable` when the board cannot be read; a failed
         memory search leaves the memories out rather than failing the digest."""
-        await (
-            self.searcher.settled()
-        )  # writes acknowledged before are in the index, the views, the generation
+        if settle:  # writes acknowledged before are in the index, the views, the generation
+            await self.searcher.settled()
         count, counter = self.counter()
         key = (target, budget, query, counter)
         generation = self._generation()  # read first: a change during the build makes the next call rebuild
@@ -137,7 +138,7 @@ class Context:
         if kept is not None and kept[0] == generation:
             self._cache.move_to_end(key)
             return kept[1]
-        built = await self._build(target, budget, query, count, counter)
+        built = await self._build(target, budget, query, count, counter, settle)
         self._cache[key] = (generation, built)
         self._cache.move_to_end(key)
         while len(self._cache) > CACHE_SIZE:
@@ -163,11 +164,13 @@ class Context:
                     except Exception as exc:  # the next hook builds it itself
                         log.warning("context.rebuild_failed", error=f"{type(exc).__name__}: {exc}")
 
-    async def _build(self, target: Target, budget: int, query: str, count, counter: str) -> Digest:
+    async def _build(
+        self, target: Target, budget: int, query: str, count, counter: str, settle: bool = True
+    ) -> Digest:
         if budget <= 0:
             return Digest(target.project, target.source, budget, "", 0, counter)
         project = target.project
-        rows = await self.briefs.list_tasks(project, "open")
+        rows = await self.briefs.list_tasks(project, "open", settle=settle)
         tasks = [
             dig.OpenTask(t.id, t.title, n, last, self._open_items(t.id))
             for t, last, n in rows[: dig.OPEN_TASKS_MAX]
@@ -181,7 +184,7 @@ class Context:
         branch = target.branch
         about = query or (branch.replace("/", " ").replace("-", " ") if branch not in _TRUNK else "")
         about = about or (recent[0].title if recent else "")
-        memories = await self._memories(about, project) if about else []
+        memories = await self._memories(about, project, settle) if about else []
         data = dig.DigestInput(project=project, tasks=tasks, briefs=briefs, memories=memories)
 
         def render() -> tuple[str, int]:
@@ -191,10 +194,10 @@ class Context:
         text, tokens = await asyncio.to_thread(render)
         return Digest(project, target.source, budget, text, tokens, counter)
 
-    async def _memories(self, query: str, project: str) -> list[str]:
+    async def _memories(self, query: str, project: str, settle: bool = True) -> list[str]:
         try:
             found = await self.memories.search(
-                query, project=project or None, limit=dig.MEMORIES_MAX, touch=False
+                query, project=project or None, limit=dig.MEMORIES_MAX, touch=False, settle=settle
             )
         except Exception as exc:  # the digest goes out without memories rather than not at all
             log.warning("context.memories_failed", error=str(exc))

@@ -332,11 +332,13 @@ class Memories:
         limit: int = 10,
         touch: bool = True,
         reasons: bool = False,
+        settle: bool = True,
     ) -> Found:
         """Hybrid search over memories, re-ranked by importance and recency (:mod:`.ranking`).
 
         ``project``/``memory_type`` filter in the index; ``tags``: a memory must carry all of them;
-        ``limit`` 1-100; ``reasons``: each result says why it matched (:attr:`Scored.why`). Raises
+        ``limit`` 1-100; ``reasons``: each result says why it matched (:attr:`Scored.why`); ``settle=False``:
+        without waiting for writes in flight (:meth:`memoryd.index.searcher.Searcher.search`). Raises
         InvalidMemory for text with a lone surrogate."""
         if not isinstance(query, str) or has_lone_surrogate(query):
             raise InvalidMemory("query contains a lone surrogate (invalid Unicode)")
@@ -349,6 +351,7 @@ class Memories:
             limit=SEARCH_POOL,
             ranking=ranking.MEMORY_RANKING,
             reasons=reasons,
+            settle=settle,
         )
         now = datetime.now(UTC)
         view = self.view
