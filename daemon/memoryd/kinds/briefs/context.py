@@ -24,6 +24,7 @@ rebuilds them in the background after each burst of changes: a hook usually find
 from __future__ import annotations
 
 import asyncio
+import heapq
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -170,21 +171,23 @@ class Context:
         if budget <= 0:
             return Digest(target.project, target.source, budget, "", 0, counter)
         project = target.project
+        recent = heapq.nlargest(
+            dig.BRIEFS_MAX,
+            (b for b in self.briefs.snapshot().briefs.values() if b.project == project),
+            key=lambda b: (b.created_at, b.id),
+        )
+        briefs = [dig.RecentBrief(b.id, b.task, b.created_at, b.title or b.summary) for b in recent]
+        branch = target.branch
+        about = query or (branch.replace("/", " ").replace("-", " ") if branch not in _TRUNK else "")
+        about = about or (recent[0].title if recent else "")
+        # the memory search (a query embedding, in a worker thread) overlaps the task scan
+        related = asyncio.ensure_future(self._memories(about, project, settle)) if about else None
         rows = await self.briefs.list_tasks(project, "open", settle=settle)
         tasks = [
             dig.OpenTask(t.id, t.title, n, last, self._open_items(t.id))
             for t, last, n in rows[: dig.OPEN_TASKS_MAX]
         ]
-        recent = sorted(
-            (b for b in self.briefs.snapshot().briefs.values() if b.project == project),
-            key=lambda b: (b.created_at, b.id),
-            reverse=True,
-        )[: dig.BRIEFS_MAX]
-        briefs = [dig.RecentBrief(b.id, b.task, b.created_at, b.title or b.summary) for b in recent]
-        branch = target.branch
-        about = query or (branch.replace("/", " ").replace("-", " ") if branch not in _TRUNK else "")
-        about = about or (recent[0].title if recent else "")
-        memories = await self._memories(about, project, settle) if about else []
+        memories = await related if related is not None else []
         data = dig.DigestInput(project=project, tasks=tasks, briefs=briefs, memories=memories)
 
         def render() -> tuple[str, int]:
