@@ -34,8 +34,9 @@ import time
 from pathlib import Path
 
 from support.briefs import Shim
-from support.daemon import INIT, INITIALIZED, REPO, DaemonProcess, RawConnection, short_tmpdir
+from support.daemon import INIT, INITIALIZED, REPO, DaemonProcess, short_tmpdir
 from support.measure import rss_mb
+from support.sockets import RawConnection
 
 
 def pct(values: list[float], q: float) -> float:

@@ -9,10 +9,9 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
-from support.briefs import wait_engine_ready
+from support.briefs import cli_env, memoryd, wait_engine_ready
 from support.daemon import short_tmpdir
 
 BRIEF_ID = re.compile(r"^b-\d{8}-[0-9a-f]{6}$")
@@ -22,8 +21,7 @@ SECRET = "AKIAIOSFODNN7EXAMPLE"
 
 
 def brief(env: dict, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "memoryd", "brief", *args], capture_output=True, text=True,
-                          env=env, cwd="/", timeout=120)  # fmt: skip
+    return memoryd(env, "brief", *args)
 
 
 def meta(board: Path, brief_id: str) -> dict:
@@ -36,9 +34,7 @@ def test_a_brief_is_filed_without_a_daemon_and_indexed_by_the_next_one(make_daem
         board, index = root / "board", root / "index"
         daemon = make_daemon(root, board=board, index=index).start()
         wait_engine_ready(daemon)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
-        env |= {"MEMORYD_HOME": str(root / "cli"), "MEMORYD_BOARD": str(board), "MEMORYD_INDEX": str(index),
-                "MEMORYD_SOCKET": str(daemon.socket)}  # fmt: skip
+        env = cli_env(root, board, index, daemon.socket)
         first = brief(env, FIRST, "--project", "shop")
         assert first.returncode == 0, first.stderr
         first_id = first.stdout.strip()
@@ -80,9 +76,7 @@ def test_only_a_png_screenshot_and_utf8_text_are_attached(tmp_path):
     root = short_tmpdir()
     try:
         board = root / "board"
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
-        env |= {"MEMORYD_HOME": str(root / "cli"), "MEMORYD_BOARD": str(board),
-                "MEMORYD_INDEX": str(root / "index"), "MEMORYD_SOCKET": str(root / "none.sock")}  # fmt: skip
+        env = cli_env(root, board, root / "index", root / "none.sock")
         shot, text, notes = tmp_path / "shot.png", tmp_path / "shot.txt", tmp_path / "notes.txt"
         shot.write_bytes(PNG)
         text.write_text("Checkout button is grey", "utf-8")

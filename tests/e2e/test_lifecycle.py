@@ -19,7 +19,7 @@ import pytest
 
 from memoryd.errors import EXIT_ALREADY_RUNNING, EXIT_STARTUP_FAILED
 from memoryd.serve import lock
-from support.daemon import RawConnection
+from support.sockets import RawConnection
 
 
 def test_second_daemon_on_the_same_socket_or_board_is_refused(make_daemon):

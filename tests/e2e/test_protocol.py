@@ -21,7 +21,8 @@ import time
 import pytest
 
 from memoryd_shim import rendezvous
-from support.daemon import REPO, RawConnection, socket_transport
+from support.daemon import REPO
+from support.sockets import RawConnection, socket_transport
 
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 MODERN = "2026-07-28"

@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from memoryd.errors import EXIT_ALREADY_RUNNING
-from support.daemon import PYTHON, RawConnection, daemon_env, short_tmpdir
+from support.daemon import PYTHON, daemon_env, short_tmpdir
+from support.sockets import RawConnection
 
 START_TIMEOUT_S = 60.0
 BASH = shutil.which("bash") or "/bin/bash"

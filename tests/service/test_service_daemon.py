@@ -22,7 +22,8 @@ import pytest
 import memoryd_shim
 from memoryd import __version__, logs
 from memoryd.cli.main import main
-from support.daemon import INIT, PYTHON, DaemonProcess, RawConnection, short_tmpdir
+from support.daemon import INIT, PYTHON, DaemonProcess, short_tmpdir
+from support.sockets import RawConnection
 
 
 @pytest.fixture(scope="module")

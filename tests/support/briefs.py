@@ -8,7 +8,10 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -154,3 +157,17 @@ def board_files(*roots: Path) -> dict[str, tuple[int, int, bool]]:
             st = path.lstat()
             out[str(path)] = (st.st_size, st.st_mtime_ns, path.is_symlink())
     return out
+
+
+def cli_env(root: Path, board: Path, index: Path, socket_path: Path) -> dict[str, str]:
+    """A person's environment for ``python -m memoryd ...``: this process's, without memoryd's variables,
+    plus a home under ``root`` and these locations."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
+    return env | {"MEMORYD_HOME": str(root / "cli"), "MEMORYD_BOARD": str(board), "MEMORYD_INDEX": str(index),
+                  "MEMORYD_SOCKET": str(socket_path)}  # fmt: skip
+
+
+def memoryd(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    """``python -m memoryd ARGS`` as a person runs it (text output, from ``/``)."""
+    return subprocess.run([sys.executable, "-m", "memoryd", *args], capture_output=True, text=True, env=env,
+                          cwd="/", timeout=120)  # fmt: skip

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from support.briefs import Shim
-from support.daemon import RawConnection
 from support.privacy import forget_now, in_index
+from support.sockets import RawConnection
 from support.web import plant, start_daemon
 
 NOTES, NOTES_TASK = "b-20260811-43a237", "t-20260811-f45ef4"

@@ -45,11 +45,16 @@ def _each(what: str, keys: list[str], change) -> int:
     """Apply ``change(key) -> bool`` to every key; print one line each; the exit status."""
     from memoryd.errors import ToolFailed
     from memoryd.kinds.briefs.reader import BoardUnreadable
+    from memoryd.kinds.briefs.writer import BriefNotFound
 
     code = EXIT_OK
     for key in keys:
         try:
             changed = change(key)
+        except BriefNotFound:
+            print(f"memoryd tasks: {what} {key}: no brief {key} on the board", file=sys.stderr)
+            code = EXIT_PROBLEM
+            continue
         except (ToolFailed, BoardUnreadable, ValueError, OSError) as exc:
             print(f"memoryd tasks: {what} {key}: {exc}", file=sys.stderr)
             code = EXIT_PROBLEM
