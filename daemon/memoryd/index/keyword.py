@@ -199,25 +199,17 @@ class KeywordTail:
                     if not hits:
                         del post[term]
 
-    def score(
-        self,
-        idf: dict[str, float],
-        keep: Callable[[list[str]], set[str]],
-        avg: Sequence[float] | None = None,
-    ) -> list[tuple[str, float]]:
-        """``[(id, BM25)]`` of held rows matching any token of ``idf`` (token as the index makes it -> its
-        IDF), best first; ``keep`` receives the matching ids and returns those that pass the filters.
-        ``avg``: tokens per row of each column over every row (as LanceDB uses them); default: the tail's."""
-        return self.score_held(idf, keep, avg)[1]
-
     def score_held(
         self,
         idf: dict[str, float],
         keep: Callable[[list[str]], set[str]],
         avg: Sequence[float] | None = None,
     ) -> tuple[frozenset[str], list[tuple[str, float]]]:
-        """``(ids held, score(...))`` from one look at the tail: every id scored was held, and every held id
-        is named, however the tail changes meanwhile."""
+        """``(ids held, [(id, BM25)])`` from one look at the tail, so every id scored was held and every held
+        id is named, however the tail changes meanwhile. The scores: held rows matching any token of ``idf``
+        (token as the index makes it -> its IDF), best first; ``keep`` receives the matching ids and returns
+        those that pass the filters. ``avg``: tokens per row of each column over every row (as LanceDB uses
+        them); default: the tail's."""
         terms = list(idf)
         scores: dict[str, float] = {}
         with self._lock:
