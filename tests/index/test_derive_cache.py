@@ -89,3 +89,36 @@ def test_a_wiped_index_is_rebuilt_even_with_the_cache_file_left(board, tmp_path)
     (index / FILE_NAME).write_bytes(cache)
     store, again, report = restart(board, index)
     assert (again.last_derived, report.added, store.count()) == (3, 3, 3)
+
+
+def test_memories_are_derived_again_only_when_what_their_record_reads_changed(tmp_path):
+    from memoryd.kinds.memories.files import Memory, read_memory, write_memory
+    from memoryd.kinds.memories.source import MemorySource
+
+    board, index = tmp_path / "board", tmp_path / "index"
+    board.mkdir()
+    long_text = " ".join(f"readSession{i % 97} retries the upload" for i in range(3000))
+    kept = [Memory.new(long_text, tags=("upload",)), Memory.new("the staging database is postgres 16")]
+    for m in kept:
+        write_memory(board, m)
+
+    def restart_memories():
+        store = IndexStore(index)
+        indexer = Indexer(store, lambda: None, RWLock(), sources=[MemorySource(board)])
+        return store, indexer, indexer.full_sync()
+
+    _, first, report = restart_memories()
+    assert (first.last_derived, report.added) == (2, 2)
+    store, again, report = restart_memories()
+    assert (again.last_derived, report.unchanged, report.changed) == (0, 2, False)
+    assert [h.id for h in search(store, None, "readsession42 upload").hits][:1] == [kept[0].id]
+
+    # a touch of what only re-ranks (importance, accessed_at) derives nothing; a new tag does
+    m = read_memory(board, kept[1].id)
+    write_memory(board, m.with_(importance=5, accessed_at="2026-12-01T00:00:00Z"), overwrite=True)
+    _, again, report = restart_memories()
+    assert (again.last_derived, report.changed) == (0, False)
+    write_memory(board, m.with_(tags=("database",)), overwrite=True)
+    store, again, report = restart_memories()
+    assert (again.last_derived, report.updated, report.unchanged) == (1, 1, 1)
+    assert [h.id for h in search(store, None, "database").hits][:1] == [kept[1].id]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 _CJK = (
     "\u3040-\u309f"  # Hiragana
@@ -279,9 +280,17 @@ def normalize(text: str) -> str:
     return unicodedata.normalize("NFKC", text).lower()
 
 
-def _split_identifier(raw: str) -> list[str]:
+_SEPARATORS = re.compile(r"[_\-.]+")
+_WORD = re.compile(rf"[{_CJK}]+|[\w\-.]+")
+_MIXED = re.compile(rf"[{_CJK}]+|[^{_CJK}]+")
+
+
+# Pure and called once per word of every text: words repeat, so a 100 KB memory costs a few
+# thousand splits instead of ~10,000 (a restart re-derives every changed record).
+@lru_cache(maxsize=65536)
+def _split_identifier(raw: str) -> tuple[str, ...]:
     parts: list[str] = []
-    for chunk in re.split(r"[_\-.]+", raw):
+    for chunk in _SEPARATORS.split(raw):
         camel = [m.group(0) for m in _CAMEL.finditer(chunk)]
         # a real camelCase name splits into words ("readSession", "S3UploadFailedError"); a random
         # string ("wJalrXUtnFEMI", "bPxRfiCY") splits into one- and two-letter shards: keep it whole
@@ -290,7 +299,7 @@ def _split_identifier(raw: str) -> list[str]:
         # ... and neither has an all-lower-case run such as "akiaiosfodnn7example" (no humps at all)
         whole = shards >= 2 or not any(c.islower() for c in chunk) or not any(c.isupper() for c in chunk)
         parts.extend([chunk] if whole else camel)
-    return [p.lower() for p in parts if p]
+    return tuple(p.lower() for p in parts if p)
 
 
 def _bigrams(run: str) -> list[str]:
@@ -308,36 +317,39 @@ def terms(text: str, *, query: bool = False) -> list[str]:
     # confirm that a secret was there
     text = PLACEHOLDER.sub(" ", unicodedata.normalize("NFKC", text))
     out: list[str] = []
-    for match in re.finditer(rf"[{_CJK}]+|[\w\-.]+", text):
-        raw = match.group(0).strip("-.")
-        if not raw:
-            continue
-        if _CJK_RUN.match(raw):
-            out.extend(_bigrams(raw))
-            continue
-        # a mixed run such as "v3のページ" splits into its CJK and non-CJK parts
-        for piece in re.findall(rf"[{_CJK}]+|[^{_CJK}]+", raw):
-            piece = piece.strip("-._")
-            if not piece:
-                continue
-            if _CJK_RUN.match(piece):
-                out.extend(_bigrams(piece))
-                continue
-            whole = piece.lower()
-            parts = _split_identifier(piece)
-            split = len(parts) != 1 or parts[0] != whole
-            if len(whole) <= MAX_TERM_CHARS and split and not (query and whole in FILLER):
-                out.append(whole)
-            for part in parts:
-                # one-letter fragments of a split ("v3" -> "v") match everything and mean nothing
-                if (
-                    len(part) > MAX_TERM_CHARS
-                    or (len(part) < 2 and len(parts) > 1)
-                    or (query and part in FILLER)
-                ):
-                    continue
-                out.append(part)
+    for raw in _WORD.findall(text):
+        out.extend(_word_terms(raw, query))
     return out
+
+
+# One word's terms depend on the word alone, and words repeat: a long text costs a lookup per word.
+@lru_cache(maxsize=65536)
+def _word_terms(raw: str, query: bool) -> tuple[str, ...]:
+    raw = raw.strip("-.")
+    if not raw:
+        return ()
+    if _CJK_RUN.match(raw):
+        return tuple(_bigrams(raw))
+    out: list[str] = []
+    # a mixed run such as "v3のページ" splits into its CJK and non-CJK parts
+    for piece in _MIXED.findall(raw):
+        piece = piece.strip("-._")
+        if not piece:
+            continue
+        if _CJK_RUN.match(piece):
+            out.extend(_bigrams(piece))
+            continue
+        whole = piece.lower()
+        parts = _split_identifier(piece)
+        split = len(parts) != 1 or parts[0] != whole
+        if len(whole) <= MAX_TERM_CHARS and split and not (query and whole in FILLER):
+            out.append(whole)
+        for part in parts:
+            # one-letter fragments of a split ("v3" -> "v") match everything and mean nothing
+            if len(part) > MAX_TERM_CHARS or (len(part) < 2 and len(parts) > 1) or (query and part in FILLER):
+                continue
+            out.append(part)
+    return tuple(out)
 
 
 def term_string(text: str, *, query: bool = False) -> str:

@@ -12,11 +12,18 @@ keyword index or a vector. Importance and ``accessed_at`` are not part of the re
 
 from __future__ import annotations
 
+from memoryd.index.derive_cache import source_hash
 from memoryd.index.records import Record, first_line, unplaced
 from memoryd.index.text import term_string
 from memoryd.kinds.memories.files import Memory
 
 KIND = "memory"
+
+
+def memory_inputs(memory: Memory) -> str:
+    """The hash of what :func:`memory_record` reads (importance, ``accessed_at`` and relations are not)."""
+    m = memory
+    return source_hash(m.id, m.content, m.tags, m.memory_type, m.created_at, m.project)
 
 
 def memory_record(memory: Memory) -> Record:
