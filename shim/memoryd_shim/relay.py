@@ -48,7 +48,7 @@ HIGH_WATER_BYTES = 64 * 1024 * 1024  # stop reading stdin while this much waits 
 MAX_DAEMON_LINE = 4 * rendezvous.MAX_LINE_BYTES  # a daemon line longer than this means a broken daemon
 MAX_DROPS, DROP_WINDOW_S = 5, 60.0  # more drops than this within the window: give up
 
-RESTARTED = "memoryd restarted; please retry"
+RESTARTED = rendezvous.RESTARTED_MESSAGE
 
 
 class Exit(BaseException):

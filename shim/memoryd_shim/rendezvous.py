@@ -42,6 +42,9 @@ SPAWN_LOG_NAME = "memoryd-spawned.log"
 CAPTURE_SPOOL_NAME = "capture-spool.jsonl"
 #: A spool past this size takes no more lines (a daemon that never comes back must not fill the disk).
 CAPTURE_SPOOL_MAX_BYTES = 16 * 1024 * 1024
+#: The error a request in flight gets when its daemon goes away (a restart, a crash, a stop): the shim
+#: says it when the connection drops, the daemon when it stops mid-call; the next request reconnects.
+RESTARTED_MESSAGE = "memoryd restarted; please retry"
 _SPACED = (", ", ": ")  # the separators json.dumps uses by default, kept for the daemon's lines
 
 

@@ -62,6 +62,18 @@ async def read_line(reader: asyncio.StreamReader) -> bytes | None:
     return line[:-1]
 
 
+STOPPING = "daemon is shutting down"
+
+
+def _restarted(answer: types.JSONRPCError) -> types.JSONRPCError:
+    """The SDK's answer to a call cancelled by the shutdown ("Connection closed"), told as agents are told
+    of any restart: retrying reaches the next daemon through the shim."""
+    if answer.error.code != types.CONNECTION_CLOSED:
+        return answer
+    error = answer.error.model_copy(update={"message": rendezvous.RESTARTED_MESSAGE})
+    return answer.model_copy(update={"error": error})
+
+
 class McpConnection:
     """The MCP session of one accepted socket (after the hello). :meth:`run` until the peer leaves;
     :meth:`stop` ends it gracefully from outside (daemon shutdown)."""
@@ -84,9 +96,15 @@ class McpConnection:
         # answers the SDK writes for cancelled in-flight calls ("connection closed") still go out.
         self._inbound_scope = anyio.CancelScope()
 
+    @property
+    def in_flight(self) -> int:
+        """Requests read and not answered yet."""
+        return len(self.ids)
+
     def stop(self) -> None:
-        """Stop reading and cancel in-flight calls; each gets a connection-closed error answer."""
-        self.ended = "daemon is shutting down"
+        """Stop reading and cancel in-flight calls; each gets a connection-closed error answer whose
+        message is the one the shim gives when its daemon goes away ("memoryd restarted; please retry")."""
+        self.ended = STOPPING
         self._inbound_scope.cancel()
 
     async def run(self) -> str:
@@ -179,6 +197,8 @@ class McpConnection:
                 if isinstance(item.message, types.JSONRPCError) and item.message.id == self._initialize_id:
                     self._needs_initialize = True  # the handshake failed: still not initialized
                 if (message := self.ids.outbound(item.message)) is not None:
+                    if self.ended == STOPPING and isinstance(message, types.JSONRPCError):
+                        message = _restarted(message)
                     await self.out.send(jsonrpc.encode_message(message))
                 else:
                     self.state.log.debug("dropped_late_answer", reason="request was cancelled by the client")
