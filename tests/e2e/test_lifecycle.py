@@ -14,6 +14,7 @@ import stat
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -81,6 +82,39 @@ def test_something_that_is_not_a_socket_is_never_deleted(make_daemon, kind):
         assert path.is_symlink() and (root / "target").read_text() == "precious"
     else:
         assert (path / "inside").read_text() == "precious"
+
+
+def test_a_second_daemon_with_its_own_socket_and_index_names_the_one_serving_the_board(make_daemon):
+    """The board lock carries no note; the daemon on this install's default socket that serves the board
+    is named at once (not waited for as if it were starting)."""
+    from memoryd_shim import rendezvous
+
+    first = make_daemon()
+    first.socket = Path(rendezvous.socket_path_str(first.env))  # the install's default socket
+    first.start()
+    second = make_daemon(
+        first.root,
+        socket_path=first.root / "s2.sock",
+        index=first.root / "index-2",
+        env={"MEMORYD_LOCK_WAIT_MS": "60000"},
+    ).launch()
+    assert second.wait_exit(30) == EXIT_ALREADY_RUNNING
+    refusal = second.events("startup_failed")[0]["reason"]
+    assert f"pid {first.proc.pid}" in refusal and f"point MEMORYD_SOCKET at {first.socket}" in refusal, (
+        refusal
+    )
+
+    # nothing on the default socket to name: after the wait, the message says the holder serves another socket
+    other = make_daemon(first.root, socket_path=first.root / "s3.sock", index=first.root / "index-3")
+    first.signal(signal.SIGTERM)
+    assert first.wait_exit(15) == 0
+    holder = make_daemon(first.root, socket_path=first.root / "s4.sock", index=first.root / "index-4").start()
+    other.env["MEMORYD_LOCK_WAIT_MS"] = "300"
+    other.launch()
+    assert other.wait_exit(30) == EXIT_ALREADY_RUNNING
+    refusal = other.events("startup_failed")[0]["reason"]
+    assert f"board {holder.board}" in refusal and f"other than {other.socket}" in refusal, refusal
+    assert "does not answer on" not in refusal, refusal
 
 
 def test_kill_9_leaves_a_stale_socket_that_a_fresh_daemon_replaces_then_sigterm_is_clean(make_daemon):

@@ -66,7 +66,6 @@ from memoryd import logs
 from memoryd.core.warmup import EngineFactory, EngineHandle
 from memoryd.errors import AlreadyRunning, StartupError
 from memoryd.index import memory
-from memoryd.index.lock import read_holder
 from memoryd.logs import get_logger
 from memoryd.serve import lock, socketfile
 from memoryd.serve.config import ServeConfig
@@ -141,9 +140,13 @@ class Daemon:
             locs.board.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StartupError(f"cannot create the board {locs.board}: {exc.strerror or exc}") from exc
-        holder = (lambda: read_holder(locs.index)) if self.config.index_lock is not None else None
+        index = locs.index if self.config.index_lock is not None else None
         lock.acquire(
-            self._board_lock, locs.socket, what=f"board {locs.board}", wait_s=wait_s, holder_of=holder
+            self._board_lock,
+            locs.socket,
+            what=f"board {locs.board}",
+            wait_s=wait_s,
+            holder_of=lambda: lock.board_holder(locs.board, index, locs.socket),
         )
         if self.config.index_lock is not None:  # one writer per index (memoryd.index.lock)
             self.config.index_lock.acquire(wait_s)

@@ -18,15 +18,17 @@ file while another process waits on it would let two daemons each hold a lock on
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from memoryd.errors import AlreadyRunning, StartupError
-from memoryd.index.lock import describe
+from memoryd.index.lock import describe, read_holder
 from memoryd.locks import FileLock, socket_answers
+from memoryd_shim import rendezvous
 
-__all__ = ["DEFAULT_LOCK_WAIT_S", "FileLock", "acquire", "socket_answers"]
+__all__ = ["DEFAULT_LOCK_WAIT_S", "FileLock", "acquire", "board_holder", "socket_answers"]
 
 #: How long a new daemon waits for a lock whose holder is not serving (starting up or stopping).
 DEFAULT_LOCK_WAIT_S = 8.0
@@ -75,6 +77,12 @@ def acquire(
                 f"serving {what} on {socket_path}"
             )
         if clock() >= deadline:
+            if holder_of is not None:  # we hold our socket's lock: the holder serves some other socket
+                raise AlreadyRunning(
+                    f"another memoryd process holds {what} and serves it on a socket other than "
+                    f"{socket_path} (still there after {wait_s:.0f} s); one board is served by one daemon: "
+                    "find it with `ps -ef | grep 'memoryd serve'`, stop it, and try again"
+                )
             raise AlreadyRunning(
                 f"another memoryd holds the lock for {what}{holder_text} but does not answer on {socket_path} "
                 f"after {wait_s:.0f} s; stop it (or wait for it to finish starting) and try again"
@@ -91,3 +99,39 @@ def _serving_elsewhere(holder_of: Callable[[], dict] | None, socket_path: Path) 
     if not isinstance(other, str) or not other or Path(other) == Path(socket_path):
         return None
     return (describe(note), other) if socket_answers(Path(other)) else None
+
+
+def board_holder(board: Path, index: Path | None, socket_path: Path) -> dict:
+    """Who likely holds ``board``'s lock: ``{"pid", "command", "socket", "board"}`` or ``{}``.
+
+    The board lock carries no note (it is the folder itself), so: the writer's note in ``index`` (a daemon
+    on the same index), else the daemon answering on this install's default socket when it serves
+    ``board`` (the usual second daemon: the service on the default socket, and another on ``--socket``
+    with its own index)."""
+    from memoryd.serve.control import ask_status
+
+    note = read_holder(index) if index is not None else {}
+    if isinstance(note.get("socket"), str) and note["socket"] and Path(note["socket"]) != Path(socket_path):
+        return note
+    default = Path(rendezvous.socket_path_str({k: v for k, v in os.environ.items() if k != "MEMORYD_SOCKET"}))
+    if default == Path(socket_path):
+        return note
+    try:
+        status = ask_status(default, timeout=0.3)
+    except (OSError, ValueError):
+        return note
+    if status and _same_path(status.get("board"), board):
+        return {
+            "pid": status.get("pid"),
+            "command": "memoryd serve",
+            "socket": str(default),
+            "board": str(board),
+        }
+    return note
+
+
+def _same_path(a: object, b: Path) -> bool:
+    try:
+        return isinstance(a, str) and bool(a) and Path(a).resolve() == Path(b).resolve()
+    except OSError:
+        return False
