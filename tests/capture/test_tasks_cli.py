@@ -56,6 +56,7 @@ def test_a_task_is_closed_reopened_and_given_a_moved_brief(make_daemon):
             eventually(lambda: status_of(task) == "open", "the daemon lists the task as open again")
             move = memoryd(env, "tasks", "move", moved, "--to", task)
             assert move.returncode == 0 and move.stdout.strip() == f"{moved} in {task}", move
+            assert "leaves project" not in move.stderr, move  # same project: nothing to say
             eventually(
                 lambda: moved in {b["brief_id"] for b in shim.ok("get_task", task_id=task)["briefs"]},
                 "get_task lists the moved brief",
@@ -71,5 +72,14 @@ def test_a_task_is_closed_reopened_and_given_a_moved_brief(make_daemon):
         bad = memoryd(env, "tasks", "move", "not-a-brief", "--to", task)
         assert bad.returncode == 1 and "invalid brief id" in bad.stderr, bad
         assert memoryd(env, "tasks", "move", moved).returncode == 2  # --to is required
+
+        # a brief filed under another project's task takes that project, and the command says so
+        elsewhere = memoryd(env, "brief", "the invoice PDF has the wrong VAT number", "--project", "billing")
+        assert elsewhere.returncode == 0, elsewhere.stderr
+        stray = elsewhere.stdout.strip()
+        across = memoryd(env, "tasks", "move", stray, "--to", task)
+        assert across.returncode == 0 and across.stdout.strip() == f"{stray} in {task}", across
+        assert f"{stray} leaves project billing" in across.stderr, across
+        assert json.loads((board / "briefs" / stray / "brief.json").read_text())["project"] == "shop"
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -74,7 +74,14 @@ def cmd_move(args) -> int:
     from memoryd.kinds.briefs.edits import move_brief
 
     board = served_board(timeout=1.0)
-    return _each(f"in {args.to}", args.brief, lambda brief: move_brief(board, brief, args.to))
+
+    def move(brief: str) -> bool:
+        moved, left = move_brief(board, brief, args.to)
+        if left is not None:  # said, not refused: a brief filed under the wrong project is what is fixed here
+            print(f"memoryd tasks: {brief} leaves project {left or '(none)'} for the task's", file=sys.stderr)
+        return moved
+
+    return _each(f"in {args.to}", args.brief, move)
 
 
 def cmd_list(args) -> int:

@@ -191,10 +191,11 @@ def set_task_status(board: Path, task_id: str, status: str) -> bool:
     return True
 
 
-def move_brief(board: Path, brief_id: str, task_id: str) -> bool:
-    """File brief ``brief_id`` under task ``task_id`` (its ``project`` becomes the task's); False when it
-    already was there. Raises InvalidId, BriefNotFound, NotFound (no such task), EditRefused, UnsafePath,
-    OSError."""
+def move_brief(board: Path, brief_id: str, task_id: str) -> tuple[bool, str | None]:
+    """File brief ``brief_id`` under task ``task_id`` (its ``project`` becomes the task's). Returns
+    ``(moved, project it left)``: ``moved`` is False when it already was there; the project is None unless
+    the move changed it. Raises InvalidId, BriefNotFound, NotFound (no such task), EditRefused,
+    UnsafePath, OSError."""
     check_brief_id(brief_id)
     tasks, task = _task_json(board, task_id)
     tasks.close()
@@ -202,7 +203,8 @@ def move_brief(board: Path, brief_id: str, task_id: str) -> bool:
         brief = _read_json(d, "brief.json", f"brief {brief_id}'s brief.json")
         moved = {**brief, "task": task_id, "project": task.get("project", brief.get("project"))}
         if moved == brief:
-            return False
+            return False, None
         _write_json(d, "brief.json", moved)
     log.info("board.brief_moved", brief=brief_id, task=task_id, was=brief.get("task"))
-    return True
+    left = brief.get("project") if brief.get("project") != moved["project"] else None
+    return True, left
