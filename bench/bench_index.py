@@ -122,9 +122,8 @@ def bench_throughput(report: Report, base, embedder, cache: Path | None) -> None
 
 
 def rebuild(board: Path, index: Path, embedder) -> dict:
-    from memoryd.index.records import brief_record
+    from memoryd.index.records import brief_record, sync_records
     from memoryd.index.store import IndexStore
-    from memoryd.index.sync import sync_records
     from memoryd.kinds.briefs.reader import BoardReader
 
     before = embedder.passages_embedded if embedder is not None else 0
