@@ -16,11 +16,11 @@ from typing import Any
 
 from memoryd import __version__
 from memoryd.core.capture import Capture
-from memoryd.core.changes import ChangeFeed
 from memoryd.core.indexer import Indexer
 from memoryd.core.sources import RecordSource, make_sources, owners
 from memoryd.core.spool import take_spool
 from memoryd.core.sweep import sweep
+from memoryd.core.writequeue import ChangeFeed
 from memoryd.index.lock import IndexLock
 from memoryd.index.searcher import RWLock, Searcher
 from memoryd.index.store import IndexStore
@@ -67,7 +67,7 @@ class Engine:
             name=settings.model, state="disabled" if settings.model == "none" else "loading"
         )
         self.watcher = None
-        #: Every batch the index applies, for live listeners (:mod:`memoryd.core.changes`).
+        #: Every batch the index applies, for live listeners (:class:`memoryd.core.writequeue.ChangeFeed`).
         self.changes = ChangeFeed()
         self.started_at = time.time()
         self._model_task: asyncio.Task | None = None

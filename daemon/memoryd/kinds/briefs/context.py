@@ -149,7 +149,7 @@ class Context:
     async def keep_warm(self, subscribe: Callable[[], Any]) -> None:
         """Rebuild the kept digests after each burst of board changes, until the feed ends.
 
-        ``subscribe``: :meth:`memoryd.core.changes.ChangeFeed.subscribe` (a context manager giving a queue of
+        ``subscribe``: :meth:`memoryd.core.writequeue.ChangeFeed.subscribe` (a context manager giving a queue of
         events; ``None`` ends it)."""
         with subscribe() as queue:
             while await queue.get() is not None:
