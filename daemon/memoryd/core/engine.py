@@ -48,7 +48,7 @@ class Engine:
 
     Query methods are coroutines that run blocking work in threads; they raise
     :class:`memoryd.kinds.briefs.reader.BoardUnreadable` when the board cannot be read (never an empty answer
-    that reads as "no history") and :class:`memoryd.board.ids.InvalidId` for malformed ids.
+    that reads as "no history") and :class:`memoryd.board.gate.InvalidId` for malformed ids.
     """
 
     def __init__(self, settings: Settings, index_lock: IndexLock | None = None) -> None:

@@ -32,8 +32,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from memoryd.board.atomic import parse_temp_name, pid_alive
-from memoryd.board.gate import SafeDir, UnsafePath, open_root
-from memoryd.board.ids import is_brief_id
+from memoryd.board.gate import SafeDir, UnsafePath, is_brief_id, open_root
 from memoryd.kinds.briefs.edits import NOTES_FILE
 from memoryd.kinds.briefs.reader import BRIEFS_DIR
 from memoryd.kinds.briefs.writer import OUTCOME_FILE

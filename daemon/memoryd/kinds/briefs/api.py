@@ -13,7 +13,7 @@ import os
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
-from memoryd.board.ids import check_brief_id, check_task_id
+from memoryd.board.gate import check_brief_id, check_task_id
 from memoryd.kinds.briefs import edits
 from memoryd.kinds.briefs.files import Brief, Outcome, Task
 from memoryd.kinds.briefs.reader import BoardReader, BoardSnapshot, BoardUnreadable

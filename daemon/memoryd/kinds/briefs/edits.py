@@ -30,8 +30,7 @@ import re
 from pathlib import Path
 
 from memoryd.board import atomic
-from memoryd.board.gate import SafeDir, UnsafePath, open_folder
-from memoryd.board.ids import check_brief_id, check_task_id
+from memoryd.board.gate import SafeDir, UnsafePath, check_brief_id, check_task_id, open_folder
 from memoryd.errors import NotFound, ToolFailed
 from memoryd.index.redact import redact
 from memoryd.kinds.briefs.files import TASK_STATUSES, parse_notes

@@ -26,8 +26,17 @@ from typing import TypeVar
 
 # BoardUnreadable: re-exported, the kinds and the CLI name it here.
 from memoryd.board.gate import BoardUnreadable as BoardUnreadable
-from memoryd.board.gate import SafeDir, Skipped, UnsafePath, open_board, refusal
-from memoryd.board.ids import check_brief_id, check_task_id, is_brief_id, is_task_id
+from memoryd.board.gate import (
+    SafeDir,
+    Skipped,
+    UnsafePath,
+    check_brief_id,
+    check_task_id,
+    is_brief_id,
+    is_task_id,
+    open_board,
+    refusal,
+)
 from memoryd.index.redact import redact
 from memoryd.kinds.briefs.files import (
     Brief,

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from pathlib import Path
 
-from memoryd.board.ids import is_brief_id, is_task_id
+from memoryd.board.gate import is_brief_id, is_task_id
 from memoryd.core.sources import SourceBatch
 from memoryd.index.derive_cache import source_hash
 from memoryd.index.records import brief_record
