@@ -15,7 +15,7 @@ from memoryd.index.records import brief_record, sync_records
 from memoryd.index.search import search
 from memoryd.index.store import IndexStore
 from memoryd.index.text import term_string
-from memoryd.kinds.briefs.reader import BoardReader
+from memoryd.kinds.briefs.source import BoardReader
 
 SYNTAX = [
     '"',

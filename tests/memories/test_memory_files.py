@@ -10,7 +10,7 @@ import unicodedata
 import pytest
 
 from memoryd.board.gate import InvalidId
-from memoryd.kinds.briefs.reader import BoardUnreadable
+from memoryd.kinds.briefs.source import BoardUnreadable
 from memoryd.kinds.memories.files import (
     Memory,
     MemoryFileError,

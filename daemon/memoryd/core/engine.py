@@ -26,8 +26,14 @@ from memoryd.index.searcher import RWLock, Searcher
 from memoryd.index.store import IndexStore
 from memoryd.kinds.briefs.api import Briefs, check_board
 from memoryd.kinds.briefs.context import Context
-from memoryd.kinds.briefs.reader import BRIEFS_DIR, BoardSnapshot, BoardUnreadable
-from memoryd.kinds.briefs.source import BriefSource, brief_origin, task_path
+from memoryd.kinds.briefs.source import (
+    BRIEFS_DIR,
+    BoardSnapshot,
+    BoardUnreadable,
+    BriefSource,
+    brief_origin,
+    task_path,
+)
 from memoryd.kinds.briefs.writer import ensure_board
 from memoryd.kinds.memories.api import Memories
 from memoryd.logs import get_logger
@@ -47,7 +53,7 @@ class Engine:
     """Owns the record sources, the index store, the writer (:class:`Indexer`), the model and the watcher.
 
     Query methods are coroutines that run blocking work in threads; they raise
-    :class:`memoryd.kinds.briefs.reader.BoardUnreadable` when the board cannot be read (never an empty answer
+    :class:`memoryd.kinds.briefs.source.BoardUnreadable` when the board cannot be read (never an empty answer
     that reads as "no history") and :class:`memoryd.board.gate.InvalidId` for malformed ids.
     """
 

@@ -128,7 +128,7 @@ class Context:
         the agent waits for): the board as indexed now, without waiting for writes still in flight, such
         as another session's prompt filed a moment ago.
 
-        Raises :class:`memoryd.kinds.briefs.reader.BoardUnreadable` when the board cannot be read; a failed
+        Raises :class:`memoryd.kinds.briefs.source.BoardUnreadable` when the board cannot be read; a failed
         memory search leaves the memories out rather than failing the digest."""
         if settle:  # writes acknowledged before are in the index, the views, the generation
             await self.searcher.settled()
