@@ -1,4 +1,4 @@
-"""The one writer's edges: what comes in (the queue and the read barriers) and what goes out (the change feed).
+"""The one writer's edges: what comes in (the queue, the read barriers) and what goes out (the change feed).
 
 *In.* Changes are numbered as they are submitted, and read barriers wait on them. Writes are acknowledged
 before they are indexed (the board file is the truth), so a read that must see them asks for a barrier: a

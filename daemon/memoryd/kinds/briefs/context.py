@@ -149,8 +149,8 @@ class Context:
     async def keep_warm(self, subscribe: Callable[[], Any]) -> None:
         """Rebuild the kept digests after each burst of board changes, until the feed ends.
 
-        ``subscribe``: :meth:`memoryd.core.writequeue.ChangeFeed.subscribe` (a context manager giving a queue of
-        events; ``None`` ends it)."""
+        ``subscribe``: :meth:`memoryd.core.writequeue.ChangeFeed.subscribe` (a context manager giving a
+        queue of events; ``None`` ends it)."""
         with subscribe() as queue:
             while await queue.get() is not None:
                 await asyncio.sleep(SETTLE_S)
