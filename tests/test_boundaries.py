@@ -212,6 +212,32 @@ def test_each_layer_imports_only_what_is_below_it(package):
 #: The watcher, the writer and the registry of record sources know no record kind: every kind reaches the
 #: index the same way, through its source (the registry loads the sources by module name).
 KIND_BLIND = ("core/watch.py", "core/indexer.py", "core/sources.py")
+#: The brief and task ids of the file gate (``board/gate``): names of record kinds' ids.
+ID_NAMES = frozenset(
+    {
+        "TASK_ID_PATTERN",
+        "BRIEF_ID_PATTERN",
+        "InvalidId",
+        "check_task_id",
+        "check_brief_id",
+        "is_task_id",
+        "is_brief_id",
+    }
+)
+
+
+def id_names_used(path: Path) -> list[tuple[int, str]]:
+    """``(line, name)`` for every name of :data:`ID_NAMES` that ``path`` imports or uses (as a bare name or
+    an attribute; docstrings and comments do not count)."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.ImportFrom):
+            found += [(node.lineno, alias.name) for alias in node.names if alias.name in ID_NAMES]
+        elif isinstance(node, ast.Name) and node.id in ID_NAMES:
+            found.append((node.lineno, node.id))
+        elif isinstance(node, ast.Attribute) and node.attr in ID_NAMES:
+            found.append((node.lineno, node.attr))
+    return found
 
 
 @pytest.mark.parametrize("module", KIND_BLIND)
@@ -220,9 +246,28 @@ def test_the_watcher_and_the_writer_know_no_record_kind(module):
     offenders = [
         f"{path.relative_to(REPO)}:{line} imports {name}"
         for line, name in imported_modules(path)
-        if name == "memoryd.kinds" or name.startswith("memoryd.kinds.") or name == "memoryd.board.ids"
+        if name == "memoryd.kinds" or name.startswith("memoryd.kinds.")
+    ]
+    offenders += [
+        f"{path.relative_to(REPO)}:{line} uses the id rule {name}" for line, name in id_names_used(path)
     ]
     assert not offenders, "\n".join(offenders)
+
+
+def test_the_id_checker_sees_imports_names_and_attributes(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        '"""is_brief_id in a docstring does not count."""\n'
+        "from memoryd.board.gate import Skipped, is_brief_id\n"
+        "from memoryd.board import gate\n"
+        "ok = gate.check_task_id('t')  # is_task_id in a comment does not count\n"
+        "pattern = BRIEF_ID_PATTERN\n"
+    )
+    assert sorted(id_names_used(sample)) == [
+        (2, "is_brief_id"),
+        (4, "check_task_id"),
+        (5, "BRIEF_ID_PATTERN"),
+    ]
 
 
 def test_the_watcher_asks_the_registry_which_folders_to_watch():

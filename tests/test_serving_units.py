@@ -208,10 +208,9 @@ def test_engine_slot_reports_a_failed_load():
 
 def test_board_and_index_errors_are_kinds_of_the_error_tree_with_their_wire_names():
     from memoryd import errors
-    from memoryd.board.gate import UnsafePath
-    from memoryd.board.ids import InvalidId
+    from memoryd.board.gate import InvalidId, UnsafePath
     from memoryd.kinds.briefs.files import FormatError
-    from memoryd.kinds.briefs.reader import BoardUnreadable
+    from memoryd.kinds.briefs.source import BoardUnreadable
     from memoryd.kinds.briefs.writer import BriefNotFound
 
     expected = {

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.board.ids import is_brief_id, is_task_id
+from memoryd.board.gate import is_brief_id, is_task_id
 from memoryd.core.sources import make_sources
 from memoryd.core.watch import BoardWatcher, Change, is_ignored_name
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.board.ids import InvalidId
-from memoryd.kinds.briefs.reader import BoardReader, BoardUnreadable
+from memoryd.board.gate import InvalidId
+from memoryd.kinds.briefs.source import BoardReader, BoardUnreadable
 from memoryd.kinds.briefs.writer import ensure_board
 from support.board import BRIEF, OUTSIDE_WORDS, TASK, write_brief, write_task
 

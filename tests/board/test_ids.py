@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memoryd.board.ids import (
+from memoryd.board.gate import (
     BRIEF_ID_PATTERN,
     TASK_ID_PATTERN,
     InvalidId,

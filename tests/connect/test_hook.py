@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.board.ids import BRIEF_ID_PATTERN
+from memoryd.board.gate import BRIEF_ID_PATTERN
 from memoryd.cli.connect import hook
 
 BRIEF = "b-20261129-a1b2c3"

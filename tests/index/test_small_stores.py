@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 from tests.conftest import need_shared
 
+from memoryd.index.records import sync_records
 from memoryd.index.search import search
 from memoryd.index.store import IndexStore
-from memoryd.index.sync import sync_records
 from memoryd.kinds.memories.files import Memory
 from memoryd.kinds.memories.ranking import MEMORY_RANKING
 from memoryd.kinds.memories.records import memory_record

@@ -9,8 +9,8 @@ import unicodedata
 
 import pytest
 
-from memoryd.board.ids import InvalidId
-from memoryd.kinds.briefs.reader import BoardUnreadable
+from memoryd.board.gate import InvalidId
+from memoryd.kinds.briefs.source import BoardUnreadable
 from memoryd.kinds.memories.files import (
     Memory,
     MemoryFileError,

@@ -1,4 +1,7 @@
-"""The one gate for every board file memoryd reads or hands back.
+"""The one gate for every board file memoryd reads or hands back, and the ids that may become path components.
+
+Over 400 lines because the file checks and the id checks are one rule (what may reach the file system)
+and read best together.
 
 A coding agent can write inside the board, so the board is untrusted. A file passes the gate only when
 
@@ -17,6 +20,12 @@ absent raises :class:`FileNotFoundError` (callers treat optional files that way)
 
 Every kind opens the board the same way: :func:`open_board` (the root; :class:`BoardUnreadable` when it is
 missing, not a directory or not readable) and :func:`open_folder` (one top-level folder, made on demand).
+
+Task and brief ids (contract §3) are the only strings that may become path components. Every id that
+arrives from a tool argument, a file name or a JSON field goes through :func:`check_task_id` /
+:func:`check_brief_id` before it touches the file system. The check is a strict ASCII full match, so
+``../x``, absolute paths, backslashes, ``%2e%2e``, NUL bytes, over-long strings and Unicode look-alikes
+(fullwidth digits, Cyrillic letters) are all refused.
 """
 
 from __future__ import annotations
@@ -24,13 +33,14 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
 from memoryd import errors
-from memoryd.errors import ToolFailed
+from memoryd.errors import InvalidParams, ToolFailed
 
 DEFAULT_MAX_BYTES = 8 * 2**20
 
@@ -361,3 +371,45 @@ def list_dir(board_root: Path, path: Path) -> list[os.DirEntry[str]]:
         if (now.st_dev, now.st_ino) != (identity.st_dev, identity.st_ino):
             raise UnsafePath(target, "replaced while listing")
     return sorted(entries, key=lambda e: e.name)
+
+
+# -- ids: the only strings that may become path components -------------------------------------------
+
+TASK_ID_PATTERN = r"t-\d{8}-[0-9a-f]{6}"
+BRIEF_ID_PATTERN = r"b-\d{8}-[0-9a-f]{6}"
+
+# re.ASCII: without it \d also matches fullwidth and other Unicode digits ("b-２０２６...").
+_TASK_RE = re.compile(TASK_ID_PATTERN, re.ASCII)
+_BRIEF_RE = re.compile(BRIEF_ID_PATTERN, re.ASCII)
+_ID_LENGTH = 17  # "b-" + 8 digits + "-" + 6 hex; longer strings are refused before any regex work
+
+
+class InvalidId(InvalidParams, ValueError):
+    """An id that does not match its contract pattern; the message names the expected pattern."""
+
+
+def _check(value: object, regex: re.Pattern[str], what: str, shape: str) -> str:
+    if isinstance(value, str) and len(value) == _ID_LENGTH and regex.fullmatch(value):
+        return value
+    shown = repr(value) if not isinstance(value, str) or len(value) <= 40 else repr(value[:40]) + "..."
+    raise InvalidId(f"invalid {what} id {shown}: expected {shape} (pattern {regex.pattern})")
+
+
+def check_task_id(value: object) -> str:
+    """Return ``value`` if it is a task id ``t-<yyyymmdd>-<6 lowercase hex>``; else raise :class:`InvalidId`."""
+    return _check(value, _TASK_RE, "task", "t-<yyyymmdd>-<6 lowercase hex>")
+
+
+def check_brief_id(value: object) -> str:
+    """Return ``value`` if it is a brief id ``b-<yyyymmdd>-<6 lowercase hex>``; else raise :class:`InvalidId`."""
+    return _check(value, _BRIEF_RE, "brief", "b-<yyyymmdd>-<6 lowercase hex>")
+
+
+def is_task_id(value: object) -> bool:
+    """True when ``value`` is a well-formed task id (never raises)."""
+    return isinstance(value, str) and len(value) == _ID_LENGTH and _TASK_RE.fullmatch(value) is not None
+
+
+def is_brief_id(value: object) -> bool:
+    """True when ``value`` is a well-formed brief id (never raises)."""
+    return isinstance(value, str) and len(value) == _ID_LENGTH and _BRIEF_RE.fullmatch(value) is not None

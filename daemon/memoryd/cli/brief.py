@@ -58,7 +58,7 @@ def cmd_brief(args) -> int:
     searched = ""
     if answer is None:
         from memoryd.core.local import file_brief
-        from memoryd.kinds.briefs.reader import BoardUnreadable
+        from memoryd.kinds.briefs.source import BoardUnreadable
         from memoryd.settings import Settings
 
         try:

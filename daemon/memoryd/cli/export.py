@@ -42,7 +42,7 @@ def cmd_export(args) -> int:
 
     configure(os.environ.get("MEMORYD_LOG_LEVEL") or "warning")
     from memoryd.importers.exchange import export_file
-    from memoryd.kinds.briefs.reader import BoardUnreadable
+    from memoryd.kinds.briefs.source import BoardUnreadable
     from memoryd.paths import resolve
 
     locations = resolve(board=args.board)

@@ -148,7 +148,7 @@ def in_process(settings: Any) -> dict[str, Any]:
         from memoryd.index.lock import IndexLock
         from memoryd.index.searcher import RWLock
         from memoryd.index.store import IndexStore
-        from memoryd.kinds.briefs.reader import BoardUnreadable
+        from memoryd.kinds.briefs.source import BoardUnreadable
 
         before = folder_bytes(loc.index)
         started = time.monotonic()

@@ -58,7 +58,7 @@ def cmd_import(args) -> int:
 
     from memoryd.importers import SourceUnreadable
     from memoryd.importers.apply import run_import
-    from memoryd.kinds.briefs.reader import BoardUnreadable
+    from memoryd.kinds.briefs.source import BoardUnreadable
     from memoryd.paths import resolve
 
     board = resolve(board=args.board).board

@@ -44,7 +44,7 @@ def register(sub) -> None:
 def _each(what: str, keys: list[str], change) -> int:
     """Apply ``change(key) -> bool`` to every key; print one line each; the exit status."""
     from memoryd.errors import ToolFailed
-    from memoryd.kinds.briefs.reader import BoardUnreadable
+    from memoryd.kinds.briefs.source import BoardUnreadable
     from memoryd.kinds.briefs.writer import BriefNotFound
 
     code = EXIT_OK
@@ -85,7 +85,7 @@ def cmd_move(args) -> int:
 
 
 def cmd_list(args) -> int:
-    from memoryd.kinds.briefs.reader import BoardReader, BoardUnreadable
+    from memoryd.kinds.briefs.source import BoardReader, BoardUnreadable
     from memoryd.wording import counted
 
     board = served_board(timeout=1.0)

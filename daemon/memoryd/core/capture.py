@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memoryd.board.ids import BRIEF_ID_PATTERN, is_task_id
+from memoryd.board.gate import BRIEF_ID_PATTERN, is_task_id
 from memoryd.core.delivery import Delivered, rid_of, turn_id
 from memoryd.index.redact import redact
 from memoryd.kinds.briefs import capture as cap

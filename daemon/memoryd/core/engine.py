@@ -16,18 +16,24 @@ from typing import Any
 
 from memoryd import __version__
 from memoryd.core.capture import Capture
-from memoryd.core.changes import ChangeFeed
 from memoryd.core.indexer import Indexer
 from memoryd.core.sources import RecordSource, make_sources, owners
 from memoryd.core.spool import take_spool
 from memoryd.core.sweep import sweep
+from memoryd.core.writequeue import ChangeFeed
 from memoryd.index.lock import IndexLock
 from memoryd.index.searcher import RWLock, Searcher
 from memoryd.index.store import IndexStore
 from memoryd.kinds.briefs.api import Briefs, check_board
 from memoryd.kinds.briefs.context import Context
-from memoryd.kinds.briefs.reader import BRIEFS_DIR, BoardSnapshot, BoardUnreadable
-from memoryd.kinds.briefs.source import BriefSource, brief_origin, task_path
+from memoryd.kinds.briefs.source import (
+    BRIEFS_DIR,
+    BoardSnapshot,
+    BoardUnreadable,
+    BriefSource,
+    brief_origin,
+    task_path,
+)
 from memoryd.kinds.briefs.writer import ensure_board
 from memoryd.kinds.memories.api import Memories
 from memoryd.logs import get_logger
@@ -47,8 +53,8 @@ class Engine:
     """Owns the record sources, the index store, the writer (:class:`Indexer`), the model and the watcher.
 
     Query methods are coroutines that run blocking work in threads; they raise
-    :class:`memoryd.kinds.briefs.reader.BoardUnreadable` when the board cannot be read (never an empty answer
-    that reads as "no history") and :class:`memoryd.board.ids.InvalidId` for malformed ids.
+    :class:`memoryd.kinds.briefs.source.BoardUnreadable` when the board cannot be read (never an empty answer
+    that reads as "no history") and :class:`memoryd.board.gate.InvalidId` for malformed ids.
     """
 
     def __init__(self, settings: Settings, index_lock: IndexLock | None = None) -> None:
@@ -67,7 +73,7 @@ class Engine:
             name=settings.model, state="disabled" if settings.model == "none" else "loading"
         )
         self.watcher = None
-        #: Every batch the index applies, for live listeners (:mod:`memoryd.core.changes`).
+        #: Every batch the index applies, for live listeners (:class:`memoryd.core.writequeue.ChangeFeed`).
         self.changes = ChangeFeed()
         self.started_at = time.time()
         self._model_task: asyncio.Task | None = None

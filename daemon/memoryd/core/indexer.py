@@ -21,14 +21,12 @@ import contextlib
 import time
 
 from memoryd.board.gate import Skipped
-from memoryd.core.changes import ChangeFeed
 from memoryd.core.sources import RecordSource, SourceBatch, owners
-from memoryd.core.writequeue import Pending, WriteQueue
+from memoryd.core.writequeue import ChangeFeed, Pending, WriteQueue
 from memoryd.index.derive_cache import DeriveCache
-from memoryd.index.records import Record
+from memoryd.index.records import Record, SyncReport, sync_records, write_records
 from memoryd.index.searcher import RWLock
 from memoryd.index.store import IndexStore
-from memoryd.index.sync import SyncReport, sync_records, write_records
 from memoryd.logs import get_logger
 
 log = get_logger("memoryd.core.indexer")

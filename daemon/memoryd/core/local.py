@@ -22,8 +22,7 @@ from memoryd.index.lock import IndexLock
 from memoryd.index.search import SearchResult, search
 from memoryd.index.searcher import RWLock
 from memoryd.index.store import IndexStore
-from memoryd.kinds.briefs.reader import BoardReader
-from memoryd.kinds.briefs.source import BriefSource
+from memoryd.kinds.briefs.source import BoardReader, BriefSource
 from memoryd.settings import Settings
 
 

@@ -35,7 +35,7 @@ batch does not list.
 
 *Skips.* Files that cannot be read go to :attr:`SourceBatch.skipped` (and the log); their origin maps to
 ``()`` so any record they yielded before is removed. A source method raises only for the board root
-(:class:`memoryd.kinds.briefs.reader.BoardUnreadable`); everything else is a skip. A skipped path is the
+(:class:`memoryd.kinds.briefs.source.BoardUnreadable`); everything else is a skip. A skipped path is the
 origin or a path inside it (``briefs/<id>/notes.md``).
 
 *Threads.* ``load_all`` and ``records_for`` run on the indexer's worker thread, never concurrently with

@@ -32,10 +32,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from memoryd.board.atomic import parse_temp_name, pid_alive
-from memoryd.board.gate import SafeDir, UnsafePath, open_root
-from memoryd.board.ids import is_brief_id
+from memoryd.board.gate import SafeDir, UnsafePath, is_brief_id, open_root
 from memoryd.kinds.briefs.edits import NOTES_FILE
-from memoryd.kinds.briefs.reader import BRIEFS_DIR
+from memoryd.kinds.briefs.source import BRIEFS_DIR
 from memoryd.kinds.briefs.writer import OUTCOME_FILE
 from memoryd.kinds.memories.files import MEMORIES_DIR, memory_id_of
 from memoryd.kinds.sessions.files import session_of_path

@@ -1,10 +1,16 @@
-"""Records: the rows of the index, derived from board files (the truth) and rebuildable at any time.
+"""Records: the rows of the index, derived from board files (the truth) and rebuildable at any time; and
+reconciling them with the index.
 
 One record per brief; memories, interactions and summaries are records of other kinds in the same table.
 Every text is redacted *before* it becomes a record, so neither the keyword index nor the vectors ever
-see a secret: a brief's texts were redacted as a whole by :class:`memoryd.kinds.briefs.reader.BoardReader` as
+see a secret: a brief's texts were redacted as a whole by :class:`memoryd.kinds.briefs.source.BoardReader` as
 it read them (before ``outcome.md`` became bullets), so :func:`brief_record` does not redact again; the
 fields of the other kinds pass :func:`clean`.
+
+The board is the truth; :func:`sync_records` makes the index match a full set of desired records of
+some kinds: add, update, delete, re-embedding only what changed. A record whose content hash is unchanged
+is not rewritten; one whose embedding text is unchanged keeps its stored vector (nothing is re-embedded
+after a restart, or after an edit that only touched the outcome or the screens).
 """
 
 from __future__ import annotations
@@ -12,15 +18,25 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import asdict, dataclass
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 from memoryd.index.redact import redact
 from memoryd.index.text import PLACEHOLDER, term_string
+from memoryd.logs import get_logger
+
+if TYPE_CHECKING:  # the store imports Record from here
+    from memoryd.index.store import IndexStore
+
+log = get_logger("memoryd.index.records")
 
 #: Bump when the way records are derived changes: every record is then re-derived (not re-embedded
 #: unless its embedding text changed).
 RECORD_FORMAT = 1
 LINE_CHARS = 200
+#: Records per write: each LanceDB write adds a fragment and a version, so writes are batched.
+BATCH = 256
 
 
 @dataclass(frozen=True)
@@ -98,7 +114,7 @@ def first_line(text: str, limit: int = LINE_CHARS) -> str:
 
 def brief_record(brief, task) -> Record:
     """Derive the record of a brief (``memoryd.kinds.briefs.files.Brief``) and its task (``Task`` or None), both
-    as :class:`memoryd.kinds.briefs.reader.BoardReader` returns them: already redacted."""
+    as :class:`memoryd.kinds.briefs.source.BoardReader` returns them: already redacted."""
     task_title = task.title if task else ""
     status = task.status if task else "open"
     title, summary, said = brief.title, brief.summary, brief.said
@@ -172,3 +188,109 @@ def human_date(iso: str) -> str:
     except ValueError:
         return iso
     return f"{dt.day} {dt.strftime('%B %Y')}"
+
+
+# -- reconciling records with the index --------------------------------------------------------------
+
+
+@dataclass
+class SyncReport:
+    """Counts of one reconciliation."""
+
+    added: int = 0
+    updated: int = 0
+    deleted: int = 0
+    unchanged: int = 0
+    embedded: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.updated or self.deleted)
+
+    def counts(self) -> dict[str, int]:
+        """``{"added", "updated", "deleted", "unchanged"}``: what a log line of this sync says."""
+        return {name: getattr(self, name) for name in ("added", "updated", "deleted", "unchanged")}
+
+
+def _model_name(embedder) -> str:
+    return embedder.name if embedder is not None else ""
+
+
+def write_records(store: IndexStore, records: Sequence[Record], embedder, report: SyncReport) -> None:
+    """Upsert ``records``, embedding only those whose stored vector is missing or stale."""
+    if not records:
+        return
+    # numpy here, not at the top: the tool registry loads the kinds' record modules, and no numpy
+    import numpy as np
+
+    model = _model_name(embedder)
+    stored = store.stored_hashes_for([r.id for r in records])
+    reuse_ids = [
+        r.id
+        for r in records
+        if r.id in stored
+        and stored[r.id].model
+        and stored[r.id].embed_hash == r.embed_hash
+        and (embedder is None or stored[r.id].model == model)
+    ]
+    reuse = store.vectors(reuse_ids) if reuse_ids else {}
+    for start in range(0, len(records), BATCH):
+        chunk = list(records[start : start + BATCH])
+        if embedder is None and not any(r.id in reuse for r in chunk):
+            store.upsert(chunk, None, "")
+            continue
+        need = [r for r in chunk if r.id not in reuse]
+        fresh: dict[str, np.ndarray] = {}
+        if need and embedder is not None:
+            vecs = embedder.embed_passages([r.embed_text for r in need])
+            fresh = {r.id: vecs[i] for i, r in enumerate(need)}
+            report.embedded += len(need)
+        with_vec = [r for r in chunk if r.id in reuse or r.id in fresh]
+        without = [r for r in chunk if r.id not in reuse and r.id not in fresh]
+        if with_vec:
+            mat = np.stack([reuse.get(r.id) if r.id in reuse else fresh[r.id] for r in with_vec])
+            kept_model = model or next(stored[r.id].model for r in with_vec if r.id in stored)
+            store.upsert(with_vec, mat.astype(np.float32), kept_model)
+        if without:
+            store.upsert(without, None, "")
+
+
+def sync_records(
+    store: IndexStore,
+    desired: Iterable[Record],
+    embedder,
+    kinds: Sequence[str],
+    keep: Collection[str] = (),
+) -> SyncReport:
+    """Make the index's records of ``kinds`` equal ``desired`` plus ``keep``. Returns what changed.
+
+    ``keep``: ids known unchanged without deriving their records (:mod:`memoryd.index.derive_cache`);
+    they are counted as unchanged and never deleted. With ``embedder`` None, new and changed records are
+    written keyword-only (``model == ""``) and get their vectors at the next sync with a model.
+    """
+    report = SyncReport()
+    want = {r.id: r for r in desired}
+    keep = set(keep) - want.keys()
+    report.unchanged += len(keep)
+    stored: dict = {}
+    for kind in kinds:
+        stored.update(store.stored_hashes(kind))
+    model = _model_name(embedder)
+    todo: list[Record] = []
+    for rid, rec in want.items():
+        old = stored.get(rid)
+        if old is None:
+            report.added += 1
+            todo.append(rec)
+        elif old.hash != rec.content_hash or (embedder is not None and old.model != model):
+            report.updated += 1
+            todo.append(rec)
+        else:
+            report.unchanged += 1
+    gone = [rid for rid in stored if rid not in want and rid not in keep]
+    write_records(store, todo, embedder, report)
+    report.deleted = store.delete(gone)
+    if report.changed:
+        log.info("index_synced", **report.counts(), embedded=report.embedded)
+    return report

@@ -36,7 +36,7 @@ import time
 import urllib.parse
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import mcp_types as types
 from jsonschema import SchemaError, exceptions, validators
@@ -63,9 +63,15 @@ class ToolResult:
     text: str | None = None
 
 
+class CallMetrics(Protocol):
+    """The tool boundary's call metrics as a tool reads them (:class:`memoryd.serve.app.ToolMetrics`)."""
+
+    def snapshot(self) -> dict[str, Any]: ...
+
+
 @dataclass(frozen=True)
 class ToolContext:
-    """Per-call context: who is calling, the time budget, and the process-level engine.
+    """Per-call context: who is calling, the time budget, the process-level engine and call metrics.
 
     ``deadline`` is a ``time.monotonic()`` value after which the call is stopped by the boundary.
     """
@@ -78,6 +84,7 @@ class ToolContext:
     protocol_version: str
     deadline: float
     engine_handle: EngineHandle
+    metrics: CallMetrics
     log: Any = field(repr=False, default=None)
     #: The SDK's ``ServerSession`` of this call (server-to-client requests such as
     #: ``sampling/createMessage``, and ``report_progress``); None outside the MCP boundary.

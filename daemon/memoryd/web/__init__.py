@@ -4,7 +4,7 @@
 authentication. Everything shown comes from the kinds' answers (``kinds/*/render``: redacted and bounded as
 in tool answers; screen text never); deletes go through the same API calls as the tools (a memory) or the
 hand edits of :mod:`memoryd.kinds.briefs.edits` (a note line, a screenshot). Live updates are server-sent
-events from the engine's change feed (:mod:`memoryd.core.changes`).
+events from the engine's change feed (:class:`memoryd.core.writequeue.ChangeFeed`).
 
 Modules: ``routes`` (the URL map and handlers), ``pages`` (tasks, a task, sessions), ``search``,
 ``memview`` (memories and their graph), ``html`` (escaping and the page shell), ``events`` (SSE),

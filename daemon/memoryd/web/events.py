@@ -1,4 +1,5 @@
-"""``GET /events``: server-sent events from the engine's change feed (:mod:`memoryd.core.changes`).
+"""``GET /events``: server-sent events from the engine's change feed
+(:class:`memoryd.core.writequeue.ChangeFeed`).
 
 Each batch the index applies becomes one ``change`` event (``{"seq","folders","briefs","rescan","at"}``);
 the page's script re-reads the view it shows. The first event, ``hello``, carries the feed's current

@@ -12,7 +12,7 @@ ending starts at the last user line typed by the person (text, not only tool res
 ``isSidechain`` or ``isCompactSummary`` lines).
 
 Blocks once, only when that turn's opening message is a brief on the board handed to the agent: it names
-the brief's id (pattern :data:`memoryd.board.ids.BRIEF_ID_PATTERN`) and carries its ``prompt.md``
+the brief's id (pattern :data:`memoryd.board.gate.BRIEF_ID_PATTERN`) and carries its ``prompt.md``
 (whitespace aside); a mere mention of an id is not a brief. Only while the brief has no outcome: no
 ``outcome.md`` at all (an earlier report is never asked to be replaced) and no successful ``save_outcome``
 call for it in the turn. Never when ``stop_hook_active`` is true (Claude Code is already continuing because
@@ -32,8 +32,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
-# Same pattern as memoryd.board.ids.BRIEF_ID_PATTERN (a test keeps them equal); importing memoryd.board
-# would load the reader and writer, which the hook does not need.
+# Same pattern as memoryd.board.gate.BRIEF_ID_PATTERN (a test keeps them equal), not imported from there:
+# the hook's imports stay light.
 BRIEF_ID = re.compile(r"(?<![0-9A-Za-z_-])(b-\d{8}-[0-9a-f]{6})(?![0-9A-Za-z_-])", re.ASCII)
 MARKER = "[memoryd]"
 _CHUNK = 1 << 16

@@ -95,7 +95,7 @@ def _eval_index_dir(cache: Path, source: Path, model: str) -> Path:
 def board_eval(board: Path, queries: Path, embedder, cache: Path, ranking=None) -> dict:
     """Index ``board`` (incrementally, in a cache folder of its own) and score ``queries``. Returns the
     report."""
-    from memoryd.kinds.briefs.reader import BoardReader
+    from memoryd.kinds.briefs.source import BoardReader
 
     snap = BoardReader(board).load()
     store = _open_eval_index(cache, board, embedder.name if embedder else "none")
@@ -115,9 +115,8 @@ def _open_eval_index(cache: Path, source: Path, key: str):
 
 
 def _board_report(store, snap, queries: Path, embedder, ranking) -> dict:
-    from memoryd.index.records import brief_record
+    from memoryd.index.records import brief_record, sync_records
     from memoryd.index.search import search
-    from memoryd.index.sync import sync_records
 
     recs = [brief_record(b, snap.tasks.get(b.task)) for b in snap.briefs.values()]
     sync_records(store, recs, embedder, kinds=("brief",))
@@ -166,9 +165,8 @@ def corpus_eval(
 def _corpus_report(
     store, lines: list[dict], queries: Path, scope: str, embedder, ranking, records: str
 ) -> dict:
-    from memoryd.index.records import corpus_record
+    from memoryd.index.records import corpus_record, sync_records
     from memoryd.index.search import search
-    from memoryd.index.sync import sync_records
 
     if records == "memory":
         from memoryd.kinds.memories.ranking import MEMORY_RANKING

@@ -29,11 +29,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from memoryd.board import atomic
-from memoryd.board.gate import DEFAULT_MAX_BYTES, DIR_MODE, open_folder
-from memoryd.board.ids import check_brief_id, check_task_id
+from memoryd.board.gate import DEFAULT_MAX_BYTES, DIR_MODE, check_brief_id, check_task_id, open_folder
 from memoryd.index.redact import redact
 from memoryd.kinds.briefs.files import BriefHead
-from memoryd.kinds.briefs.reader import BRIEFS_DIR, TASKS_DIR
+from memoryd.kinds.briefs.source import BRIEFS_DIR, TASKS_DIR
 from memoryd_shim.textrules import strip_private
 
 #: A prompt longer than this is cut (characters) before it is stored; agents paste whole logs.

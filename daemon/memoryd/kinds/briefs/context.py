@@ -128,7 +128,7 @@ class Context:
         the agent waits for): the board as indexed now, without waiting for writes still in flight, such
         as another session's prompt filed a moment ago.
 
-        Raises :class:`memoryd.kinds.briefs.reader.BoardUnreadable` when the board cannot be read; a failed
+        Raises :class:`memoryd.kinds.briefs.source.BoardUnreadable` when the board cannot be read; a failed
         memory search leaves the memories out rather than failing the digest."""
         if settle:  # writes acknowledged before are in the index, the views, the generation
             await self.searcher.settled()
@@ -149,8 +149,8 @@ class Context:
     async def keep_warm(self, subscribe: Callable[[], Any]) -> None:
         """Rebuild the kept digests after each burst of board changes, until the feed ends.
 
-        ``subscribe``: :meth:`memoryd.core.changes.ChangeFeed.subscribe` (a context manager giving a queue of
-        events; ``None`` ends it)."""
+        ``subscribe``: :meth:`memoryd.core.writequeue.ChangeFeed.subscribe` (a context manager giving a
+        queue of events; ``None`` ends it)."""
         with subscribe() as queue:
             while await queue.get() is not None:
                 await asyncio.sleep(SETTLE_S)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any, Literal
 
-from memoryd.board.ids import InvalidId, check_brief_id, check_task_id
+from memoryd.board.gate import InvalidId, check_brief_id, check_task_id
 from memoryd.errors import ToolFailed
 
 TaskStatus = Literal["open", "done"]

@@ -27,7 +27,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from memoryd.board.ids import BRIEF_ID_PATTERN, TASK_ID_PATTERN
+from memoryd.board.gate import BRIEF_ID_PATTERN, TASK_ID_PATTERN
 
 _NAMED = re.compile(rf"(?<![0-9A-Za-z_-])({TASK_ID_PATTERN}|{BRIEF_ID_PATTERN})(?![0-9A-Za-z_-])", re.ASCII)
 

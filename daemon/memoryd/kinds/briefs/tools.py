@@ -26,11 +26,11 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from memoryd.board.ids import check_brief_id, check_task_id
+from memoryd.board.gate import check_brief_id, check_task_id
 from memoryd.errors import BoardUnreadable, InvalidParams, NotFound
 from memoryd.kinds.briefs import render, schemas
 from memoryd.kinds.briefs.files import Outcome
-from memoryd.kinds.briefs.reader import BoardUnreadable as ReaderBoardUnreadable
+from memoryd.kinds.briefs.source import BoardUnreadable as ReaderBoardUnreadable
 from memoryd.kinds.briefs.writer import BriefNotFound
 from memoryd.tools.registry import (
     READ_ONLY,

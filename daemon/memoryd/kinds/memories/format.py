@@ -137,8 +137,8 @@ def is_hash(value: object) -> bool:
 
 
 def check_hash(value: object) -> str:
-    """Return ``value`` if it is a memory hash; else raise :class:`memoryd.board.ids.InvalidId`."""
-    from memoryd.board.ids import InvalidId
+    """Return ``value`` if it is a memory hash; else raise :class:`memoryd.board.gate.InvalidId`."""
+    from memoryd.board.gate import InvalidId
 
     if is_hash(value):
         return value  # type: ignore[return-value]

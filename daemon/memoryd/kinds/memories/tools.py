@@ -27,10 +27,9 @@ from collections.abc import Awaitable, Callable
 from functools import wraps
 from typing import Any
 
-from memoryd.board.gate import UnsafePath
-from memoryd.board.ids import InvalidId
+from memoryd.board.gate import InvalidId, UnsafePath
 from memoryd.errors import InvalidParams, ToolFailed
-from memoryd.kinds.briefs.reader import BoardUnreadable
+from memoryd.kinds.briefs.source import BoardUnreadable
 from memoryd.kinds.memories import render, schemas
 from memoryd.kinds.memories.api import (
     BrokenMemory,

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from memoryd.board.ids import InvalidId
+from memoryd.board.gate import InvalidId
 from memoryd.index.redact import redact
 
 SESSIONS_DIR = "sessions"

@@ -11,8 +11,8 @@ The ten handlers and their specs sit together (~400 lines) like the other groups
 * ``summarize_sessions(sessionId?)`` -> ``{"processed","sessions":[...]}`` (see
   :mod:`memoryd.kinds.sessions.summarize`; progress notifications when several sessions are processed)
 * ``export_database(include?)`` / ``import_database(file, mode)`` (:mod:`memoryd.importers.exchange`)
-* ``healthcheck()`` (:mod:`memoryd.kinds.sessions.health`), ``get_memory_core_tool_metrics()``
-  (:mod:`memoryd.tools.metrics`).
+* ``healthcheck()`` (:mod:`memoryd.kinds.sessions.health`), ``get_memory_core_tool_metrics()`` (the tool
+  boundary's call metrics, :class:`memoryd.serve.app.ToolMetrics`, from the call's context).
 
 Storage: :mod:`memoryd.kinds.sessions.files`; records: :mod:`memoryd.kinds.sessions.records`; the view of
 sessions and summaries: :mod:`memoryd.kinds.sessions.source`. Failures: a malformed session id -> an argument
@@ -39,7 +39,6 @@ from memoryd.kinds.sessions.health import healthcheck as run_healthcheck
 from memoryd.kinds.sessions.records import INTERACTION, SUMMARY, parse_record_id
 from memoryd.kinds.sessions.source import log_origin, summary_origin
 from memoryd.tools.answers import Scrub
-from memoryd.tools.metrics import METRICS
 from memoryd.tools.registry import APPEND, WRITE, ToolContext, ToolResult, ToolSpec, titled_spec
 
 _DATA = (
@@ -270,7 +269,7 @@ async def healthcheck(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 
 
 async def get_memory_core_tool_metrics(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    answer = METRICS.snapshot()
+    answer = ctx.metrics.snapshot()
     head = f"{answer['calls']} tool calls since {answer['since']} ({answer['failures']} failed); per tool:"
     return ToolResult(structured=answer, text=render.render_json(head, answer))
 
