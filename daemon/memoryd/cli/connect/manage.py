@@ -2,7 +2,8 @@
 
 Every function returns :class:`Outcome` records (one per file touched or considered) instead of printing,
 so the CLI, ``memoryd doctor`` and the tests share them. Files that do not parse, or are JSONC, are
-never written: their outcome carries the snippet to paste instead.
+never written: their outcome carries the snippet to paste instead. Connect, disconnect and inspect sit in
+one module (~400 lines) because each is the same read -> plan -> write walk over every agent's files.
 """
 
 from __future__ import annotations
