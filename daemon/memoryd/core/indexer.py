@@ -38,8 +38,9 @@ BACKFILL_CHUNK = 16
 #: Rows in the store's keyword tail (:class:`memoryd.index.keyword.KeywordTail`) from which the text indexes are refreshed
 #: at once rather than at the next scheduled maintenance: scoring the tail grows with it.
 TAIL_MAX = 2000
-#: Paths queued or being indexed above which :meth:`Indexer.admit` makes a write wait for its own index
-#: write: writes faster than the model would otherwise leave the next search an ever longer wait.
+#: Other paths queued or being indexed above which :meth:`Indexer.admit` makes a write wait (until the
+#: writer is back within the bound, or its own paths are indexed): writes faster than the model would
+#: otherwise leave the next search an ever longer wait.
 MAX_BACKLOG = 32
 #: The same bound on the text those writes bring (~4,000 tokens, a second or two of embedding here):
 #: a few long memories are as much work as many short ones.
@@ -108,23 +109,17 @@ class Indexer:
     def admit(self, paths, chars: int = 0) -> asyncio.Future:
         """Queue ``paths`` (bringing ``chars`` characters of text to embed) for a write that answers
         before its indexing (:meth:`submit`); the future, which never fails, says when the caller may
-        answer: at once while the backlog is at most :data:`MAX_BACKLOG` paths and
-        :data:`MAX_BACKLOG_CHARS` characters, else once these paths are indexed (flow control). A failed
+        answer: once at most :data:`MAX_BACKLOG` other paths are queued or being indexed and at most
+        :data:`MAX_BACKLOG_CHARS` characters (these included), at once or after a batch the writer
+        finishes; else once these paths are indexed (flow control: :meth:`WriteQueue.admit`). A failed
         index write is the writer's to log; the files are on the board for the next start's reconcile."""
         paths = list(paths)
-        written = self._queue.submit(paths, chars=chars) if paths else self.barrier()
+        if not paths:
+            return self.barrier()
+        written, admitted = self._queue.admit(paths, chars, MAX_BACKLOG, MAX_BACKLOG_CHARS)
         self._wake.set()
-        admitted = asyncio.get_running_loop().create_future()
-        if self._queue.backlog <= MAX_BACKLOG and self._queue.backlog_chars <= MAX_BACKLOG_CHARS:
-            admitted.set_result(None)
-
-        def settle(fut: asyncio.Future) -> None:
-            if not fut.cancelled():
-                fut.exception()  # retrieved: the writer logged it
-            if not admitted.done():
-                admitted.set_result(None)
-
-        written.add_done_callback(settle)
+        # retrieved: the writer logged it
+        written.add_done_callback(lambda f: f.cancelled() or f.exception())
         return admitted
 
     def barrier(self) -> asyncio.Future:
