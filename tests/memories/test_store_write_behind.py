@@ -170,3 +170,52 @@ def test_sigterm_with_index_writes_still_queued_loses_nothing(models_dir):
         for d in made:
             d.kill()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_batch_is_on_disk_and_found_whole_as_soon_as_it_is_answered(warm):
+    """50 memories (over the writer's path bound) in one call: every file is on the board when the call
+    answers, and a search started right after finds all of them; a second batch right behind the first
+    (its files written while the first is embedded) likewise."""
+    with MemShim(warm.socket, warm.env).initialize() as s:
+        for round_ in range(2):
+            word = unique(f"zqbatch{round_}x")
+            items = [{"content": f"batch note {n} of {word}", "tags": ["batch"]} for n in range(50)]
+            answer = s.ok("store_memories", items=items)
+            stored = [r["id"] for r in answer["results"]]
+            assert answer["succeeded"] == 50 and len(set(stored)) == 50
+            assert all((warm.board / "memories" / f"{i}.md").is_file() for i in stored)
+            assert set(ids(s, word, limit=100)) == set(stored)
+
+
+def test_a_kill_9_right_after_a_batch_is_answered_loses_none_of_it(models_dir):
+    root = short_tmpdir()
+    env = {"MEMORYD_MODELS": str(models_dir)}
+    index = root / "index"
+    made: list[DaemonProcess] = []
+    try:
+        daemon = start_warm(root, env=env, index=index)
+        made.append(daemon)
+        word = unique("zqbatchkill")
+        with MemShim(daemon.socket, daemon.env).initialize() as s:
+            first = s.ok(
+                "store_memories", items=[{"content": f"a {n} {word}", "tags": ["k"]} for n in range(50)]
+            )
+            second = s.ok(
+                "store_memories", items=[{"content": f"b {n} {word}", "tags": ["k"]} for n in range(50)]
+            )
+            daemon.signal(signal.SIGKILL)  # the second batch's embedding had at most begun
+        daemon.wait_exit(10)
+        expected = {r["id"] for r in (*first["results"], *second["results"])}
+        assert len(expected) == 100
+        for i in expected:  # whole files, as written: the temp was fsynced before its link
+            assert (daemon.board / "memories" / f"{i}.md").read_text().count(word) == 1
+        again = DaemonProcess(root, board=daemon.board, index=index)  # keyword-only: the reconcile
+        made.append(again)
+        again.start()
+        wait_engine_ready(again)
+        with MemShim(again.socket, again.env).initialize() as s:
+            assert set(ids(s, word, limit=100)) == expected
+    finally:
+        for d in made:
+            d.kill()
+        shutil.rmtree(root, ignore_errors=True)
