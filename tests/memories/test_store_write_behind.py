@@ -195,26 +195,26 @@ def test_a_kill_9_right_after_a_batch_is_answered_loses_none_of_it(models_dir):
     try:
         daemon = start_warm(root, env=env, index=index)
         made.append(daemon)
-        word = unique("zqbatchkill")
+        words = [unique("zqbatchkilla"), unique("zqbatchkillb")]  # one per batch: 50 hits a search
         with MemShim(daemon.socket, daemon.env).initialize() as s:
-            first = s.ok(
-                "store_memories", items=[{"content": f"a {n} {word}", "tags": ["k"]} for n in range(50)]
-            )
-            second = s.ok(
-                "store_memories", items=[{"content": f"b {n} {word}", "tags": ["k"]} for n in range(50)]
-            )
+            batches = [
+                s.ok("store_memories", items=[{"content": f"{n} {w}", "tags": ["k"]} for n in range(50)])
+                for w in words
+            ]
             daemon.signal(signal.SIGKILL)  # the second batch's embedding had at most begun
         daemon.wait_exit(10)
-        expected = {r["id"] for r in (*first["results"], *second["results"])}
-        assert len(expected) == 100
-        for i in expected:  # whole files, as written: the temp was fsynced before its link
-            assert (daemon.board / "memories" / f"{i}.md").read_text().count(word) == 1
+        expected = [{r["id"] for r in b["results"]} for b in batches]
+        assert [len(e) for e in expected] == [50, 50]
+        for w, e in zip(words, expected, strict=True):
+            for i in e:  # whole files, as written: the temp was fsynced before its link
+                assert (daemon.board / "memories" / f"{i}.md").read_text().count(w) == 1
         again = DaemonProcess(root, board=daemon.board, index=index)  # keyword-only: the reconcile
         made.append(again)
         again.start()
         wait_engine_ready(again)
         with MemShim(again.socket, again.env).initialize() as s:
-            assert set(ids(s, word, limit=100)) == expected
+            for w, e in zip(words, expected, strict=True):
+                assert set(ids(s, w, limit=100)) == e
     finally:
         for d in made:
             d.kill()
