@@ -219,3 +219,15 @@ def test_a_kill_9_right_after_a_batch_is_answered_loses_none_of_it(models_dir):
         for d in made:
             d.kill()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_hand_edit_right_after_a_store_is_indexed_though_the_watcher_echo_of_the_store_is_not_reread(warm):
+    """The writer skips the watcher's echo of a store whose file it read as it still is; an edit made at
+    once after the store (in place: same inode, new size and times) is a different file and is read."""
+    with MemShim(warm.socket, warm.env).initialize() as s:
+        before, after = unique("zqechoa"), unique("zqechob")
+        stored = s.ok("store_memories", items=[{"content": f"note {before}", "tags": ["echo"]}])
+        path = warm.board / "memories" / f"{stored['results'][0]['id']}.md"
+        path.write_text(path.read_text().replace(before, f"{after} edited by hand"))
+        poll(lambda: ids(s, after) == [stored["results"][0]["id"]], "the hand edit indexed", timeout=30)
+        assert ids(s, before) == []

@@ -1,6 +1,6 @@
 """The one writer: turns board changes into batched index writes, and runs index maintenance.
 
-One module (~410 lines) because the write queue, the backfill and maintenance share one task and its state.
+One module (~440 lines) because the write queue, the backfill and maintenance share one task and its state.
 
 Everything that writes to LanceDB goes through :class:`Indexer`'s single asyncio task, so writes are
 batched (each LanceDB write adds a fragment and a version) and never race each other; searches read
@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import stat
 import time
 
 from memoryd.board.gate import Skipped
@@ -45,6 +47,8 @@ MAX_BACKLOG = 32
 #: The same bound on the text those writes bring (~4,000 tokens, a second or two of embedding here):
 #: a few long memories are as much work as many short ones.
 MAX_BACKLOG_CHARS = 16_000
+#: Files remembered as a write's batch read them, so the watcher's echo of that write is not read again.
+ECHO_MEMORY = 4096
 
 
 class Indexer:
@@ -89,6 +93,8 @@ class Indexer:
         self._backfill = False
         self._backfilled = SyncReport()
         self._backfill_queue: list[tuple[str, str]] = []
+        # board-relative path -> the file's signature just before a write's batch read it (worker thread)
+        self._read_as: dict[str, tuple[int, ...]] = {}
 
     # -- requests (event loop thread) -----------------------------------------------------------
     def submit(self, paths=(), rescan: bool = False) -> asyncio.Future:
@@ -344,8 +350,16 @@ class Indexer:
         by_source: dict[str, list[str]] = {}
         for path in work.paths:
             src = self.sources.get(path.split("/", 1)[0])
-            if src is not None:
-                by_source.setdefault(src.folders[0], []).append(path)
+            if src is None:
+                continue
+            now = _signature(src, path)
+            if float(work.seqs.get(path, 0)).is_integer():  # a write's: note the file as it is read
+                self._read_as[path] = now
+                if len(self._read_as) > ECHO_MEMORY:
+                    del self._read_as[next(iter(self._read_as))]
+            elif now is not None and self._read_as.pop(path, None) == now:
+                continue  # the watcher's echo of a write whose file was read as it is now
+            by_source.setdefault(src.folders[0], []).append(path)
         for name, paths in sorted(by_source.items()):
             self._apply_batch(name, self._named[name].records_for(sorted(paths)), report)
         self._after_write(report)
@@ -401,6 +415,21 @@ class Indexer:
                 self.dirty_since = time.monotonic()
             if report.deleted or report.updated:
                 self.purge_due = True
+
+
+def _signature(src: RecordSource, path: str) -> tuple[int, ...] | None:
+    """What tells a regular file's state apart (inode, size, times in ns), or None: not a regular file
+    (a folder's own times miss edits inside it), or the source names no board (``board`` attribute)."""
+    board = getattr(src, "board", None)
+    if board is None:
+        return None
+    try:
+        st = os.lstat(os.path.join(board, path))
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _within(path: str, origin: str) -> bool:
