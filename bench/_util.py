@@ -1,5 +1,6 @@
-"""Shared pieces of the benchmarks: percentiles, an RSS sampler, machine facts, one report format, and the
-benchmarks' daemon (the tests' :class:`support.daemon.DaemonProcess` with the model and this environment).
+"""Shared pieces of the benchmarks: percentiles, an RSS sampler, machine facts, one report format, the
+plain SQLite FTS5 floor, board-v1's briefs copied into a live board, and the benchmarks' daemon (the
+tests' :class:`support.daemon.DaemonProcess` with the model and this environment).
 
 Every benchmark script builds a :class:`Report` (rows of figures, each with an optional baseline measured
 in the same run, a target and whether it was met), prints it as a table, and with ``--out FILE`` writes
@@ -13,6 +14,8 @@ import argparse
 import json
 import os
 import platform
+import shutil
+import sqlite3
 import statistics
 import sys
 import threading
@@ -61,6 +64,71 @@ def summary(values: list[float]) -> dict:
         "max": max(values),
         "mean": statistics.fmean(values),
     }
+
+
+def timed(fn, *args) -> float:
+    """Milliseconds ``fn(*args)`` took."""
+    t = time.perf_counter()
+    fn(*args)
+    return (time.perf_counter() - t) * 1000
+
+
+# --- the floor: a plain SQLite FTS5 store -------------------------------------------------------------
+
+
+class Floor:
+    """The same calls on a plain SQLite FTS5 table: insert + commit per store (fsynced), BM25 search."""
+
+    def __init__(self, path: Path) -> None:
+        self.db = sqlite3.connect(path, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=FULL")
+        self.db.execute("CREATE VIRTUAL TABLE notes USING fts5(content, tags)")
+
+    def store(self, items: list[tuple[str, str]]) -> None:
+        self.db.execute("BEGIN")
+        self.db.executemany("INSERT INTO notes(content, tags) VALUES (?, ?)", items)
+        self.db.execute("COMMIT")
+
+    def search(self, query: str, limit: int = 10) -> list:
+        words = ["".join(ch for ch in w if ch.isalnum()) for w in query.split()]
+        match = " OR ".join(f'"{w}"' for w in words if w)
+        if not match:
+            return []
+        sql = "SELECT rowid FROM notes WHERE notes MATCH ? ORDER BY rank LIMIT ?"
+        return self.db.execute(sql, (match, limit)).fetchall()
+
+
+# --- briefs as an agent saves them ----------------------------------------------------------------------
+
+
+class Briefs:
+    """Copies of board-v1's briefs (new ids, same tasks) written into a live board, one folder each."""
+
+    def __init__(self, board: Path) -> None:
+        self.board = board
+        self.sources = sorted(p for p in (BOARD_V1 / "briefs").iterdir() if p.is_dir())
+        (board / "tasks").mkdir(exist_ok=True)
+        (board / "briefs").mkdir(exist_ok=True)
+        for task in (BOARD_V1 / "tasks").glob("*.json"):
+            (board / "tasks" / task.name).write_bytes(task.read_bytes())
+        self.count = 0
+
+    def write(self, word: str = "") -> str:
+        """Write the next copy; ``word`` goes into its said text. Returns its id."""
+        src = self.sources[self.count % len(self.sources)]
+        brief_id = f"b-20261201-{self.count:06x}"
+        self.count += 1
+        out = self.board / "briefs" / brief_id
+        tmp = self.board / "briefs" / f".{brief_id}.tmp"
+        shutil.copytree(src, tmp)
+        doc = json.loads((src / "brief.json").read_text())
+        (tmp / "brief.json").write_text(json.dumps({**doc, "id": brief_id}, ensure_ascii=False))
+        if word:
+            said = tmp / "said.txt"
+            said.write_text(f"{said.read_text() if said.exists() else ''}\n({word})\n")
+        tmp.rename(out)  # the folder appears whole, as a saving agent's does
+        return brief_id
 
 
 # --- the daemon and memory ---------------------------------------------------------------------------

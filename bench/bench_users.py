@@ -1,6 +1,7 @@
 """Memories and briefs as users meet them: a fresh board grown by tool calls, searched after each step.
 
     .venv/bin/python bench/bench_users.py [--sizes 200,2000] [--big] [--searches 100] [--batches 4]
+                                          [--fill singles|batches] [--sample 200] [--agents 16]
                                           [--quick] [--out FILE]
 
 One ``memoryd serve`` with the default model on an empty board, and ``memoryd-shim --no-start`` agents
@@ -9,7 +10,9 @@ pre-built index, every memory arrives through a tool call, so LanceDB holds what
 leave behind. For each size step (``--sizes``; ``--big`` adds 10,000, which takes long on 2 cores):
 
 * memories: ``store_memory`` one call at a time until the board holds the step's number of memories
-  (per-call p50/p95), then ``--batches`` ``store_memories`` calls of 50 (memories/s until the first
+  (per-call p50/p95; ``--fill batches``: the step is filled with ``store_memories`` calls of 50, its
+  last ``--sample`` memories stored one call each for the p50/p95, so 100,000 is reachable), then
+  ``--batches`` ``store_memories`` calls of 50 (memories/s until the first
   search after them answers, beside the model's own passage throughput measured in this process on the
   same texts). A store answers before its index write, and the next search waits for the writes
   acknowledged before it: the first search after the singles and after the batches is shown apart;
@@ -17,6 +20,9 @@ leave behind. For each size step (``--sizes``; ``--big`` adds 10,000, which take
 * briefs written as files (board-v1's 200 real briefs, copied with new ids) one folder at a time until the
   board holds the step's number of briefs; save -> searchable for a few of them (a made-up word polled
   with ``search_briefs``), then ``search_briefs`` p50/p95 on board-v1's dev queries;
+* ``--agents`` agents at once (each a ``memoryd-shim`` process, a thread here): each makes
+  :data:`AGENT_CALLS` ``store_memory`` and as many ``search_memories`` calls, interleaved; p50/p95 of
+  each kind, calls/s of all of them, the daemon's peak RSS meanwhile;
 * the daemon's RSS after each step (and its peak while the calls ran);
 * the same calls, in the same run, on a plain SQLite FTS5 store (stdlib ``sqlite3``, one commit per store,
   no embedding, no MCP): the floor each figure is divided by;
@@ -25,22 +31,35 @@ leave behind. For each size step (``--sizes``; ``--big`` adds 10,000, which take
 
 from __future__ import annotations
 
-import json
 import random
 import shutil
-import sqlite3
 import string
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
-from _util import BOARD_V1, MODELS, Report, RssSampler, arg_parser, daemon, dev_queries, quiet_env, summary
+from _util import (
+    MODELS,
+    Briefs,
+    Floor,
+    Report,
+    RssSampler,
+    arg_parser,
+    daemon,
+    dev_queries,
+    quiet_env,
+    summary,
+    timed,
+)
 from bench_memories import BATCH, MemShim, memory_text, queries
 from support.daemon import DaemonProcess
 from support.measure import engine_ready, hybrid_ready
 
 LOST_AFTER_S = 20
+#: store_memory calls (and as many search_memories) each agent of the agents phase makes
+AGENT_CALLS = 20
 
 
 class UserShim(MemShim):
@@ -50,67 +69,9 @@ class UserShim(MemShim):
         super().__init__(socket, tools="memories,briefs")
 
 
-class Floor:
-    """The same calls on a plain SQLite FTS5 table: insert + commit per store (fsynced), BM25 search."""
-
-    def __init__(self, path: Path) -> None:
-        self.db = sqlite3.connect(path, isolation_level=None)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=FULL")
-        self.db.execute("CREATE VIRTUAL TABLE notes USING fts5(content, tags)")
-
-    def store(self, items: list[tuple[str, str]]) -> None:
-        self.db.execute("BEGIN")
-        self.db.executemany("INSERT INTO notes(content, tags) VALUES (?, ?)", items)
-        self.db.execute("COMMIT")
-
-    def search(self, query: str, limit: int = 10) -> list:
-        words = ["".join(ch for ch in w if ch.isalnum()) for w in query.split()]
-        match = " OR ".join(f'"{w}"' for w in words if w)
-        if not match:
-            return []
-        sql = "SELECT rowid FROM notes WHERE notes MATCH ? ORDER BY rank LIMIT ?"
-        return self.db.execute(sql, (match, limit)).fetchall()
-
-
-def timed(fn, *args) -> float:
-    t = time.perf_counter()
-    fn(*args)
-    return (time.perf_counter() - t) * 1000
-
-
 def records(d: DaemonProcess) -> int:
     status = d.summary() or {}
     return ((status.get("raw") or {}).get("engine") or {}).get("records") or status.get("records") or 0
-
-
-class Briefs:
-    """Copies of board-v1's briefs (new ids, same tasks) written into a live board, one folder each."""
-
-    def __init__(self, board: Path) -> None:
-        self.board = board
-        self.sources = sorted(p for p in (BOARD_V1 / "briefs").iterdir() if p.is_dir())
-        (board / "tasks").mkdir(exist_ok=True)
-        (board / "briefs").mkdir(exist_ok=True)
-        for task in (BOARD_V1 / "tasks").glob("*.json"):
-            (board / "tasks" / task.name).write_bytes(task.read_bytes())
-        self.count = 0
-
-    def write(self, word: str = "") -> str:
-        """Write the next copy; ``word`` goes into its said text. Returns its id."""
-        src = self.sources[self.count % len(self.sources)]
-        brief_id = f"b-20261201-{self.count:06x}"
-        self.count += 1
-        out = self.board / "briefs" / brief_id
-        tmp = self.board / "briefs" / f".{brief_id}.tmp"
-        shutil.copytree(src, tmp)
-        doc = json.loads((src / "brief.json").read_text())
-        (tmp / "brief.json").write_text(json.dumps({**doc, "id": brief_id}, ensure_ascii=False))
-        if word:
-            said = tmp / "said.txt"
-            said.write_text(f"{said.read_text() if said.exists() else ''}\n({word})\n")
-        tmp.rename(out)  # the folder appears whole, as a saving agent's does
-        return brief_id
 
 
 def model_throughput(texts: list[str]) -> float:
@@ -139,6 +100,8 @@ def step(
 
     singles, floor_singles = [], []
     with RssSampler(d.pid) as sampler:
+        filled = fill_batches(shim, floor, item, size - args.sample - st["memories"], args)
+        st["memories"] += filled
         while st["memories"] < size:
             one = item()
             singles.append(timed(shim.tool, "store_memory", one))
@@ -167,6 +130,7 @@ def step(
         brief_search = [timed(shim.tool, "search_briefs", {"query": q}) for q in bq]
     s1, fs1, ss, fss, bs = map(summary, (singles, floor_singles, search, floor_search, brief_search))
     n_single = len(singles)
+    filled_note = f"after {filled:,} stored in batches of {BATCH}; " if filled else ""
     report.row(
         f"{label}: store_memory p50",
         s1["p50"],
@@ -175,7 +139,7 @@ def step(
         baseline_label="FTS5",
         target="<= 60 ms",
         met=s1["p50"] <= 60,
-        note=f"{n_single} calls since the last step (then {args.batches} batches of {BATCH})",
+        note=f"{filled_note}{n_single} calls since the last step (then {args.batches} batches of {BATCH})",
     )
     report.row(
         f"{label}: store_memory p95",
@@ -232,6 +196,8 @@ def step(
     report.row(
         f"{label}: daemon RSS after the step / peak during it", f"{d.rss_mb():.0f} / {sampler.peak:.0f} MB"
     )
+    if args.agents:
+        agents(report, label, d, floor, item, args, st)
     report.raw[f"size_{size}"] = {
         "store_ms": s1,
         "floor_store_ms": fs1,
@@ -248,6 +214,80 @@ def step(
         f"{ss['p95']:.0f} ms; briefs {bs['p50']:.0f}/{bs['p95']:.0f} ms",
         flush=True,
     )
+
+
+def fill_batches(shim: UserShim, floor: Floor, item, count: int, args) -> int:
+    """Store ``count`` memories (if positive) in ``store_memories`` calls of :data:`BATCH`, the floor
+    likewise; returns how many were stored."""
+    done = 0
+    while done < count:
+        items = [item() for _ in range(min(BATCH, count - done))]
+        shim.tool("store_memories", {"items": items})
+        floor.store([(i["content"], " ".join(i["tags"])) for i in items])
+        done += len(items)
+    return done
+
+
+def agents(report: Report, label: str, d: DaemonProcess, floor: Floor, item, args, st) -> None:
+    """``--agents`` shims storing and searching at once (see the module docstring); the floor makes the
+    same calls one after another in this process."""
+    n = args.agents
+    plans = [[(item(), q) for q in queries(AGENT_CALLS, seed=1000 + k)] for k in range(n)]
+    times: dict[str, list[float]] = {"store_memory": [], "search_memories": []}
+    failures: list[str] = []
+    go = threading.Barrier(n + 1)
+
+    def agent(plan) -> None:
+        shim = None
+        try:
+            shim = UserShim(d.socket)  # a fresh memoryd-shim process
+            go.wait(120)
+            for one, q in plan:
+                ms = timed(shim.tool, "store_memory", one)
+                times["store_memory"].append(ms)  # list.append is atomic
+                times["search_memories"].append(timed(shim.tool, "search_memories", {"query": q}))
+        except Exception as exc:  # counted, not raised: a thread's exception would vanish
+            failures.append(repr(exc)[:200])
+            if go.n_waiting:
+                go.abort()
+        finally:
+            if shim is not None:
+                shim.close()
+
+    threads = [threading.Thread(target=agent, args=(plan,)) for plan in plans]
+    for t in threads:
+        t.start()
+    with RssSampler(d.pid) as sampler:
+        go.wait(120)
+        t0 = time.perf_counter()
+        for t in threads:
+            t.join()
+        elapsed = time.perf_counter() - t0
+    st["memories"] += sum(len(p) for p in plans)
+    fl = {"store_memory": [], "search_memories": []}
+    for plan in plans:
+        for one, q in plan:
+            fl["store_memory"].append(timed(floor.store, [(one["content"], " ".join(one["tags"]))]))
+            fl["search_memories"].append(timed(floor.search, q))
+    calls = sum(len(v) for v in times.values())
+    for name, values in times.items():
+        s, f = summary(values or [0.0]), summary(fl[name])
+        for q in ("p50", "p95"):
+            report.row(
+                f"{label}: {n} agents at once: {name} {q}", s[q], "ms", baseline=f[q], baseline_label="FTS5"
+            )
+    report.row(
+        f"{label}: {n} agents at once: calls/s",
+        calls / elapsed,
+        "calls/s",
+        note=f"{calls} calls ({AGENT_CALLS} stores and {AGENT_CALLS} searches each, interleaved); "
+        f"daemon peak RSS {sampler.peak:.0f} MB; {len(failures)} agents failed",
+    )
+    report.raw[f"agents_{label}"] = {k: summary(v or [0.0]) for k, v in times.items()} | {
+        "calls_per_s": calls / elapsed,
+        "peak_rss_mb": sampler.peak,
+        "failures": failures,
+    }
 
 
 def brief_steps(
@@ -294,8 +334,17 @@ def main() -> int:
     parser.add_argument("--big", action="store_true", help="also 10,000 (long on 2 cores)")
     parser.add_argument("--searches", type=int, default=100)
     parser.add_argument("--batches", type=int, default=4, help=f"store_memories calls of {BATCH} per step")
+    parser.add_argument(
+        "--fill", choices=("singles", "batches"), default="singles", help="how each step is filled"
+    )
+    parser.add_argument(
+        "--sample", type=int, default=200, help="single store_memory calls per step (--fill batches)"
+    )
+    parser.add_argument("--agents", type=int, default=16, help="agents at once after each step (0: none)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")] + ([10_000] if args.big else [])
+    if args.fill == "singles":
+        args.sample = max(sizes)  # every memory arrives one call at a time
     if args.quick:
         sizes, args.searches, args.batches = [200], 40, 2
     quiet_env()

@@ -170,3 +170,68 @@ def test_sigterm_with_index_writes_still_queued_loses_nothing(models_dir):
         for d in made:
             d.kill()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_batch_is_on_disk_and_found_whole_as_soon_as_it_is_answered(warm):
+    """50 memories (over the writer's path bound) in one call: every file is on the board when the call
+    answers, and a search started right after finds all of them; a second batch right behind the first
+    (its files written while the first is embedded) likewise."""
+    with MemShim(warm.socket, warm.env).initialize() as s:
+        for round_ in range(2):
+            word = unique(f"zqbatch{round_}x")
+            items = [{"content": f"batch note {n} of {word}", "tags": ["batch"]} for n in range(50)]
+            answer = s.ok("store_memories", items=items)
+            stored = [r["id"] for r in answer["results"]]
+            assert answer["succeeded"] == 50 and len(set(stored)) == 50
+            assert all((warm.board / "memories" / f"{i}.md").is_file() for i in stored)
+            assert set(ids(s, word, limit=100)) == set(stored)
+
+
+def test_a_kill_9_right_after_a_batch_is_answered_loses_none_of_it(models_dir):
+    root = short_tmpdir()
+    env = {"MEMORYD_MODELS": str(models_dir)}
+    index = root / "index"
+    made: list[DaemonProcess] = []
+    try:
+        daemon = start_warm(root, env=env, index=index)
+        made.append(daemon)
+        words = [unique("zqbatchkilla"), unique("zqbatchkillb")]  # one per batch: 50 hits a search
+        with MemShim(daemon.socket, daemon.env).initialize() as s:
+            batches = [
+                s.ok("store_memories", items=[{"content": f"{n} {w}", "tags": ["k"]} for n in range(50)])
+                for w in words
+            ]
+            daemon.signal(signal.SIGKILL)  # the second batch's embedding had at most begun
+        daemon.wait_exit(10)
+        expected = [{r["id"] for r in b["results"]} for b in batches]
+        assert [len(e) for e in expected] == [50, 50]
+        for w, e in zip(words, expected, strict=True):
+            for i in e:  # whole files, as written: the temp was fsynced before its link
+                assert (daemon.board / "memories" / f"{i}.md").read_text().count(w) == 1
+        again = DaemonProcess(root, board=daemon.board, index=index)  # keyword-only: the reconcile
+        made.append(again)
+        again.start()
+        wait_engine_ready(again)
+        with MemShim(again.socket, again.env).initialize() as s:
+            for w, e in zip(words, expected, strict=True):
+                assert set(ids(s, w, limit=100)) == e
+    finally:
+        for d in made:
+            d.kill()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_hand_edit_right_after_a_store_is_indexed_though_the_watcher_echo_of_the_store_is_not_reread(warm):
+    """The writer skips the watcher's echo of a store whose file it read as it still is; an edit made at
+    once after the store (in place: same inode, new size and times) is a different file and is read."""
+    with MemShim(warm.socket, warm.env).initialize() as s:
+        before, after = unique("zqechoa"), unique("zqechob")
+        stored = s.ok("store_memories", items=[{"content": f"note {before}", "tags": ["echo"]}])
+        path = warm.board / "memories" / f"{stored['results'][0]['id']}.md"
+        path.write_text(path.read_text().replace(before, f"{after} edited by hand"))
+
+        def edited() -> bool:  # the search answers the memory as the index holds it
+            found = s.ok("search_memories", query=after)
+            return any(m["id"] == stored["results"][0]["id"] and after in m["content"] for m in found)
+
+        poll(edited, "the hand edit indexed", timeout=30)

@@ -98,25 +98,30 @@ def replace(d: SafeDir, tmp: str, name: str) -> None:
         raise
 
 
-def write_replace(d: SafeDir, name: str, data: bytes) -> None:
+def write_replace(d: SafeDir, name: str, data: bytes, *, sync_dir: bool = True) -> None:
     """Replace (or create) ``name`` in ``d`` with ``data`` atomically and durably.
 
+    ``sync_dir=False``: the caller fsyncs ``d`` (:func:`fsync_dir`) before it reports the write, once for
+    several writes (the file itself is fsynced here either way).
     Raises :class:`UnsafePath` (``name`` is a directory) or ``OSError`` (disk full...); no temp file is left.
     """
     with temp_file(d, name, data) as tmp:
         replace(d, tmp, name)
-    fsync_dir(d)
+    if sync_dir:
+        fsync_dir(d)
 
 
-def write_new(d: SafeDir, name: str, data: bytes) -> bool:
+def write_new(d: SafeDir, name: str, data: bytes, *, sync_dir: bool = True) -> bool:
     """Create ``name`` in ``d`` with ``data`` unless it exists; True when this call created it.
 
-    link(2) never replaces, so exactly one of several concurrent creators wins. Raises ``OSError``.
+    link(2) never replaces, so exactly one of several concurrent creators wins. ``sync_dir``: as for
+    :func:`write_replace`. Raises ``OSError``.
     """
     with temp_file(d, name, data) as tmp:
         try:
             os.link(tmp, name, src_dir_fd=d.fd, dst_dir_fd=d.fd, follow_symlinks=False)
         except FileExistsError:
             return False
-    fsync_dir(d)
+    if sync_dir:
+        fsync_dir(d)
     return True

@@ -1,6 +1,6 @@
 """The one writer: turns board changes into batched index writes, and runs index maintenance.
 
-One module (~410 lines) because the write queue, the backfill and maintenance share one task and its state.
+One module (~440 lines) because the write queue, the backfill and maintenance share one task and its state.
 
 Everything that writes to LanceDB goes through :class:`Indexer`'s single asyncio task, so writes are
 batched (each LanceDB write adds a fragment and a version) and never race each other; searches read
@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import stat
 import time
 
 from memoryd.board.gate import Skipped
@@ -36,12 +38,15 @@ BACKFILL_CHUNK = 16
 #: Rows in the store's keyword tail (:class:`memoryd.index.keyword.KeywordTail`) from which the text indexes are refreshed
 #: at once rather than at the next scheduled maintenance: scoring the tail grows with it.
 TAIL_MAX = 2000
-#: Paths queued or being indexed above which :meth:`Indexer.admit` makes a write wait for its own index
-#: write: writes faster than the model would otherwise leave the next search an ever longer wait.
+#: Other paths queued or being indexed above which :meth:`Indexer.admit` makes a write wait (until the
+#: writer is back within the bound, or its own paths are indexed): writes faster than the model would
+#: otherwise leave the next search an ever longer wait.
 MAX_BACKLOG = 32
 #: The same bound on the text those writes bring (~4,000 tokens, a second or two of embedding here):
 #: a few long memories are as much work as many short ones.
 MAX_BACKLOG_CHARS = 16_000
+#: Files remembered as a write's batch read them, so the watcher's echo of that write is not read again.
+ECHO_MEMORY = 4096
 
 
 class Indexer:
@@ -86,6 +91,8 @@ class Indexer:
         self._backfill = False
         self._backfilled = SyncReport()
         self._backfill_queue: list[tuple[str, str]] = []
+        # board-relative path -> the file's signature just before a write's batch read it (worker thread)
+        self._read_as: dict[str, tuple[int, ...]] = {}
 
     # -- requests (event loop thread) -----------------------------------------------------------
     def submit(self, paths=(), rescan: bool = False) -> asyncio.Future:
@@ -106,23 +113,17 @@ class Indexer:
     def admit(self, paths, chars: int = 0) -> asyncio.Future:
         """Queue ``paths`` (bringing ``chars`` characters of text to embed) for a write that answers
         before its indexing (:meth:`submit`); the future, which never fails, says when the caller may
-        answer: at once while the backlog is at most :data:`MAX_BACKLOG` paths and
-        :data:`MAX_BACKLOG_CHARS` characters, else once these paths are indexed (flow control). A failed
+        answer: once at most :data:`MAX_BACKLOG` other paths are queued or being indexed and at most
+        :data:`MAX_BACKLOG_CHARS` characters (these included), at once or after a batch the writer
+        finishes; else once these paths are indexed (flow control: :meth:`WriteQueue.admit`). A failed
         index write is the writer's to log; the files are on the board for the next start's reconcile."""
         paths = list(paths)
-        written = self._queue.submit(paths, chars=chars) if paths else self.barrier()
+        if not paths:
+            return self.barrier()
+        written, admitted = self._queue.admit(paths, chars, MAX_BACKLOG, MAX_BACKLOG_CHARS)
         self._wake.set()
-        admitted = asyncio.get_running_loop().create_future()
-        if self._queue.backlog <= MAX_BACKLOG and self._queue.backlog_chars <= MAX_BACKLOG_CHARS:
-            admitted.set_result(None)
-
-        def settle(fut: asyncio.Future) -> None:
-            if not fut.cancelled():
-                fut.exception()  # retrieved: the writer logged it
-            if not admitted.done():
-                admitted.set_result(None)
-
-        written.add_done_callback(settle)
+        # retrieved: the writer logged it
+        written.add_done_callback(lambda f: f.cancelled() or f.exception())
         return admitted
 
     def barrier(self) -> asyncio.Future:
@@ -347,8 +348,16 @@ class Indexer:
         by_source: dict[str, list[str]] = {}
         for path in work.paths:
             src = self.sources.get(path.split("/", 1)[0])
-            if src is not None:
-                by_source.setdefault(src.folders[0], []).append(path)
+            if src is None:
+                continue
+            now = _signature(src, path)
+            if float(work.seqs.get(path, 0)).is_integer():  # a write's: note the file as it is read
+                self._read_as[path] = now
+                if len(self._read_as) > ECHO_MEMORY:
+                    del self._read_as[next(iter(self._read_as))]
+            elif now is not None and self._read_as.pop(path, None) == now:
+                continue  # the watcher's echo of a write whose file was read as it is now
+            by_source.setdefault(src.folders[0], []).append(path)
         for name, paths in sorted(by_source.items()):
             self._apply_batch(name, self._named[name].records_for(sorted(paths)), report)
         self._after_write(report)
@@ -404,6 +413,18 @@ class Indexer:
                 self.dirty_since = time.monotonic()
             if report.deleted or report.updated:
                 self.purge_due = True
+
+
+def _signature(src: RecordSource, path: str) -> tuple[int, ...] | None:
+    """What tells a regular file's state apart (inode, size, times in ns), or None when it is not a regular
+    file (a folder's own times miss edits inside it)."""
+    try:
+        st = os.lstat(os.path.join(src.board, path))
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _within(path: str, origin: str) -> bool:

@@ -8,6 +8,7 @@ what it yields; the source never writes to the index or the board itself.
 
 Interface (a class; nothing to inherit, :class:`RecordSource` is a ``Protocol``)::
 
+    board: Path                   # the board it reads
     folders: tuple[str, ...]      # the board folders it owns, e.g. ("memories",)
     kinds: tuple[str, ...]        # the record kinds it yields, e.g. ("memory",)
     def load_all(self) -> SourceBatch          # every file of the folder (startup, rescan)
@@ -111,6 +112,7 @@ class SourceBatch:
 class RecordSource(Protocol):
     """See the module docstring."""
 
+    board: Path
     folders: tuple[str, ...]
     kinds: tuple[str, ...]
 

@@ -8,7 +8,14 @@ and otherwise takes everything (a burst of saves is one write).
 
 Changes the watcher reports count for no barrier of their own (a large rescan must not stall searches):
 numbered just after the last submission, one joins the batch of the next acknowledged write, or any
-batch when no search waits, so neither side can starve the other. Runs on the event loop's thread.
+batch when no search waits, so neither side can starve the other.
+
+Admissions (:meth:`WriteQueue.admit`) are the flow control of writes answered before their index write:
+one may answer while the work ahead of it (other paths queued or being applied) and the text queued
+(its own included) are within bounds, re-checked each time the writer finishes a batch. So a write of
+more paths than the bound still answers as soon as the work before it is done, and the next one's file
+writes overlap its embedding; the next search waits for at most the bound plus the last write's own
+paths, and for at most the text bound. Runs on the event loop's thread.
 
 *Out.* What the index has just applied, for whoever shows the board live (the page's server-sent events).
 The indexer (the one writer) publishes one :class:`Applied` after each batch of board changes it has
@@ -71,6 +78,12 @@ class Pending:
         return taken
 
 
+def _submitted(work: Pending) -> set[str]:
+    """The paths of ``work`` some write submitted; the watcher's notes (often the echo of those very
+    writes, a moment later) count for no admission, as for no barrier."""
+    return {p for p in work.paths if float(work.seqs.get(p, UNORDERED)).is_integer()}
+
+
 class WriteQueue:
     """Pending work, the number of the last submission (:attr:`seq`) and of the last applied one."""
 
@@ -79,6 +92,9 @@ class WriteQueue:
         self.seq = 0  # the last submission a barrier counts
         self.done = 0  # every submission numbered up to this is applied (or failed and was logged)
         self.in_flight = 0  # paths in the batch the writer is applying
+        self._flying: set[str] = set()  # those some write submitted
+        self._admissions: list[tuple[frozenset[str], asyncio.Future]] = []
+        self._bounds = (0, 0)  # (paths ahead, characters) an admission may answer within
         self._chars: dict[int, int] = {}  # submission -> characters of text it queued (admitted writes)
         self._barriers: list[tuple[int, asyncio.Future]] = []
 
@@ -104,6 +120,34 @@ class WriteQueue:
         self.pending.waiters.append((self.seq, fut))
         return fut
 
+    def admit(
+        self, paths, chars: int, max_ahead: int, max_chars: int
+    ) -> tuple[asyncio.Future, asyncio.Future]:
+        """:meth:`submit` ``paths`` (bringing ``chars`` characters), and a second future saying when the
+        write may answer: once at most ``max_ahead`` other paths are queued or being applied and at most
+        ``max_chars`` characters of admitted text (these included) are, checked now and after every
+        applied batch; or once these paths are applied. The caller awaits the second; the first resolves
+        (or fails) with the index write, as :meth:`submit`'s does."""
+        own = frozenset(paths)
+        written = self.submit(own, chars=chars)
+        admitted = asyncio.get_running_loop().create_future()
+        self._bounds = (max_ahead, max_chars)
+        if self._fits(own):
+            admitted.set_result(None)
+        else:
+            self._admissions.append((own, admitted))
+
+        def settle(fut: asyncio.Future) -> None:
+            if not admitted.done():
+                admitted.set_result(None)
+
+        written.add_done_callback(settle)
+        return written, admitted
+
+    def _fits(self, own: frozenset[str]) -> bool:
+        ahead = len((_submitted(self.pending) | self._flying) - own)
+        return ahead <= self._bounds[0] and self.backlog_chars <= self._bounds[1]
+
     def note(self, paths=(), rescan: bool = False) -> None:
         """Queue a watcher's change: no future, no barrier of its own (see the module docstring)."""
         self.pending.add(self.seq + 0.5, paths, rescan)
@@ -128,14 +172,25 @@ class WriteQueue:
         else:
             work, done = pending.split(cut), cut
         self.in_flight = len(work.paths)
+        self._flying = _submitted(work)
         return work, done
 
     def release(self, done: int) -> None:
         """Every submission numbered up to ``done`` is applied: resolve the barriers waiting for them."""
         self.done = max(self.done, done)
         self.in_flight = 0
+        self._flying = set()
         for seq in [n for n in self._chars if n <= self.done]:
             del self._chars[seq]
+        waiting_admissions = []
+        for own, fut in self._admissions:
+            if fut.done():
+                continue
+            if self._fits(own):
+                fut.set_result(None)
+            else:
+                waiting_admissions.append((own, fut))
+        self._admissions = waiting_admissions
         waiting = []
         for seq, fut in self._barriers:
             if seq > self.done:

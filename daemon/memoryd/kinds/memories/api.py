@@ -254,16 +254,18 @@ class Memories:
     def _store_sync(self, items: Sequence[Memory | Exception]) -> list[Stored | Exception]:
         ops = self.ops
         out: list[Stored | Exception] = []
-        for m in items:
-            if isinstance(m, Exception):
-                out.append(m)
-                continue
-            try:
-                out.append(Stored(*ops.store(m)))
-            except BrokenMemory as exc:
-                out.append(exc)
-            except OSError as exc:
-                out.append(BrokenMemory(f"cannot write the memory file: {exc.strerror or exc}"))
+        valid = any(isinstance(m, Memory) for m in items)
+        with ops.batch() if valid else contextlib.nullcontext():  # one fsync of the folder, before the answer
+            for m in items:
+                if isinstance(m, Exception):
+                    out.append(m)
+                    continue
+                try:
+                    out.append(Stored(*ops.store(m)))
+                except BrokenMemory as exc:
+                    out.append(exc)
+                except OSError as exc:
+                    out.append(BrokenMemory(f"cannot write the memory file: {exc.strerror or exc}"))
         return out
 
     # -- read -----------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from memoryd.board import atomic
@@ -58,6 +59,7 @@ __all__ = [
     "delete_memory",
     "is_hash",
     "list_memories",
+    "memory_folder",
     "memory_id_of",
     "memory_of_path",
     "normalize_content",
@@ -92,19 +94,37 @@ def _read(d: SafeDir, memory_id: str) -> Memory | None:
     return parse_memory(data, memory_id, d.relpath(name))
 
 
-def read_memory(board: Path, memory_id: str) -> Memory | None:
-    """The memory stored as ``memories/<memory_id>.md``; None when absent.
+def read_memory(board: Path, memory_id: str, *, folder: SafeDir | None = None) -> Memory | None:
+    """The memory stored as ``memories/<memory_id>.md``; None when absent. ``folder``: ``memories/``
+    already open (:func:`memory_folder`).
 
     Raises InvalidId (a malformed hash, before any file access), :class:`MemoryFileError` (the file is
     broken or refused by the gate), UnsafePath (``memories/`` itself is a symlink or not a folder),
     BoardUnreadable (the board root).
     """
     check_hash(memory_id)
+    if folder is not None:
+        return _read(folder, memory_id)
     d = _memories_dir(board)
     if d is None:
         return None
     with d:
         return _read(d, memory_id)
+
+
+@contextlib.contextmanager
+def memory_folder(board: Path) -> Iterator[SafeDir]:
+    """``memories/`` opened once (created when missing) for several reads and writes given it as
+    ``folder``: those writes leave the folder's fsync to this context, which does it once on exit, so
+    the caller reports them only once every new name is durable. Raises as :func:`write_memory`."""
+    d = _memories_dir(board, create=True)
+    if d is None:  # created by us a moment ago and removed again
+        raise FileNotFoundError(errno.ENOENT, "memories folder vanished", str(board))
+    with d:
+        try:
+            yield d
+        finally:
+            atomic.fsync_dir(d)
 
 
 def memory_id_of(name: str) -> str | None:
@@ -170,32 +190,43 @@ def _skip(skipped: list[Skipped], path: str, reason: str) -> None:
     skipped.append(Skipped(path, reason))
 
 
-def write_memory(board: Path, memory: Memory, *, overwrite: bool = False) -> tuple[Path, bool]:
+def write_memory(
+    board: Path, memory: Memory, *, overwrite: bool = False, folder: SafeDir | None = None
+) -> tuple[Path, bool]:
     """Write ``memories/<memory.id>.md`` atomically; returns ``(absolute path, is_new)``.
 
     ``overwrite=False`` (storing): create the file only if absent; when it exists, or another writer
     creates it first, nothing is written and ``is_new`` is False. ``overwrite=True`` (updating relations,
     tags, accessed_at): replace the file (``is_new`` says whether it was absent before).
     Raises InvalidId (bad id), UnsafePath (``memories`` is a symlink or not a folder; the target name is
-    a folder), BoardUnreadable (board root), OSError (disk full; no temp file is left).
+    a folder), BoardUnreadable (board root), OSError (disk full; no temp file is left). ``folder``:
+    ``memories/`` open in a :func:`memory_folder`, which fsyncs the folder once for all its writes.
     """
     check_hash(memory.id)
     data = render_memory(memory).encode("utf-8")
     name = f"{memory.id}.md"
-    d = _memories_dir(board, create=True)
-    if d is None:  # created by us a moment ago and removed again
-        raise FileNotFoundError(errno.ENOENT, "memories folder vanished", str(board))
-    with d:
-        if not overwrite and _exists(d, name):
-            return Path(board) / d.rel / name, False
-        if overwrite:
-            is_new = not _exists(d, name)
-            atomic.write_replace(d, name, data)
-        else:
-            is_new = atomic.write_new(d, name, data)
-        path = Path(board) / d.rel / name
+    if folder is not None:
+        path, is_new = _write(board, folder, name, data, overwrite, sync_dir=False)
+    else:
+        d = _memories_dir(board, create=True)
+        if d is None:  # created by us a moment ago and removed again
+            raise FileNotFoundError(errno.ENOENT, "memories folder vanished", str(board))
+        with d:
+            path, is_new = _write(board, d, name, data, overwrite, sync_dir=True)
     if is_new or overwrite:
         log.info("board.memory_written", id=memory.id[:12], bytes=len(data), new=is_new)
+    return path, is_new
+
+
+def _write(board: Path, d: SafeDir, name: str, data: bytes, overwrite: bool, sync_dir: bool):
+    path = Path(board) / d.rel / name
+    if not overwrite and _exists(d, name):
+        return path, False
+    if overwrite:
+        is_new = not _exists(d, name)
+        atomic.write_replace(d, name, data, sync_dir=sync_dir)
+    else:
+        is_new = atomic.write_new(d, name, data, sync_dir=sync_dir)
     return path, is_new
 
 

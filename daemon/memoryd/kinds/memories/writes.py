@@ -10,7 +10,8 @@ first).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import contextlib
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from memoryd.kinds.memories.files import (
@@ -18,6 +19,7 @@ from memoryd.kinds.memories.files import (
     MemoryFileError,
     Relation,
     delete_memory,
+    memory_folder,
     read_memory,
     relation_id,
     utc_now,
@@ -43,12 +45,28 @@ class BoardOps:
     def __init__(self, board: Path, view: MemorySource) -> None:
         self.board = board
         self.view = view
+        self.folder = None  # memories/ while a batch() is open
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Reads and stores inside share one open ``memories/``, fsynced once at the end (before the
+        caller answers) rather than after each file. When the folder cannot be opened, each call
+        opens it itself and reports its own error."""
+        with contextlib.ExitStack() as stack:
+            try:
+                self.folder = stack.enter_context(memory_folder(self.board))
+            except Exception:
+                self.folder = None
+            try:
+                yield
+            finally:
+                self.folder = None
 
     # -- reads ------------------------------------------------------------------------------------------
     def read(self, memory_id: str) -> Memory | None:
         """The file ``memories/<memory_id>.md`` now; None when absent, BrokenMemory when unusable."""
         try:
-            return read_memory(self.board, memory_id)
+            return read_memory(self.board, memory_id, folder=self.folder)
         except MemoryFileError as exc:
             raise BrokenMemory(f"memory file {exc.path} cannot be used: {exc.reason}") from None
 
@@ -80,7 +98,7 @@ class BoardOps:
                 if fresh is not None and fresh.hash == m.id:
                     existing = fresh
         if existing is None:
-            _, is_new = write_memory(self.board, m)
+            _, is_new = write_memory(self.board, m, folder=self.folder)
             if is_new:
                 return m, True
             existing = self.read(m.id)  # another writer (an import) created it a moment ago
@@ -89,7 +107,7 @@ class BoardOps:
         merged = tuple(dict.fromkeys([*existing.tags, *m.tags]))
         if merged != existing.tags:
             existing = existing.with_(tags=merged)
-            write_memory(self.board, existing, overwrite=True)
+            write_memory(self.board, existing, overwrite=True, folder=self.folder)
         return existing, False
 
     # -- update -----------------------------------------------------------------------------------------

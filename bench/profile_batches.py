@@ -1,0 +1,197 @@
+"""Where a ``store_memories`` batch's milliseconds go: an in-process daemon with the real model, timed pieces.
+
+    .venv/bin/python bench/profile_batches.py [--grow 200] [--batches 4] [--rounds 2] [--cprofile FILE]
+
+The engine, registry and app of ``memoryd serve`` in this process (``tests/support/inprocess_daemon``,
+the daemon's own session code on an in-memory pipe: no socket, no shim), the default model, a fresh board.
+``--grow`` single ``store_memory`` calls first (a store grown by tool calls), then per round the model
+alone embeds the round's texts (batches of 50, in this process: the same-run baseline), and ``--batches``
+``store_memories`` calls of 50 followed by one ``search_memories`` (until searchable, as
+``bench/bench_users.py`` measures it). Pieces are timed by wrapping the functions that do them (every
+thread); ``--cprofile``: also a cProfile of the worker threads' board passes and index writes (pstats).
+Not a benchmark of record: a profile, for finding what is on the path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import cProfile
+import os
+import pstats
+import random
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from _util import load_average, quiet_env  # noqa: E402
+from bench_memories import BATCH, memory_text  # noqa: E402
+
+TIMES: dict[str, list[float]] = collections.defaultdict(list)
+COUNTS: collections.Counter = collections.Counter()
+_lock = threading.Lock()
+PROFILES: dict[str, cProfile.Profile] = {}  # one per profiled label: each runs on one thread at a time
+_profiling = threading.local()
+
+
+def timed(owner, name: str, label: str, profile: bool = False) -> None:
+    """Wrap ``owner.name`` so each call's wall time goes to ``TIMES[label]`` (and, with ``profile``, into
+    :data:`PROFILE` when not nested in another profiled call)."""
+    fn = getattr(owner, name)
+
+    def wrapper(*a, **kw):
+        t = time.perf_counter()
+        nested = getattr(_profiling, "on", False)
+        try:
+            if profile and not nested and ARGS.cprofile:
+                _profiling.on = True
+                return PROFILES.setdefault(label, cProfile.Profile()).runcall(fn, *a, **kw)
+            return fn(*a, **kw)
+        finally:
+            if profile and not nested:
+                _profiling.on = False
+            with _lock:
+                TIMES[label].append((time.perf_counter() - t) * 1000)
+
+    setattr(owner, name, wrapper)
+
+
+def timed_async(owner, name: str, label: str) -> None:
+    fn = getattr(owner, name)
+
+    async def wrapper(*a, **kw):
+        t = time.perf_counter()
+        try:
+            return await fn(*a, **kw)
+        finally:
+            TIMES[label].append((time.perf_counter() - t) * 1000)
+
+    setattr(owner, name, wrapper)
+
+
+def instrument() -> None:
+    import memoryd.board.atomic as atomic
+    import memoryd.kinds.memories.api as api
+    import memoryd.kinds.memories.files as files
+    import memoryd.kinds.memories.writes as writes
+    from memoryd.core import indexer
+    from memoryd.index import embed, store, sync
+
+    timed(api.Memories, "_store_sync", "board pass (store_many, under the lock)", profile=True)
+    timed_async(api.Memories, "_index_admitted", "wait after the board pass (admit)")
+    timed_async(api.Memories, "store_many", "store_many (board pass + admit)")
+    timed(writes, "write_memory", "write_memory (one file)")
+    timed(atomic, "write_all", "  file write + fsync")
+    timed(atomic, "fsync_dir", "  fsync of the folder")
+    timed(files, "_memories_dir", "  open the folder (gate)")
+    timed(writes.BoardOps, "read", "  read the file first (dedupe)")
+    timed(indexer.Indexer, "_apply", "index write (writer thread)", profile=True)
+    timed(indexer.Indexer, "maintain", "index maintenance (refresh/optimize)")
+    timed(sync, "write_records", "  write_records (embed + LanceDB)")
+    timed(embed.Embedder, "embed_passages", "    embed passages (the model)")
+    timed(store.IndexStore, "upsert", "    LanceDB upsert + columns + tail")
+    timed(store.IndexStore, "stored_hashes_for", "  stored_hashes_for")
+    for cls, n in ((indexer.Indexer, "admit"),):
+        orig = getattr(cls, n)
+
+        def counting(self, paths, chars=0, _orig=orig):
+            COUNTS["admit calls"] += 1
+            COUNTS["admit paths"] += len(list(paths))
+            return _orig(self, paths, chars)
+
+        setattr(cls, n, counting)
+
+
+def main() -> int:
+    global ARGS
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--grow", type=int, default=200)
+    p.add_argument("--batches", type=int, default=4)
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--cprofile", type=Path)
+    ARGS = p.parse_args()
+    os.environ.setdefault("MEMORYD_TEST_MODELS", str(Path(__file__).resolve().parents[1] / ".cache/models"))
+    quiet_env()
+    instrument()
+    from memoryd.index.embed import load_embedder
+    from support.inprocess import MODELS
+    from support.inprocess_daemon import InprocessDaemon, InprocessMemShim
+    from support.memories import poll
+
+    embedder, status = load_embedder(None, MODELS)
+    if embedder is None:
+        raise SystemExit(f"model unavailable: {status.detail}")
+    rng = random.Random(11)
+    made = [0]
+
+    def item() -> dict:
+        mtype, content, tags = memory_text(rng, made[0])
+        made[0] += 1
+        return {"content": content, "tags": tags or ["bench"], "memory_type": mtype, "importance": 3}
+
+    root = Path(tempfile.mkdtemp(prefix="md-prof-"))
+    daemon = InprocessDaemon(root, model="", env={"MEMORYD_LOG_LEVEL": "error"}).start(timeout=600)
+    print(f"load average at start {load_average()}", flush=True)
+    try:
+        with InprocessMemShim(daemon) as s:
+            s.initialize()
+            poll(lambda: daemon.status()["engine"]["search_mode"] == "hybrid", "the model warm", timeout=600)
+            for _ in range(ARGS.grow):
+                s.ok("store_memory", **item())
+            s.ok("search_memories", query="warm up the query path")
+            for r in range(ARGS.rounds):
+                TIMES.clear()
+                PROFILES.clear()  # the last round's only
+                batches = [[item() for _ in range(BATCH)] for _ in range(ARGS.batches)]
+                texts = [
+                    f"{i['content']}\n{' '.join(i['tags'])}" for b in batches for i in b
+                ]  # as the record embeds them
+                t0 = time.perf_counter()
+                for at in range(0, len(texts), BATCH):
+                    embedder.embed_passages(texts[at : at + BATCH])
+                model_s = time.perf_counter() - t0
+                t0 = time.perf_counter()
+                calls = []
+                for b in batches:
+                    t = time.perf_counter()
+                    s.ok("store_memories", items=b)
+                    calls.append((time.perf_counter() - t) * 1000)
+                calls_ms = (time.perf_counter() - t0) * 1000
+                t = time.perf_counter()
+                s.ok("search_memories", query="what was decided about the release")
+                search_ms = (time.perf_counter() - t) * 1000
+                total_s = time.perf_counter() - t0
+                n = len(texts)
+                print(
+                    f"\nround {r + 1}: model alone {n / model_s:.0f} passages/s ({model_s * 1000 / ARGS.batches:.0f}"
+                    f" ms per {BATCH}); batches {n / total_s:.0f} memories/s = {n / model_s and (n / total_s) / (n / model_s):.2f}x;"
+                    f" calls {calls_ms:.0f} ms ({', '.join(f'{c:.0f}' for c in calls)}), then the search {search_ms:.0f} ms;"
+                    f" load {load_average()}"
+                )
+                for label, vals in TIMES.items():
+                    print(
+                        f"  {label:<48} n={len(vals):>4}  sum {sum(vals):8.1f} ms"
+                        f"  per batch {sum(vals) / ARGS.batches:7.1f} ms  max {max(vals):7.1f}"
+                    )
+                print(f"  {dict(COUNTS)}")
+                COUNTS.clear()
+    finally:
+        daemon.kill()
+        shutil.rmtree(root, ignore_errors=True)
+    for n, (label, prof) in enumerate(sorted(PROFILES.items()) if ARGS.cprofile else ()):
+        out = ARGS.cprofile.with_suffix(f".{n}.pstats")
+        prof.dump_stats(out)
+        print(f"\n== cProfile: {label} ({out}) ==")
+        pstats.Stats(str(out)).sort_stats("cumulative").print_stats(35)
+    return 0
+
+
+ARGS: argparse.Namespace
+
+if __name__ == "__main__":
+    sys.exit(main())
