@@ -5,7 +5,7 @@
 * where the model's memory goes: a fresh child process loads the embedder step by step (imports,
   tokenizer, onnxruntime session, one query, a batch of passages) and reports its RSS after each step;
 * the daemon's RSS: idle on an empty board, then idle on a board of ``--size`` briefs (replicas of
-  board-v1, written as folders, with an index holding the originals' vectors), after 20 searches, and while
+  board-v1, written as folders, with an index holding the originals' vectors), after 40 searches of one agent (their p50/p95 through the shim), and while
   ``--agents`` shims search at once (peak and end); with a breakdown from ``/proc/<pid>/smaps_rollup``;
 * the new-agent path with the daemon warm: spawn a shim -> ``initialize`` -> ``initialized`` ->
   ``tools/call search_briefs`` answered (p50/p95), for each way of starting the shim (:data:`SHIMS`),
@@ -104,10 +104,16 @@ def daemon_rss(
         f"{parts.get('Rss', 0) - parts.get('Anonymous', 0):.0f} MB",
     )
     one = agent_shim(d.socket, env)
-    for q in queries[:20]:
+    times = []
+    for q in (queries * 2)[:40]:
+        t0 = time.perf_counter()
         shim_search(one, q)
+        times.append((time.perf_counter() - t0) * 1000)
     one.close()
-    report.row(f"daemon RSS after 20 searches, {label}", d.rss_mb(), "MB")
+    alone = summary(times)
+    report.row(f"one agent: search_briefs through the shim p50, {label}", alone["p50"], "ms", note="40 calls")
+    report.row(f"one agent: search_briefs through the shim p95, {label}", alone["p95"], "ms")
+    report.row(f"daemon RSS after 40 searches, {label}", d.rss_mb(), "MB")
     many = run_agents(d, env, agents, n, queries)
     report.raw[f"agents_{label}"] = many
     report.row(
