@@ -338,3 +338,29 @@ def arg_parser(doc: str | None) -> argparse.ArgumentParser:
 def dev_queries() -> list[str]:
     """The 120 labelled queries of board-v1 (English, Hinglish, Japanese, vague, error codes...)."""
     return [json.loads(line)["query"] for line in DEV_QUERIES.read_text().splitlines() if line.strip()]
+
+
+def board_texts() -> list[str]:
+    """board-v1's 200 briefs as the peers' harness stores them: title, summary, said, prompt, outcome."""
+    texts = []
+    for folder in sorted((BOARD_V1 / "briefs").iterdir()):
+        meta = json.loads((folder / "brief.json").read_text(encoding="utf-8"))
+        parts = [meta.get("title", ""), meta.get("summary", "")]
+        files = ("said.txt", "prompt.md", "outcome.md")
+        parts += [(folder / f).read_text(encoding="utf-8") for f in files if (folder / f).exists()]
+        texts.append("\n\n".join(p.strip() for p in parts if p and p.strip()))
+    return texts
+
+
+def model_throughput(texts: list[str], batch: int = 50) -> float:
+    """Passages per second of the model itself (this process), in batches of ``batch``."""
+    from memoryd.index.embed import load_embedder
+
+    embedder, status = load_embedder(None, MODELS)
+    if embedder is None:
+        raise SystemExit(f"model unavailable: {status.detail}")
+    embedder.embed_passages(texts[:8])  # warm
+    t0 = time.perf_counter()
+    for at in range(0, len(texts), batch):
+        embedder.embed_passages(texts[at : at + batch])
+    return len(texts) / (time.perf_counter() - t0)

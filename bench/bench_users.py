@@ -24,6 +24,8 @@ leave behind. For each size step (``--sizes``; ``--big`` adds 10,000, which take
   :data:`AGENT_CALLS` ``store_memory`` and as many ``search_memories`` calls, interleaved; p50/p95 of
   each kind, calls/s of all of them, the daemon's peak RSS meanwhile;
 * the daemon's RSS after each step (and its peak while the calls ran);
+* after the last step, board-v1's 200 briefs as the peers' harness stores them (title, summary, said,
+  prompt, outcome: longer texts) in ``store_memories`` calls of 50, beside the model alone on them;
 * the same calls, in the same run, on a plain SQLite FTS5 store (stdlib ``sqlite3``, one commit per store,
   no embedding, no MCP): the floor each figure is divided by;
 * load averages at the start and the end (the report's).
@@ -41,14 +43,15 @@ import time
 from pathlib import Path
 
 from _util import (
-    MODELS,
     Briefs,
     Floor,
     Report,
     RssSampler,
     arg_parser,
+    board_texts,
     daemon,
     dev_queries,
+    model_throughput,
     quiet_env,
     summary,
     timed,
@@ -72,20 +75,6 @@ class UserShim(MemShim):
 def records(d: DaemonProcess) -> int:
     status = d.summary() or {}
     return ((status.get("raw") or {}).get("engine") or {}).get("records") or status.get("records") or 0
-
-
-def model_throughput(texts: list[str]) -> float:
-    """Passages per second of the model itself (this process), in batches of :data:`BATCH`."""
-    from memoryd.index.embed import load_embedder
-
-    embedder, status = load_embedder(None, MODELS)
-    if embedder is None:
-        raise SystemExit(f"model unavailable: {status.detail}")
-    embedder.embed_passages(texts[:8])  # warm
-    t0 = time.perf_counter()
-    for at in range(0, len(texts), BATCH):
-        embedder.embed_passages(texts[at : at + BATCH])
-    return len(texts) / (time.perf_counter() - t0)
 
 
 def step(
@@ -213,6 +202,30 @@ def step(
         f"step {label}: store p50 {s1['p50']:.0f} p95 {s1['p95']:.0f} ms; search {ss['p50']:.0f}/"
         f"{ss['p95']:.0f} ms; briefs {bs['p50']:.0f}/{bs['p95']:.0f} ms",
         flush=True,
+    )
+
+
+def board_batches(report: Report, shim: UserShim, texts: list[str], model_rate: float, at: int) -> None:
+    """The board texts in ``store_memories`` calls of :data:`BATCH`, until the first search after them
+    answers, beside the model alone on the same texts."""
+    t0 = time.perf_counter()
+    for i in range(0, len(texts), BATCH):
+        shim.tool(
+            "store_memories", {"items": [{"content": t, "tags": ["board"]} for t in texts[i : i + BATCH]]}
+        )
+    calls_ms = (time.perf_counter() - t0) * 1000
+    shim.tool("search_memories", {"query": "checkout button"})  # waits for their index write
+    rate = len(texts) / (time.perf_counter() - t0)
+    report.row(
+        f"board-v1's {len(texts)} texts (median {sorted(map(len, texts))[len(texts) // 2]:,} chars): "
+        f"store_memories, batches of {BATCH}",
+        rate,
+        "memories/s",
+        baseline=model_rate,
+        baseline_label="the model alone on these texts (passages/s)",
+        target=">= 0.8 x the model",
+        met=rate >= 0.8 * model_rate,
+        note=f"stored on top of the last step ({at:,} memories); the calls answered in {calls_ms:,.0f} ms",
     )
 
 
@@ -369,6 +382,8 @@ def main() -> int:
             try:
                 for size in sizes:
                     step(report, size, d, shim, briefs, floor, args, st)
+                texts = board_texts()
+                board_batches(report, shim, texts, model_throughput(texts), st["memories"])
             finally:
                 shim.close()
     finally:
