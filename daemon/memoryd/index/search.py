@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 
 import numpy as np
@@ -74,17 +74,9 @@ class Hit:
     why: Why | None = None
 
     def as_dict(self) -> dict:
-        return {
-            "id": self.id,
-            "kind": self.kind,
-            "task": self.task,
-            "project": self.project,
-            "status": self.status,
-            "date": self.date,
-            "title": self.title,
-            "line": self.line,
-            "score": round(self.score, 4),
-        }
+        """Every field but ``why``, in field order, ``score`` rounded to 4 places."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "why"}
+        return out | {"score": round(self.score, 4)}
 
 
 @dataclass
