@@ -42,6 +42,7 @@ from typing import Any
 
 import memoryd_shim
 from memoryd import __version__
+from memoryd.cli.options import command
 from memoryd.paths import resolve
 from memoryd.serve.control import ask_status
 from memoryd.wording import counted
@@ -207,10 +208,14 @@ def settings_lines(problems: list[dict[str, str]]) -> list[str]:
 
 def register(sub) -> None:
     """Add the ``status`` sub-command to the ``argparse`` sub-parsers ``sub``."""
-    st = sub.add_parser("status", help="ask the running daemon; exit 0 when up, 3 when not running")
+    st = command(
+        sub,
+        "status",
+        lambda args: main(socket=args.socket, as_json=args.json),
+        help="ask the running daemon; exit 0 when up, 3 when not running",
+    )
     st.add_argument("--socket")
     st.add_argument("--json", action="store_true")
-    st.set_defaults(func=lambda args: main(socket=args.socket, as_json=args.json))
 
 
 def main(socket: str | None = None, as_json: bool = False) -> int:

@@ -21,6 +21,7 @@ import time
 from typing import Any
 
 from memoryd.board.atomic import pid_alive
+from memoryd.cli.options import SERVED_SOCKET_HELP, command, locations
 
 EXIT_STOPPED = 0
 EXIT_NOT_STOPPED = 1
@@ -32,11 +33,13 @@ _POLL_S = 0.05
 
 def register(sub) -> None:
     """Add the ``stop`` sub-command to the ``argparse`` sub-parsers ``sub``."""
-    p = sub.add_parser(
+    p = command(
+        sub,
         "stop",
+        lambda args: main(socket=args.socket, wait_s=args.timeout),
         help="stop the running daemon (one a shim or `memoryd serve` started; the service: `memoryd service stop`)",
     )
-    p.add_argument("--socket", help="the daemon's socket (default: as memoryd serve)")
+    locations(p, socket=SERVED_SOCKET_HELP)
     p.add_argument(
         "--timeout",
         type=float,
@@ -44,7 +47,6 @@ def register(sub) -> None:
         metavar="SECONDS",
         help=f"how long to wait for it to exit (default {DEFAULT_WAIT_S:g})",
     )
-    p.set_defaults(func=lambda args: main(socket=args.socket, wait_s=args.timeout))
 
 
 def process_uid(pid: int) -> int | None:
