@@ -10,6 +10,7 @@ import pytest
 
 from memoryd.core.indexer import Indexer  # noqa: E402
 from memoryd.index.derive_cache import FILE_NAME  # noqa: E402
+from memoryd.index.query import SearchQuery  # noqa: E402
 from memoryd.index.search import search  # noqa: E402
 from memoryd.index.searcher import RWLock  # noqa: E402
 from memoryd.index.store import IndexStore  # noqa: E402
@@ -46,12 +47,12 @@ def test_no_change_restart_derives_nothing_and_changes_are_derived(board, tmp_pa
     store, again, report = restart(board, index)
     assert (again.last_derived, report.unchanged, report.changed) == (0, 3, False)
     assert store.count() == 3
-    assert [h.id for h in search(store, None, "checkout button number 2").hits][:1] == [IDS[2]]
+    assert [h.id for h in search(store, None, SearchQuery("checkout button number 2")).hits][:1] == [IDS[2]]
 
     (board / "briefs" / IDS[1] / "said.txt").write_text("the basket total is wrong", encoding="utf-8")
     store, _, report = restart(board, index)
     assert (report.updated, report.unchanged) == (1, 2)
-    assert [h.id for h in search(store, None, "basket total").hits][:1] == [IDS[1]]
+    assert [h.id for h in search(store, None, SearchQuery("basket total")).hits][:1] == [IDS[1]]
 
     task = board / "tasks" / "t-20260101-aaaaaa.json"
     data = json.loads(task.read_text())

@@ -97,9 +97,9 @@ def in_process(settings: Settings, query: str, project: str | None, limit: int) 
     """The same answer computed here, on the board's own index under its writer lock (slower, no warm
     model). Raises :class:`~memoryd.errors.StartupError` when that index cannot be written here."""
     from memoryd.core.local import local_search
-    from memoryd.kinds.briefs.render import SEARCH_POOL, search_answer
+    from memoryd.kinds.briefs.render import search_answer, search_query
 
-    result = local_search(settings, query, project=project, limit=SEARCH_POOL)
+    result = local_search(settings, search_query(query, project))
     state = "disabled" if settings.model == "none" else "failed"
     return search_answer(result, limit=limit, project=project, model_state=state)
 

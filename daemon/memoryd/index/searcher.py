@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from memoryd.index.ranking import Ranking
+from memoryd.index.query import SearchQuery
 from memoryd.index.search import SearchResult, search
 
 
@@ -65,7 +65,7 @@ class RWLock:
 
 
 class Searcher:
-    """``await searcher.search(query, project=, kind=, status=, limit=, ranking=) -> SearchResult``.
+    """``await searcher.search(SearchQuery(text, project=, kind=, ...)) -> SearchResult``.
 
     ``guard()`` runs before every query and raises when the board behind the index cannot be read (an empty
     answer must never stand for "no history"). Raises ``RuntimeError`` before :attr:`store` is set.
@@ -90,20 +90,8 @@ class Searcher:
         """``"hybrid"`` once the model is warm, else ``"keyword"``."""
         return "hybrid" if self.embedder is not None else "keyword"
 
-    async def search(
-        self,
-        query: str,
-        *,
-        project: str | None = None,
-        kind: str | None = None,
-        status: str | None = None,
-        limit: int = 10,
-        ranking: Ranking | None = None,
-        reasons: bool = False,
-        settle: bool = True,
-    ) -> SearchResult:
-        """The hybrid search (:func:`memoryd.index.search.search`); ``ranking``: a profile other than
-        ``kind``'s own (memories use theirs); ``reasons``: each hit carries why it matched; ``settle=False``:
+    async def search(self, query: SearchQuery, *, settle: bool = True) -> SearchResult:
+        """The hybrid search (:func:`memoryd.index.search.search`) under the read lock; ``settle=False``:
         the index as it is, without waiting for writes still in flight (the read barrier)."""
         if self._guard is not None:
             self._guard()
@@ -115,16 +103,6 @@ class Searcher:
 
         def run() -> SearchResult:
             with self.lock.shared():
-                return search(
-                    store,
-                    embedder,
-                    query,
-                    project=project,
-                    kind=kind,
-                    status=status,
-                    limit=limit,
-                    ranking=ranking,
-                    reasons=reasons,
-                )
+                return search(store, embedder, query)
 
         return await asyncio.to_thread(run)

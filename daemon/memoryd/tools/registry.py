@@ -8,8 +8,8 @@ Example (a group module)::
 
     async def _search(args: dict, ctx: ToolContext) -> ToolResult:
         engine = await ctx.engine()                   # raises WarmingUp while the index loads
-        hits = await engine.searcher.search(args["query"], project=args.get("project"), limit=args.get("limit", 10))
-        return ToolResult(structured={"shown": len(hits), "results": hits}, text=render(hits))
+        found = await engine.searcher.search(SearchQuery(args["query"], project=args.get("project"), limit=10))
+        return ToolResult(structured={"shown": len(found.hits), "results": found.hits}, text=render(found))
 
     def tools() -> list[ToolSpec]:
         return [ToolSpec(

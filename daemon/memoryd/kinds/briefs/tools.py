@@ -149,9 +149,7 @@ async def search_briefs(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     board = await _board(ctx)
     project = board.resolve_project(args.get("project"))
     limit = args.get("limit", schemas.SEARCH_LIMIT_DEFAULT)
-    result = await board.guarded(
-        board.searcher.search(args["query"], project=project, kind="brief", limit=render.SEARCH_POOL)
-    )
+    result = await board.guarded(board.searcher.search(render.search_query(args["query"], project)))
     answer = render.search_answer(
         result,
         limit=limit,
