@@ -256,7 +256,7 @@ def resources() -> list[ResourceSpec | ResourceTemplateSpec]:
             read=_read_context,
         ),
         ResourceTemplateSpec(
-            uri_template=CONTEXT_URI + "/{project}",
+            uri=CONTEXT_URI + "/{project}",
             name="context of a project",
             title="memoryd context of a project",
             description="The session-start digest of one project, as named on the board: " + about,
