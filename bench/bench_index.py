@@ -45,10 +45,9 @@ def restart_child(board: Path, index: Path, model: str, split: bool = True) -> d
     quiet_env()
     from memoryd.core.indexer import Indexer
     from memoryd.index.embed import load_embedder
-    from memoryd.index.query import SearchQuery
     from memoryd.index.records import brief_record
     from memoryd.index.search import search
-    from memoryd.index.searcher import RWLock
+    from memoryd.index.searcher import RWLock, SearchQuery
     from memoryd.index.store import IndexStore
     from memoryd.kinds.briefs.reader import BoardReader
     from memoryd.kinds.briefs.source import BriefSource

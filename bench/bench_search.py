@@ -37,8 +37,8 @@ def timed_query(fn) -> tuple[float, float]:
 
 
 def measure(store, embedder, queries: list[str], passes: int) -> dict:
-    from memoryd.index.query import SearchQuery
     from memoryd.index.search import search
+    from memoryd.index.searcher import SearchQuery
 
     for q in queries[:10]:  # warm both paths (caches, the FTS index, onnxruntime)
         search(store, embedder, SearchQuery(q))
@@ -63,8 +63,8 @@ def breakdown(store, embedder, queries: list[str]) -> dict[str, float]:
     is the wait left after embedding and the nearest neighbours ("keyword wait"); "keyword alone" is the
     same BM25 query run by itself afterwards (not part of the total)."""
     from memoryd.index.columns import Filter
-    from memoryd.index.query import SearchQuery
     from memoryd.index.search import search
+    from memoryd.index.searcher import SearchQuery
     from memoryd.index.text import term_string
 
     spent: dict[str, float] = {}

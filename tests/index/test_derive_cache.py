@@ -10,9 +10,11 @@ import pytest
 
 from memoryd.core.indexer import Indexer  # noqa: E402
 from memoryd.index.derive_cache import FILE_NAME  # noqa: E402
-from memoryd.index.query import SearchQuery  # noqa: E402
 from memoryd.index.search import search  # noqa: E402
-from memoryd.index.searcher import RWLock  # noqa: E402
+from memoryd.index.searcher import (
+    RWLock,  # noqa: E402
+    SearchQuery,  # noqa: E402
+)
 from memoryd.index.store import IndexStore  # noqa: E402
 from memoryd.kinds.briefs.source import BriefSource  # noqa: E402
 from support.board import write_brief, write_task  # noqa: E402

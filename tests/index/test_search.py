@@ -11,9 +11,9 @@ from tests.conftest import need_shared
 
 from memoryd.cli.eval.labelled import read_jsonl
 from memoryd.index.columns import Filter
-from memoryd.index.query import SearchQuery
 from memoryd.index.records import brief_record
 from memoryd.index.search import search
+from memoryd.index.searcher import SearchQuery
 from memoryd.index.store import IndexStore
 from memoryd.index.sync import sync_records
 from memoryd.index.text import term_string

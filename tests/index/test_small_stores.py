@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 from tests.conftest import need_shared
 
-from memoryd.index.query import SearchQuery
 from memoryd.index.search import search
+from memoryd.index.searcher import SearchQuery
 from memoryd.index.store import IndexStore
 from memoryd.index.sync import sync_records
 from memoryd.kinds.memories.files import Memory

@@ -43,8 +43,8 @@ from typing import Any
 
 from memoryd.board.ids import BRIEF_ID_PATTERN, is_task_id
 from memoryd.core.delivery import Delivered, rid_of, turn_id
-from memoryd.index.query import SearchQuery
 from memoryd.index.redact import redact
+from memoryd.index.searcher import SearchQuery
 from memoryd.kinds.briefs import capture as cap
 from memoryd.kinds.briefs import digest as dig
 from memoryd.kinds.briefs import filing

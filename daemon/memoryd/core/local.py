@@ -19,9 +19,8 @@ import asyncio
 
 from memoryd.core.indexer import Indexer
 from memoryd.index.lock import IndexLock
-from memoryd.index.query import SearchQuery
 from memoryd.index.search import SearchResult, search
-from memoryd.index.searcher import RWLock
+from memoryd.index.searcher import RWLock, SearchQuery
 from memoryd.index.store import IndexStore
 from memoryd.kinds.briefs.reader import BoardReader
 from memoryd.kinds.briefs.source import BriefSource

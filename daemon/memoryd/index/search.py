@@ -33,9 +33,9 @@ import numpy as np
 from memoryd.index import intent
 from memoryd.index.columns import Filter
 from memoryd.index.embed import reference_cosines
-from memoryd.index.query import SearchQuery
 from memoryd.index.ranking import DEFAULT_RANKING, RANKINGS, Ranking
 from memoryd.index.redact import redact
+from memoryd.index.searcher import SearchQuery
 from memoryd.index.store import TEXT_BOOSTS, TEXT_COLUMNS, IndexStore
 from memoryd.index.text import PLACEHOLDER, term_string
 

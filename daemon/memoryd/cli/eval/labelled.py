@@ -115,9 +115,9 @@ def _open_eval_index(cache: Path, source: Path, key: str):
 
 
 def _board_report(store, snap, queries: Path, embedder, ranking) -> dict:
-    from memoryd.index.query import SearchQuery
     from memoryd.index.records import brief_record
     from memoryd.index.search import search
+    from memoryd.index.searcher import SearchQuery
     from memoryd.index.sync import sync_records
 
     recs = [brief_record(b, snap.tasks.get(b.task)) for b in snap.briefs.values()]
@@ -164,9 +164,9 @@ def corpus_eval(
 def _corpus_report(
     store, lines: list[dict], queries: Path, scope: str, embedder, ranking, records: str
 ) -> dict:
-    from memoryd.index.query import SearchQuery
     from memoryd.index.records import corpus_record
     from memoryd.index.search import search
+    from memoryd.index.searcher import SearchQuery
     from memoryd.index.sync import sync_records
 
     if records == "memory":

@@ -168,8 +168,8 @@ def _count_slice(
     u: Universe, store, embedder, label: dict, group: str, others: list[str], counts: dict
 ) -> None:
     """Ask every query of ``group`` and every foreign query of one slice's ``store``; add to ``counts``."""
-    from memoryd.index.query import SearchQuery
     from memoryd.index.search import search
+    from memoryd.index.searcher import SearchQuery
 
     as_of = None if u.name == "locomo" else BOARD_AS_OF
     held = set().union(*label.values())

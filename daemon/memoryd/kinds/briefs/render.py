@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from memoryd.index.query import SearchQuery
+from memoryd.index.searcher import SearchQuery
 from memoryd.kinds.briefs.files import OUTCOME_SECTIONS, Brief, Outcome, Task
 from memoryd.tools.answers import DATA_NOTE, Scrub, of_total, report_lines
 from memoryd.wording import counted

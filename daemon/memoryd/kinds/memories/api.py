@@ -39,8 +39,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memoryd.index.query import SearchQuery
 from memoryd.index.redact import redact
+from memoryd.index.searcher import SearchQuery
 from memoryd.kinds.memories import graph, ranking
 from memoryd.kinds.memories.access import AccessTimes
 from memoryd.kinds.memories.files import Memory

@@ -26,7 +26,7 @@ import asyncio
 from typing import Any
 
 from memoryd.errors import NotFound, ToolFailed
-from memoryd.index.query import SearchQuery
+from memoryd.index.searcher import SearchQuery
 from memoryd.kinds.sessions import exchange, render, schemas, summarize
 from memoryd.kinds.sessions.files import (
     Interaction,
