@@ -135,7 +135,7 @@ def bench_paths(
     from memoryd.cli.client import DaemonClient
     from memoryd.index.search import search
     from memoryd.index.store import IndexStore
-    from memoryd.kinds.briefs.render import SEARCH_POOL
+    from memoryd.kinds.briefs.render import search_query
 
     store = IndexStore(index)  # the daemon's own index, read concurrently (LanceDB readers don't lock)
     times: dict[str, list[float]] = {"in-process": [], "direct": [], "shim": []}
@@ -144,7 +144,7 @@ def bench_paths(
     try:
         with DaemonClient(d.socket) as client:
             calls = {
-                "in-process": lambda q: search(store, embedder, q, kind="brief", limit=SEARCH_POOL),
+                "in-process": lambda q: search(store, embedder, search_query(q)),
                 "direct": lambda q: client.call_tool("search_briefs", {"query": q}),
                 "shim": lambda q: shim_search(shim, q),
             }

@@ -47,7 +47,7 @@ def restart_child(board: Path, index: Path, model: str, split: bool = True) -> d
     from memoryd.index.embed import load_embedder
     from memoryd.index.records import brief_record
     from memoryd.index.search import search
-    from memoryd.index.searcher import RWLock
+    from memoryd.index.searcher import RWLock, SearchQuery
     from memoryd.index.store import IndexStore
     from memoryd.kinds.briefs.source import BoardReader, BriefSource
 
@@ -77,7 +77,7 @@ def restart_child(board: Path, index: Path, model: str, split: bool = True) -> d
         "rss_after_load_mb": rss_mb(),
     }
     for q in dev_queries()[:20]:
-        search(store, embedder, q)
+        search(store, embedder, SearchQuery(q))
     out["rss_after_queries_mb"] = rss_mb()
     out["peak_rss_mb"] = peak_rss_mb()
     if not split:

@@ -38,10 +38,11 @@ def timed_query(fn) -> tuple[float, float]:
 
 def measure(store, embedder, queries: list[str], passes: int) -> dict:
     from memoryd.index.search import search
+    from memoryd.index.searcher import SearchQuery
 
     for q in queries[:10]:  # warm both paths (caches, the FTS index, onnxruntime)
-        search(store, embedder, q)
-        search(store, None, q)
+        search(store, embedder, SearchQuery(q))
+        search(store, None, SearchQuery(q))
     wall = {"hybrid": [], "bm25": []}
     cpu = {"hybrid": [], "bm25": []}
     n = 0
@@ -49,7 +50,7 @@ def measure(store, embedder, queries: list[str], passes: int) -> dict:
         for q in queries:
             order = (("hybrid", embedder), ("bm25", None))
             for mode, emb in order if n % 2 == 0 else order[::-1]:
-                w, c = timed_query(lambda emb=emb, q=q: search(store, emb, q))
+                w, c = timed_query(lambda emb=emb, q=q: search(store, emb, SearchQuery(q)))
                 wall[mode].append(w)
                 cpu[mode].append(c)
             n += 1
@@ -63,6 +64,7 @@ def breakdown(store, embedder, queries: list[str]) -> dict[str, float]:
     same BM25 query run by itself afterwards (not part of the total)."""
     from memoryd.index.columns import Filter
     from memoryd.index.search import search
+    from memoryd.index.searcher import SearchQuery
     from memoryd.index.text import term_string
 
     spent: dict[str, float] = {}
@@ -118,7 +120,7 @@ def breakdown(store, embedder, queries: list[str]) -> dict[str, float]:
     for q in queries:
         spent.clear()
         start = time.perf_counter()
-        search(store, embedder, q)
+        search(store, embedder, SearchQuery(q))
         totals.append((time.perf_counter() - start) * 1000)
         for name in names:
             per_query.setdefault(name, []).append(spent.get(name, 0.0))

@@ -11,7 +11,10 @@ import pytest
 from memoryd.core.indexer import Indexer  # noqa: E402
 from memoryd.index.derive_cache import FILE_NAME  # noqa: E402
 from memoryd.index.search import search  # noqa: E402
-from memoryd.index.searcher import RWLock  # noqa: E402
+from memoryd.index.searcher import (
+    RWLock,  # noqa: E402
+    SearchQuery,  # noqa: E402
+)
 from memoryd.index.store import IndexStore  # noqa: E402
 from memoryd.kinds.briefs.source import BriefSource  # noqa: E402
 from support.board import write_brief, write_task  # noqa: E402
@@ -46,12 +49,12 @@ def test_no_change_restart_derives_nothing_and_changes_are_derived(board, tmp_pa
     store, again, report = restart(board, index)
     assert (again.last_derived, report.unchanged, report.changed) == (0, 3, False)
     assert store.count() == 3
-    assert [h.id for h in search(store, None, "checkout button number 2").hits][:1] == [IDS[2]]
+    assert [h.id for h in search(store, None, SearchQuery("checkout button number 2")).hits][:1] == [IDS[2]]
 
     (board / "briefs" / IDS[1] / "said.txt").write_text("the basket total is wrong", encoding="utf-8")
     store, _, report = restart(board, index)
     assert (report.updated, report.unchanged) == (1, 2)
-    assert [h.id for h in search(store, None, "basket total").hits][:1] == [IDS[1]]
+    assert [h.id for h in search(store, None, SearchQuery("basket total")).hits][:1] == [IDS[1]]
 
     task = board / "tasks" / "t-20260101-aaaaaa.json"
     data = json.loads(task.read_text())
@@ -111,7 +114,7 @@ def test_memories_are_derived_again_only_when_what_their_record_reads_changed(tm
     assert (first.last_derived, report.added) == (2, 2)
     store, again, report = restart_memories()
     assert (again.last_derived, report.unchanged, report.changed) == (0, 2, False)
-    assert [h.id for h in search(store, None, "readsession42 upload").hits][:1] == [kept[0].id]
+    assert [h.id for h in search(store, None, SearchQuery("readsession42 upload")).hits][:1] == [kept[0].id]
 
     # a touch of what only re-ranks (importance, accessed_at) derives nothing; a new tag does
     m = read_memory(board, kept[1].id)
@@ -121,4 +124,4 @@ def test_memories_are_derived_again_only_when_what_their_record_reads_changed(tm
     write_memory(board, m.with_(tags=("database",)), overwrite=True)
     store, again, report = restart_memories()
     assert (again.last_derived, report.updated, report.unchanged) == (1, 1, 1)
-    assert [h.id for h in search(store, None, "database").hits][:1] == [kept[1].id]
+    assert [h.id for h in search(store, None, SearchQuery("database")).hits][:1] == [kept[1].id]

@@ -13,6 +13,7 @@ from memoryd.cli.eval.labelled import read_jsonl
 from memoryd.index.columns import Filter
 from memoryd.index.records import brief_record, sync_records
 from memoryd.index.search import search
+from memoryd.index.searcher import SearchQuery
 from memoryd.index.store import IndexStore
 from memoryd.index.text import term_string
 from memoryd.kinds.briefs.source import BoardReader
@@ -86,7 +87,7 @@ def indexed(board_copy, embedder, tmp_path_factory):
 def test_query_syntax_is_never_parsed(indexed, embedder, query):
     store, _ = indexed
     for model in (embedder, None):
-        result = search(store, model, query)
+        result = search(store, model, SearchQuery(query))
         assert isinstance(result.hits, list)
 
 
@@ -94,7 +95,7 @@ def test_empty_board_returns_nothing(tmp_path, embedder):
     (tmp_path / "board" / "tasks").mkdir(parents=True)
     (tmp_path / "board" / "briefs").mkdir()
     store = index_board(tmp_path / "board", tmp_path / "index", embedder)
-    assert search(store, embedder, "login redirect loop").hits == []
+    assert search(store, embedder, SearchQuery("login redirect loop")).hits == []
 
 
 @pytest.mark.parametrize(
@@ -110,7 +111,7 @@ def test_empty_board_returns_nothing(tmp_path, embedder):
 )
 def test_multilingual_and_vague_queries_find_their_task(indexed, embedder, query, task):
     store, _ = indexed
-    hits = search(store, embedder, query).hits
+    hits = search(store, embedder, SearchQuery(query)).hits
     assert hits and hits[0].task == task, [h.task for h in hits[:3]]
     assert set(hits[0].as_dict()) == {
         "id",
@@ -130,7 +131,7 @@ def test_meaning_hits_without_any_keyword_hit(indexed, embedder):
     # Japanese ("the refund was processed twice") sharing no keyword term with the English brief
     query = "返金が二重に処理された"
     keyword_ids = {i for i, _ in store.keyword(term_string(query, query=True), Filter(), 50)}
-    hits = search(store, embedder, query).hits
+    hits = search(store, embedder, SearchQuery(query)).hits
     assert hits, "a confident meaning match must be returned even without keyword hits"
     assert hits[0].task == "t-20260805-fedb9e"
     assert hits[0].id not in keyword_ids
@@ -145,7 +146,7 @@ def test_meaning_hits_without_any_keyword_hit(indexed, embedder):
         "line",
         "score",
     }
-    assert search(store, None, query).mode == "keyword"
+    assert search(store, None, SearchQuery(query)).mode == "keyword"
 
 
 def _planted() -> tuple[list[dict], list[str]]:
@@ -158,7 +159,7 @@ def test_negatives_find_nothing(indexed, embedder):
     store, _ = indexed
     negatives, _ = _planted()
     for q in negatives:
-        assert search(store, embedder, q["query"]).hits == [], q
+        assert search(store, embedder, SearchQuery(q["query"])).hits == [], q
 
 
 def test_no_secret_or_removed_screen_in_stored_text_or_index_bytes(indexed, board_copy):
@@ -197,7 +198,7 @@ def test_edit_reindexes_only_what_changed(board_copy, embedder, tmp_path):
         report = sync_records(store, records, embedder, kinds=("brief",))
         assert (report.updated, report.embedded) == (1, 1)
         assert embedder.passages_embedded == before + 1
-        assert search(store, embedder, "quokka mascot").hits[0].id == "b-20260803-52ea08"
+        assert search(store, embedder, SearchQuery("quokka mascot")).hits[0].id == "b-20260803-52ea08"
     finally:
         said.write_text(original)
 
@@ -211,7 +212,10 @@ def test_deleted_index_folder_is_rebuilt(board_copy, embedder, tmp_path):
     assert not index.exists()
     store = index_board(board_copy, index, embedder)
     assert store.count() == 200
-    assert search(store, embedder, "redirect loop login account").hits[0].task == "t-20260803-1cf523"
+    assert (
+        search(store, embedder, SearchQuery("redirect loop login account")).hits[0].task
+        == "t-20260803-1cf523"
+    )
 
 
 def test_deleted_brief_leaves_the_index(board_copy, embedder, tmp_path):
@@ -227,5 +231,7 @@ def test_deleted_brief_leaves_the_index(board_copy, embedder, tmp_path):
         kinds=("brief",),
     )
     assert report.deleted == 1
-    assert "b-20260803-52ea08" not in {h.id for h in search(store, embedder, "redirect loop", limit=50).hits}
+    assert "b-20260803-52ea08" not in {
+        h.id for h in search(store, embedder, SearchQuery("redirect loop", limit=50)).hits
+    }
     assert json.dumps(store.rows(["b-20260803-52ea08"])) == "{}"

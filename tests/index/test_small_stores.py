@@ -12,6 +12,7 @@ from tests.conftest import need_shared
 
 from memoryd.index.records import sync_records
 from memoryd.index.search import search
+from memoryd.index.searcher import SearchQuery
 from memoryd.index.store import IndexStore
 from memoryd.kinds.memories.files import Memory
 from memoryd.kinds.memories.ranking import MEMORY_RANKING
@@ -52,7 +53,7 @@ def memory_store(tmp_path, embedder, notes) -> IndexStore:
 
 
 def found(store, embedder, query: str) -> list[str]:
-    hits = search(store, embedder, query, kind="memory", ranking=MEMORY_RANKING).hits
+    hits = search(store, embedder, SearchQuery(query, kind="memory", ranking=MEMORY_RANKING)).hits
     return [h.line for h in hits]
 
 
@@ -83,7 +84,7 @@ def test_scores_mean_the_same_at_one_and_four_records(tmp_path, embedder):
     query = "which package manager does the web repo use"
     scores = []
     for store in (one, four):
-        hits = search(store, embedder, query, kind="memory", ranking=MEMORY_RANKING).hits
+        hits = search(store, embedder, SearchQuery(query, kind="memory", ranking=MEMORY_RANKING)).hits
         assert [h.line for h in hits] == [PNPM[0]]
         scores.append(hits[0].score)
     assert min(scores) >= 0.3, scores

@@ -99,6 +99,18 @@ def test_screenshots_are_served_only_through_the_gate(board, tmp_path):
     serve(root, b, check)
 
 
+def test_the_search_page_lists_the_brief_its_words_find_and_not_for_other_words(board):
+    root, b, _, brief = board
+
+    async def check(c):
+        found = await c.get("/search", params={"q": "checkout page times out"})
+        assert found.status_code == 200 and f"#{brief.name}'" in found.text.replace('"', "'")
+        other = await c.get("/search", params={"q": "quarterly tax invoice"})
+        assert other.status_code == 200 and brief.name not in other.text
+
+    serve(root, b, check)
+
+
 def test_a_note_line_is_removed_alone_and_a_stale_digest_removes_nothing(board):
     _, b, _, brief = board
     text = "intro line\n\n- first note\n* second note\n  third note  \n"

@@ -12,11 +12,11 @@ from __future__ import annotations
 import os
 import sys
 
-EXIT_OK, EXIT_PROBLEM, EXIT_USAGE = 0, 1, 2
+from memoryd.cli.options import EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, command
 
 
 def register(sub) -> None:
-    b = sub.add_parser("brief", help="file a brief (what you want done); prints its id")
+    b = command(sub, "brief", cmd_brief, help="file a brief (what you want done); prints its id")
     b.add_argument("text", help="what you want, in your own words (<private>...</private> is never stored)")
     b.add_argument("--project", help="default: the project of the current folder")
     where = b.add_mutually_exclusive_group()
@@ -26,7 +26,6 @@ def register(sub) -> None:
     b.add_argument(
         "--screen-text", metavar="TXT", help="that screenshot's text (searchable, never handed out)"
     )
-    b.set_defaults(func=cmd_brief)
 
 
 def cmd_brief(args) -> int:

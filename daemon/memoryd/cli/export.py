@@ -11,13 +11,17 @@ from __future__ import annotations
 import json
 import sys
 
+from memoryd.cli.options import BOARD_HELP, command, locations
+
 KINDS = ("briefs", "memories", "interactions", "summaries")
 
 
 def register(sub) -> None:
     """Add the ``export`` sub-command to the ``argparse`` sub-parsers ``sub``."""
-    p = sub.add_parser(
+    p = command(
+        sub,
         "export",
+        cmd_export,
         help="write briefs, memories, session turns and summaries to one JSONL file",
         description="Export the board as JSONL (one object per line, a header first). Read it back with "
         "`memoryd import --from jsonl FILE` or the import_database tool.",
@@ -28,9 +32,8 @@ def register(sub) -> None:
     p.add_argument(
         "--include", nargs="+", choices=KINDS, metavar="KIND", help=f"only these kinds ({', '.join(KINDS)})"
     )
-    p.add_argument("--board", help="board folder (default: <data>/board, or MEMORYD_BOARD)")
+    locations(p, board=BOARD_HELP)
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
-    p.set_defaults(func=cmd_export)
 
 
 def cmd_export(args) -> int:

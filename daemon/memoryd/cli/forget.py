@@ -30,6 +30,8 @@ import sys
 import time
 from typing import Any
 
+from memoryd.cli.options import BOARD_HELP, INDEX_HELP, SOCKET_HELP, command, locations
+
 EXIT_OK = 0
 EXIT_FAILED = 1
 LOCK_WAIT_S = 2.0  # a daemon holding the board lock answers on its socket, or is starting / stopping
@@ -37,8 +39,10 @@ LOCK_WAIT_S = 2.0  # a daemon holding the board lock answers on its socket, or i
 
 def register(sub: Any) -> None:
     """Add ``forget`` to the ``memoryd`` sub-commands (see :mod:`memoryd.cli.main`)."""
-    f = sub.add_parser(
+    f = command(
+        sub,
         "forget",
+        run,
         help="make text deleted from the board leave the index on disk now (--now); without --now, "
         "print how soon that happens on its own",
     )
@@ -48,13 +52,7 @@ def register(sub: Any) -> None:
         help="re-read the board and purge the index now (through the running daemon, in-process when none runs)",
     )
     f.add_argument("--json", action="store_true", help="print the report as one JSON object")
-    f.add_argument("--board", help="board folder (default: <data>/board, or MEMORYD_BOARD)")
-    f.add_argument(
-        "--index",
-        help="index folder (default: MEMORYD_INDEX, else the board's own: <data>/index for <data>/board)",
-    )
-    f.add_argument("--socket", help="the daemon's socket (default: <state>/memoryd.sock, or MEMORYD_SOCKET)")
-    f.set_defaults(func=run)
+    locations(f, board=BOARD_HELP, index=INDEX_HELP, socket=SOCKET_HELP)
 
 
 def bound_s(settings: Any) -> float:

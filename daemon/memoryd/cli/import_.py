@@ -14,14 +14,18 @@ from __future__ import annotations
 import json
 import sys
 
+from memoryd.cli.options import BOARD_HELP, command, locations
+
 
 def register(sub) -> None:
     """Add the ``import`` sub-command to the ``argparse`` sub-parsers ``sub``."""
     from memoryd.importers import available
 
     names = list(available())
-    p = sub.add_parser(
+    p = command(
+        sub,
         "import",
+        cmd_import,
         help="bring memories from another memory server onto the board",
         description="Import memories and their relations as board files (memories/<hash>.md). "
         "Idempotent: importing the same source again adds nothing.",
@@ -29,14 +33,13 @@ def register(sub) -> None:
     p.add_argument("--from", dest="importer", required=True, choices=names, help="the source's kind")
     p.add_argument("path", help="the source: " + "; ".join(f"{n}: {_describe(n)}" for n in names))
     p.add_argument("--dry-run", action="store_true", help="read and check everything, write nothing")
-    p.add_argument("--board", help="board folder (default: <data>/board, or MEMORYD_BOARD)")
+    locations(p, board=BOARD_HELP)
     p.add_argument(
         "--project",
         help="project of the imported memories (default: the workspace folder of a .memdb/memory.db, "
         "else none)",
     )
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-    p.set_defaults(func=cmd_import)
 
 
 def _describe(name: str) -> str:

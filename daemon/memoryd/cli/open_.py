@@ -14,17 +14,20 @@ from __future__ import annotations
 
 import sys
 
+from memoryd.cli.options import SERVED_SOCKET_HELP, command, locations
+
 EXIT_NOT_SERVING = 3
 
 
 def register(sub) -> None:
     """Add ``open`` to the ``argparse`` sub-parsers ``sub``."""
-    p = sub.add_parser("open", help="open the page in the default browser (hands the token over once)")
-    p.add_argument("--socket", help="the daemon's socket (default: as memoryd serve)")
+    p = command(
+        sub, "open", cmd_open, help="open the page in the default browser (hands the token over once)"
+    )
+    locations(p, socket=SERVED_SOCKET_HELP)
     p.add_argument(
         "--print", action="store_true", dest="print_only", help="print the one-time URL instead of opening it"
     )
-    p.set_defaults(func=cmd_open)
 
 
 def _turn_on(socket_path, me: str) -> str:

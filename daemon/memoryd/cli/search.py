@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from memoryd.cli.client import DaemonClient, DaemonError, DaemonUnavailable
+from memoryd.cli.options import SOCKET_HELP, command, locations
 from memoryd.errors import StartupError
 from memoryd.settings import Settings
 from memoryd.wording import redaction_line
@@ -30,8 +31,10 @@ LIMIT_MAX = 50  # search_briefs' own bound
 
 def register(sub) -> None:
     """Add the ``search`` sub-command to the ``argparse`` sub-parsers ``sub``."""
-    q = sub.add_parser(
+    q = command(
+        sub,
         "search",
+        run,
         help="the same search agents get, for a person at a terminal (through the running daemon; "
         "in-process when none runs)",
     )
@@ -39,11 +42,13 @@ def register(sub) -> None:
     q.add_argument("--project", help="only this project")
     q.add_argument("--limit", type=limit_arg, default=10, help="results to show, 1-50 (default 10)")
     q.add_argument("--json", action="store_true", help="print the search_briefs answer as one JSON object")
-    q.add_argument("--board", help="search this board (in-process unless the running daemon serves it)")
-    q.add_argument("--index", help="index folder for the in-process search (default: the board's own)")
-    q.add_argument("--socket", help="the daemon's socket (default: <state>/memoryd.sock, or MEMORYD_SOCKET)")
+    locations(
+        q,
+        board="search this board (in-process unless the running daemon serves it)",
+        index="index folder for the in-process search (default: the board's own)",
+        socket=SOCKET_HELP,
+    )
     q.add_argument("--model", help="embedding model for the in-process fallback, or 'none'")
-    q.set_defaults(func=run)
 
 
 def limit_arg(value: str) -> int:
@@ -92,9 +97,9 @@ def in_process(settings: Settings, query: str, project: str | None, limit: int) 
     """The same answer computed here, on the board's own index under its writer lock (slower, no warm
     model). Raises :class:`~memoryd.errors.StartupError` when that index cannot be written here."""
     from memoryd.core.local import local_search
-    from memoryd.kinds.briefs.render import SEARCH_POOL, search_answer
+    from memoryd.kinds.briefs.render import search_answer, search_query
 
-    result = local_search(settings, query, project=project, limit=SEARCH_POOL)
+    result = local_search(settings, search_query(query, project))
     state = "disabled" if settings.model == "none" else "failed"
     return search_answer(result, limit=limit, project=project, model_state=state)
 

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from memoryd.cli.options import BOARD_HELP, INDEX_HELP, command, locations
 from memoryd.settings import port_arg
 
 DEFAULT_HTTP_PORT = 7077  # memoryd.http.files.DEFAULT_PORT, without importing it to build the parser
@@ -12,13 +13,13 @@ DEFAULT_HTTP_PORT = 7077  # memoryd.http.files.DEFAULT_PORT, without importing i
 
 def register(sub) -> None:
     """Add the ``serve`` sub-command to the ``argparse`` sub-parsers ``sub``."""
-    s = sub.add_parser("serve", help="run the daemon in the foreground (JSON logs on stderr)")
-    s.add_argument("--board", help="board folder (default: <data>/board, or MEMORYD_BOARD)")
-    s.add_argument(
-        "--index",
-        help="index folder (default: MEMORYD_INDEX, else the board's own: <data>/index for <data>/board)",
+    s = command(sub, "serve", cmd_serve, help="run the daemon in the foreground (JSON logs on stderr)")
+    locations(
+        s,
+        board=BOARD_HELP,
+        index=INDEX_HELP,
+        socket="Unix socket path (default: <state>/memoryd.sock, or MEMORYD_SOCKET)",
     )
-    s.add_argument("--socket", help="Unix socket path (default: <state>/memoryd.sock, or MEMORYD_SOCKET)")
     s.add_argument("--model", help="embedding model name, model folder, or 'none' for keyword-only search")
     s.add_argument(
         "--http",
@@ -29,7 +30,7 @@ def register(sub) -> None:
         help=f"also serve MCP over HTTP and the page on 127.0.0.1/::1 (default port {DEFAULT_HTTP_PORT}; "
         "a busy port falls back to a free one; 0: off; or MEMORYD_HTTP_PORT)",
     )
-    s.set_defaults(func=cmd_serve, logs_at_info=True)
+    s.set_defaults(logs_at_info=True)
 
 
 def cmd_serve(args) -> int:

@@ -42,8 +42,8 @@ from typing import Any
 
 import memoryd_shim
 from memoryd import __version__
-from memoryd.paths import resolve
-from memoryd.serve.control import ask_status
+from memoryd.cli.options import command
+from memoryd.serve.control import daemon_status
 from memoryd.wording import counted
 from memoryd_shim import rendezvous
 
@@ -207,20 +207,22 @@ def settings_lines(problems: list[dict[str, str]]) -> list[str]:
 
 def register(sub) -> None:
     """Add the ``status`` sub-command to the ``argparse`` sub-parsers ``sub``."""
-    st = sub.add_parser("status", help="ask the running daemon; exit 0 when up, 3 when not running")
+    st = command(sub, "status", cmd_status, help="ask the running daemon; exit 0 when up, 3 when not running")
     st.add_argument("--socket")
     st.add_argument("--json", action="store_true")
-    st.set_defaults(func=lambda args: main(socket=args.socket, as_json=args.json))
+
+
+def cmd_status(args) -> int:
+    return main(socket=args.socket, as_json=args.json)
 
 
 def main(socket: str | None = None, as_json: bool = False) -> int:
     """Print the running daemon's status; returns the exit code (0 up, 3 not running, 1 not memoryd)."""
     from memoryd.settings import check_env
 
-    path = resolve(socket=socket).socket
     problems = [{"variable": v, "state": st, "message": m} for v, st, m in check_env()]
     try:
-        raw = ask_status(path)
+        path, raw = daemon_status(socket)
     except ValueError as exc:
         print(f"memoryd status: {exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -1,6 +1,6 @@
 """``memoryd stop [--socket PATH] [--timeout S]``: stop the daemon that answers on the socket, cleanly.
 
-The daemon is found by asking its status over the socket (:func:`memoryd.serve.control.ask_status`), which
+The daemon is found by asking its status over the socket (:func:`memoryd.serve.control.daemon_status`), which
 names its pid. A daemon run by the service manager is left alone: launchd's ``KeepAlive`` or systemd's
 socket unit would start it again, so the message says to run ``memoryd service stop``. Any other daemon (one
 an agent's shim started, ``memoryd serve`` in another terminal) gets SIGTERM, only when its process belongs
@@ -21,6 +21,7 @@ import time
 from typing import Any
 
 from memoryd.board.atomic import pid_alive
+from memoryd.cli.options import SERVED_SOCKET_HELP, command, locations
 
 EXIT_STOPPED = 0
 EXIT_NOT_STOPPED = 1
@@ -32,11 +33,13 @@ _POLL_S = 0.05
 
 def register(sub) -> None:
     """Add the ``stop`` sub-command to the ``argparse`` sub-parsers ``sub``."""
-    p = sub.add_parser(
+    p = command(
+        sub,
         "stop",
+        cmd_stop,
         help="stop the running daemon (one a shim or `memoryd serve` started; the service: `memoryd service stop`)",
     )
-    p.add_argument("--socket", help="the daemon's socket (default: as memoryd serve)")
+    locations(p, socket=SERVED_SOCKET_HELP)
     p.add_argument(
         "--timeout",
         type=float,
@@ -44,7 +47,10 @@ def register(sub) -> None:
         metavar="SECONDS",
         help=f"how long to wait for it to exit (default {DEFAULT_WAIT_S:g})",
     )
-    p.set_defaults(func=lambda args: main(socket=args.socket, wait_s=args.timeout))
+
+
+def cmd_stop(args) -> int:
+    return main(socket=args.socket, wait_s=args.timeout)
 
 
 def process_uid(pid: int) -> int | None:
@@ -122,13 +128,12 @@ def service_owner(status: dict[str, Any]) -> str | None:
 
 def main(socket: str | None = None, wait_s: float = DEFAULT_WAIT_S) -> int:
     """Stop the daemon on ``socket`` (default: this environment's); returns the exit code (module docstring)."""
-    from memoryd.paths import memoryd_command, resolve
-    from memoryd.serve.control import ask_status
+    from memoryd.paths import memoryd_command
+    from memoryd.serve.control import daemon_status
 
-    path = resolve(socket=socket).socket
     me = memoryd_command()
     try:
-        status = ask_status(path)
+        path, status = daemon_status(socket)
     except ValueError as exc:
         print(f"memoryd stop: {exc}", file=sys.stderr)
         return EXIT_NOT_STOPPED

@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import sys
 
+from memoryd.cli.options import EXIT_OK, EXIT_PROBLEM, command
 from memoryd.serve.control import served_board
-
-EXIT_OK, EXIT_PROBLEM, EXIT_USAGE = 0, 1, 2
 
 
 def register(sub) -> None:
-    t = sub.add_parser(
+    t = command(
+        sub,
         "tasks",
+        cmd_list,
         help="list the board's tasks, newest activity first; done/open/move change them",
         description="Without an action: list the tasks. `memoryd tasks done T...` closes tasks, "
         "`memoryd tasks open T...` reopens them, `memoryd tasks move B... --to T` files briefs under task T.",
@@ -29,7 +30,6 @@ def register(sub) -> None:
     t.add_argument("--project", help="list only this project's tasks")
     t.add_argument("--status", choices=("open", "done"), help="list only tasks with this status")
     t.add_argument("--limit", type=int, default=30, help="list at most this many (default 30)")
-    t.set_defaults(func=cmd_list)
     actions = t.add_subparsers(dest="action", metavar="{done,open,move}")
     for status, says in (("done", "mark tasks done"), ("open", "open tasks again")):
         a = actions.add_parser(status, help=says)

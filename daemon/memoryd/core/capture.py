@@ -44,6 +44,7 @@ from typing import Any
 from memoryd.board.gate import BRIEF_ID_PATTERN, is_task_id
 from memoryd.core.delivery import Delivered, rid_of, turn_id
 from memoryd.index.redact import redact
+from memoryd.index.searcher import SearchQuery
 from memoryd.kinds.briefs import capture as cap
 from memoryd.kinds.briefs import digest as dig
 from memoryd.kinds.briefs import filing
@@ -229,7 +230,7 @@ class Capture:
         if not open_ids:
             return {}, self.searcher.mode
         result = await self.searcher.search(
-            text, project=project, kind="brief", status="open", limit=SEARCH_POOL
+            SearchQuery(text, project=project, kind="brief", status="open", limit=SEARCH_POOL)
         )
         mode = "hybrid" if result.mode == "hybrid" else "keyword"
         return filing.task_scores(((h.task, h.score) for h in result.hits), open_ids), mode

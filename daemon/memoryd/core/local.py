@@ -20,7 +20,7 @@ import asyncio
 from memoryd.core.indexer import Indexer
 from memoryd.index.lock import IndexLock
 from memoryd.index.search import SearchResult, search
-from memoryd.index.searcher import RWLock
+from memoryd.index.searcher import RWLock, SearchQuery
 from memoryd.index.store import IndexStore
 from memoryd.kinds.briefs.source import BoardReader, BriefSource
 from memoryd.settings import Settings
@@ -44,15 +44,13 @@ def refresh(settings: Settings, embedder, command: str = "memoryd search") -> In
     return store
 
 
-def local_search(
-    settings: Settings, query: str, *, project: str | None = None, limit: int = 10
-) -> SearchResult:
+def local_search(settings: Settings, query: SearchQuery) -> SearchResult:
     from memoryd.index.embed import load_embedder
 
     embedder, _ = load_embedder(settings.model, settings.locations.models)
     store = refresh(settings, embedder)
     try:
-        return search(store, embedder, query, project=project, kind="brief", limit=limit)
+        return search(store, embedder, query)
     finally:
         store.close()
 
@@ -75,10 +73,10 @@ class _KeywordSearch:
     def __init__(self, store: IndexStore | None) -> None:
         self.store = store
 
-    async def search(self, text: str, **filters) -> SearchResult:
+    async def search(self, query: SearchQuery) -> SearchResult:
         if self.store is None:
             return SearchResult(mode="keyword")
-        return await asyncio.to_thread(search, self.store, None, text, **filters)
+        return await asyncio.to_thread(search, self.store, None, query)
 
     async def settled(self) -> None:
         """Nothing to wait for: this process writes files only; the daemon indexes them when it next runs."""

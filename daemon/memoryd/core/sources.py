@@ -121,17 +121,27 @@ class RecordSource(Protocol):
     def records_for(self, paths: Collection[str]) -> SourceBatch: ...
 
 
-def touched_ids(paths: Collection[str], folder: str, id_of: Callable[[str], str | None]) -> set[str] | None:
-    """The ids ``id_of(path)`` finds among the board-relative ``paths`` under ``folder`` (paths it gives
-    None for are not records of it); None when ``folder`` itself is among them (created, deleted or moved
-    wholesale: only a full load can tell what it covers)."""
+def records_by_id(
+    source: RecordSource,
+    paths: Collection[str],
+    folder: str,
+    id_of: Callable[[str], str | None],
+    load: Callable[[str, SourceBatch], None],
+) -> SourceBatch:
+    """``records_for`` of a source whose files are named by id: ``load(id, batch)`` for each id (sorted)
+    ``id_of(path)`` finds among the board-relative ``paths`` under ``folder`` (paths it gives None for are
+    not records of it); ``source.load_all()`` when ``folder`` itself is among them (created, deleted or
+    moved wholesale: only a full load can tell what it covers)."""
     ids: set[str] = set()
     for path in paths:
         if path == folder:
-            return None
+            return source.load_all()
         if path.startswith(folder + "/") and (found := id_of(path)) is not None:
             ids.add(found)
-    return ids
+    batch = SourceBatch()
+    for one in sorted(ids):
+        load(one, batch)
+    return batch
 
 
 def make_sources(board: Path) -> list[RecordSource]:

@@ -149,6 +149,11 @@ def _library() -> _Library:
 
     aws_id, aws_secret = AWSKeyDetector.denylist
     slack_token, slack_hook = SlackDetector.denylist
+    api_keys = (
+        StripeDetector, OpenAIDetector, SendGridDetector, PypiTokenDetector, SquareOAuthDetector,
+        AzureStorageKeyDetector, _GOOGLE_API_KEY, _ANTHROPIC_KEY, _OPENAI_SCOPED_KEY, DiscordBotTokenDetector,
+        TelegramBotTokenDetector, TwilioKeyDetector, MailchimpDetector,
+    )  # fmt: skip
     # (plugin or pattern, kind, lower-case substrings one of which must occur). With no substrings the rule
     # runs on the text only if it matches one of the long tokens first: every one of these secrets is a
     # token of 20+ characters, and the few long tokens of a text are searched far faster than the text.
@@ -159,19 +164,7 @@ def _library() -> _Library:
         (GitLabTokenDetector, "gitlab-token", ()),
         (slack_token, "slack-token", ("xox",)),  # case-insensitive patterns are slow to run blind
         (slack_hook, "slack-webhook", ("hooks.slack.com",)),
-        (StripeDetector, "api-key", ()),
-        (OpenAIDetector, "api-key", ()),
-        (SendGridDetector, "api-key", ()),
-        (PypiTokenDetector, "api-key", ()),
-        (SquareOAuthDetector, "api-key", ()),
-        (AzureStorageKeyDetector, "api-key", ()),
-        (_GOOGLE_API_KEY, "api-key", ()),
-        (_ANTHROPIC_KEY, "api-key", ()),
-        (_OPENAI_SCOPED_KEY, "api-key", ()),
-        (DiscordBotTokenDetector, "api-key", ()),
-        (TelegramBotTokenDetector, "api-key", ()),
-        (TwilioKeyDetector, "api-key", ()),
-        (MailchimpDetector, "api-key", ()),
+        *((source, "api-key", ()) for source in api_keys),
     ]
     rules = [
         _PatternRule(kind, pattern, triggers=triggers)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 
 import numpy as np
@@ -35,6 +35,7 @@ from memoryd.index.columns import Filter
 from memoryd.index.embed import reference_cosines
 from memoryd.index.ranking import DEFAULT_RANKING, RANKINGS, Ranking
 from memoryd.index.redact import redact
+from memoryd.index.searcher import SearchQuery
 from memoryd.index.store import TEXT_BOOSTS, TEXT_COLUMNS, IndexStore
 from memoryd.index.text import PLACEHOLDER, term_string
 
@@ -74,17 +75,9 @@ class Hit:
     why: Why | None = None
 
     def as_dict(self) -> dict:
-        return {
-            "id": self.id,
-            "kind": self.kind,
-            "task": self.task,
-            "project": self.project,
-            "status": self.status,
-            "date": self.date,
-            "title": self.title,
-            "line": self.line,
-            "score": round(self.score, 4),
-        }
+        """Every field but ``why``, in field order, ``score`` rounded to 4 places."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "why"}
+        return out | {"score": round(self.score, 4)}
 
 
 @dataclass
@@ -96,12 +89,12 @@ class SearchResult:
     query_redactions: int = 0
 
 
-def _filters(project: str | None, kind: str | None, status: str | None, scope: str | None = None) -> Filter:
-    """What every result must equal (``scope``: a second project filter, ``eval --scope prefix``)."""
+def _where(query: SearchQuery) -> Filter:
+    """What every result of ``query`` must equal, as the store's filter (an empty field filters nothing)."""
     return (
         Filter()
-        .where(project=project or None, kind=kind or None, status=status or None)
-        .where(project=scope or None)
+        .where(project=query.project or None, kind=query.kind or None, status=query.status or None)
+        .where(project=query.scope or None)
     )
 
 
@@ -138,7 +131,7 @@ def gather(
     as_of: datetime | None = None,
 ) -> Candidates:
     """Fetch both candidate lists for already-redacted, non-empty ``text``; ``filters`` as
-    :func:`_filters` gives them."""
+    :func:`_where` gives them."""
     c = Candidates(text=text)
     qterms = term_string(text, query=True)
     # BM25 runs in LanceDB's threads while the query is embedded here
@@ -275,46 +268,28 @@ def score(
     ]
 
 
-def search(
-    store: IndexStore,
-    embedder,
-    query: str,
-    *,
-    project: str | None = None,
-    kind: str | None = None,
-    status: str | None = None,
-    limit: int = 10,
-    as_of: datetime | None = None,
-    ranking: Ranking | None = None,
-    group_by_task: bool = True,
-    scope: str | None = None,
-    explain: dict | None = None,
-    reasons: bool = False,
-) -> SearchResult:
-    """Search the index. ``query`` is plain user text, never query syntax: any string (quotes, colons,
-    braces, a lone ``(``, URLs, blanks) gives a result list, possibly empty, never an error.
+def search(store: IndexStore, embedder, query: SearchQuery, explain: dict | None = None) -> SearchResult:
+    """Search the index for ``query``: any text (quotes, colons, braces, a lone ``(``, URLs, blanks) gives a
+    result list, possibly empty, never an error.
 
-    ``embedder`` is a :class:`memoryd.index.embed.Embedder` or None (keyword-only). ``limit`` is
-    clamped to 1–100. ``scope`` is an extra project filter (``eval --scope prefix``). ``as_of``
-    anchors relative dates ("last week"); default now (UTC). The query is redacted first, so a
-    guessed secret can never be confirmed. ``reasons``: each hit carries its :class:`Why`, with the
-    query's words found in its text (one more read of the hits' keyword columns). Raises only for a
-    broken index (LanceDB errors propagate).
+    ``embedder`` is a :class:`memoryd.index.embed.Embedder` or None (keyword-only). The text is redacted
+    first, so a guessed secret can never be confirmed. ``explain``: filled with the ranking's inner
+    figures (tuning). Raises only for a broken index (LanceDB errors propagate).
     """
-    limit = max(1, min(int(limit), 100))
-    red = redact(query or "")
+    limit = max(1, min(int(query.limit), 100))
+    red = redact(query.text or "")
     text = " ".join(PLACEHOLDER.sub(" ", red.text).split())
     result = SearchResult(
         mode="hybrid" if embedder is not None else "keyword", query_redactions=sum(red.counts.values())
     )
     if not text or store.count() == 0:
         return result
-    cands = gather(store, embedder, text, _filters(project, kind, status, scope), as_of)
-    ranking = ranking or RANKINGS.get(kind or "brief", DEFAULT_RANKING)
-    hits = score(cands, ranking, group_by_task, explain, reasons)
+    cands = gather(store, embedder, text, _where(query), query.as_of)
+    ranking = query.ranking or RANKINGS.get(query.kind or "brief", DEFAULT_RANKING)
+    hits = score(cands, ranking, query.group_by_task, explain, query.reasons)
     top = hits[0].score if hits else 0.0
     result.hits = [_scaled(h, top) for h in hits[:limit]]
-    if reasons:
+    if query.reasons:
         result.hits = _with_words(store, text, result.hits)
     return result
 

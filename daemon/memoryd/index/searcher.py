@@ -6,6 +6,11 @@ maintenance from deleting files a query still reads, and the read barrier (set o
 writes are acknowledged before they are indexed, so every query first waits for those acknowledged
 before it began (:meth:`memoryd.core.indexer.Indexer.barrier`; free when none is outstanding).
 Briefs, memories and sessions are handed the same searcher; none of them sees the engine.
+
+:class:`SearchQuery` is what one search asks for, as data: built once by its caller (a tool, the page,
+capture, eval) and handed unchanged to :func:`memoryd.index.search.search`, which turns its filters into
+the store's :class:`memoryd.index.columns.Filter`. This module loads the index library only at the first
+search, so the tool modules build queries before the index is open.
 """
 
 from __future__ import annotations
@@ -14,10 +19,36 @@ import asyncio
 import threading
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
-from memoryd.index.ranking import Ranking
-from memoryd.index.search import SearchResult, search
+if TYPE_CHECKING:
+    from memoryd.index.ranking import Ranking
+    from memoryd.index.search import SearchResult
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    """One search. ``text`` is plain user text, never query syntax.
+
+    ``project``, ``kind`` and ``status`` are what every result must equal (None or empty: any); ``scope``
+    is a second project filter (``eval --scope prefix``). ``limit`` is clamped to 1–100. ``ranking``: a
+    profile other than ``kind``'s own (memories use theirs). ``as_of`` anchors relative dates ("last
+    week"; None: now, UTC). ``group_by_task``: briefs vote for their task. ``reasons``: each hit carries
+    its :class:`memoryd.index.search.Why`, with the query's words found in its text.
+    """
+
+    text: str
+    project: str | None = None
+    kind: str | None = None
+    status: str | None = None
+    scope: str | None = None
+    limit: int = 10
+    ranking: Ranking | None = None
+    as_of: datetime | None = None
+    group_by_task: bool = True
+    reasons: bool = False
 
 
 class RWLock:
@@ -65,7 +96,7 @@ class RWLock:
 
 
 class Searcher:
-    """``await searcher.search(query, project=, kind=, status=, limit=, ranking=) -> SearchResult``.
+    """``await searcher.search(SearchQuery(text, project=, kind=, ...)) -> SearchResult``.
 
     ``guard()`` runs before every query and raises when the board behind the index cannot be read (an empty
     answer must never stand for "no history"). Raises ``RuntimeError`` before :attr:`store` is set.
@@ -78,6 +109,11 @@ class Searcher:
         #: ``barrier()``: resolves once every write acknowledged before the call is in the index
         self.barrier: Callable[[], Awaitable[None]] | None = None
         self._guard = guard
+        # Bound here, not at import: the tool modules import this one for SearchQuery before the index
+        # library loads; the engine creates its searcher as it opens the index.
+        from memoryd.index.search import search
+
+        self._search = search
 
     async def settled(self) -> None:
         """Wait until every write acknowledged before this call is in the index (and in the record
@@ -90,20 +126,8 @@ class Searcher:
         """``"hybrid"`` once the model is warm, else ``"keyword"``."""
         return "hybrid" if self.embedder is not None else "keyword"
 
-    async def search(
-        self,
-        query: str,
-        *,
-        project: str | None = None,
-        kind: str | None = None,
-        status: str | None = None,
-        limit: int = 10,
-        ranking: Ranking | None = None,
-        reasons: bool = False,
-        settle: bool = True,
-    ) -> SearchResult:
-        """The hybrid search (:func:`memoryd.index.search.search`); ``ranking``: a profile other than
-        ``kind``'s own (memories use theirs); ``reasons``: each hit carries why it matched; ``settle=False``:
+    async def search(self, query: SearchQuery, *, settle: bool = True) -> SearchResult:
+        """The hybrid search (:func:`memoryd.index.search.search`) under the read lock; ``settle=False``:
         the index as it is, without waiting for writes still in flight (the read barrier)."""
         if self._guard is not None:
             self._guard()
@@ -115,16 +139,6 @@ class Searcher:
 
         def run() -> SearchResult:
             with self.lock.shared():
-                return search(
-                    store,
-                    embedder,
-                    query,
-                    project=project,
-                    kind=kind,
-                    status=status,
-                    limit=limit,
-                    ranking=ranking,
-                    reasons=reasons,
-                )
+                return self._search(store, embedder, query)
 
         return await asyncio.to_thread(run)

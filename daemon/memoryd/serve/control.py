@@ -101,6 +101,16 @@ def ask_status(socket_path: str | os.PathLike[str] | Path, timeout: float = 3.0)
     return _ask(socket_path, "status", timeout)
 
 
+def daemon_status(socket: str | None = None, timeout: float = 3.0) -> tuple[Path, dict[str, Any] | None]:
+    """The socket a command talks to (``socket``, else this environment's: ``MEMORYD_SOCKET`` or the state
+    folder's) and the status of the daemon answering there, ``None`` when none does. Raises ``ValueError``
+    as :func:`ask_status` does."""
+    from memoryd.paths import resolve
+
+    path = resolve(socket=socket).socket
+    return path, ask_status(path, timeout)
+
+
 def served_board(timeout: float = 0.3) -> Path:
     """The board the running daemon serves (asked over this install's socket), else the configured one: a
     command that edits board files edits the daemon's."""

@@ -8,8 +8,8 @@ Example (a group module)::
 
     async def _search(args: dict, ctx: ToolContext) -> ToolResult:
         engine = await ctx.engine()                   # raises WarmingUp while the index loads
-        hits = await engine.searcher.search(args["query"], project=args.get("project"), limit=args.get("limit", 10))
-        return ToolResult(structured={"shown": len(hits), "results": hits}, text=render(hits))
+        found = await engine.searcher.search(SearchQuery(args["query"], project=args.get("project"), limit=10))
+        return ToolResult(structured={"shown": len(found.hits), "results": found.hits}, text=render(found))
 
     def tools() -> list[ToolSpec]:
         return [ToolSpec(
@@ -35,7 +35,7 @@ import re
 import time
 import urllib.parse
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Protocol
 
 import mcp_types as types
@@ -317,58 +317,52 @@ class ToolRegistry:
 
 
 ResourceReader = Callable[[ToolContext], Awaitable[str]]
-
-
-@dataclass(frozen=True)
-class ResourceSpec:
-    """A text resource with a fixed URI (MCP "Resources"): ``read(ctx) -> str`` builds its text on each
-    ``resources/read`` (``ctx`` is a :class:`ToolContext` named after the URI). A group module lists its
-    resources in an optional ``resources() -> list[ResourceSpec]``."""
-
-    uri: str
-    name: str
-    description: str
-    read: ResourceReader
-    mime_type: str = "text/plain"
-    title: str | None = None
-
-    @property
-    def wire(self) -> types.Resource:
-        return types.Resource(
-            uri=self.uri,
-            name=self.name,
-            title=self.title,
-            description=self.description,
-            mime_type=self.mime_type,
-        )
-
-
 TemplateReader = Callable[[ToolContext, Mapping[str, str]], Awaitable[str]]
 _TEMPLATE_VAR = re.compile(r"\{([a-z_]+)\}")
 
 
 @dataclass(frozen=True)
-class ResourceTemplateSpec:
-    """A family of text resources (MCP "Resource Templates"): ``uri_template`` holds ``{name}`` variables
-    (RFC 6570 level 1), each matching one non-empty path segment of at most 200 characters, percent-decoded;
-    ``read(ctx, {name: value})`` builds the text. Listed by ``resources/templates/list``; a URI that
-    matches no template is "resource not found"."""
+class _Resource:
+    """What a fixed-URI resource and a resource template share: a URI (or URI template), how they are
+    listed (``name``, ``description``, ``mime_type``, ``title``) and ``read``, which builds the text."""
 
-    uri_template: str
+    uri: str
     name: str
     description: str
-    read: TemplateReader
+    read: Callable[..., Awaitable[str]]
     mime_type: str = "text/plain"
     title: str | None = None
 
+    def _listed(self) -> dict[str, Any]:
+        """Every field but ``uri`` and ``read``: what a listing shows besides the URI (the wire's names)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("uri", "read")}
+
+
+@dataclass(frozen=True)
+class ResourceSpec(_Resource):
+    """A text resource with a fixed URI (MCP "Resources"): ``read(ctx) -> str`` builds its text on each
+    ``resources/read`` (``ctx`` is a :class:`ToolContext` named after the URI). A group module lists its
+    resources in an optional ``resources() -> list[ResourceSpec]``."""
+
+    read: ResourceReader
+
     @property
-    def uri(self) -> str:
-        """The template itself (its key among the registry's resources)."""
-        return self.uri_template
+    def wire(self) -> types.Resource:
+        return types.Resource(uri=self.uri, **self._listed())
+
+
+@dataclass(frozen=True)
+class ResourceTemplateSpec(_Resource):
+    """A family of text resources (MCP "Resource Templates"): ``uri`` is the URI template, holding ``{name}``
+    variables (RFC 6570 level 1), each matching one non-empty path segment of at most 200 characters,
+    percent-decoded; ``read(ctx, {name: value})`` builds the text. Listed by ``resources/templates/list``; a
+    URI that matches no template is "resource not found"."""
+
+    read: TemplateReader
 
     def match(self, uri: str) -> dict[str, str] | None:
         """The variables of ``uri`` when it is one of this template's URIs, else None."""
-        parts = _TEMPLATE_VAR.split(self.uri_template)  # literal, name, literal, name, ..., literal
+        parts = _TEMPLATE_VAR.split(self.uri)  # literal, name, literal, name, ..., literal
         pattern = "".join(
             re.escape(part) if i % 2 == 0 else f"(?P<{part}>[^/?#]{{1,200}})" for i, part in enumerate(parts)
         )
@@ -380,10 +374,4 @@ class ResourceTemplateSpec:
 
     @property
     def wire(self) -> types.ResourceTemplate:
-        return types.ResourceTemplate(
-            uri_template=self.uri_template,
-            name=self.name,
-            title=self.title,
-            description=self.description,
-            mime_type=self.mime_type,
-        )
+        return types.ResourceTemplate(uri_template=self.uri, **self._listed())

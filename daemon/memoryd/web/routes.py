@@ -151,9 +151,7 @@ class Web:
         if not query.strip():
             return self.respond(request, "Search", search.view(query, None, [], []), "/search")
         engine = await self.engine()
-        result = await engine.searcher.search(
-            query, kind="brief", limit=briefs_render.SEARCH_POOL, reasons=True
-        )
+        result = await engine.searcher.search(briefs_render.search_query(query, reasons=True))
         answer = briefs_render.search_answer(
             result, limit=search.SHOWN, project=None, model_state=engine.model.state
         )

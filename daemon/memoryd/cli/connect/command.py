@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import sys
 
-AGENT_NAMES = ("claude-code", "codex", "cursor", "gemini", "vscode", "windsurf", "claude-desktop")
+from memoryd.cli.options import EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, command
 
-EXIT_OK, EXIT_PROBLEM, EXIT_USAGE = 0, 1, 2
+AGENT_NAMES = ("claude-code", "codex", "cursor", "gemini", "vscode", "windsurf", "claude-desktop")
 
 
 def register(sub) -> None:
-    c = sub.add_parser(
+    c = command(
+        sub,
         "connect",
+        cmd_connect,
         help="add memoryd to your coding agents' MCP configs (and Claude Code's Stop hook)",
         description="Without AGENT: every agent whose config folder exists. Only memoryd's entry is written; "
         "files that do not parse (or are JSONC) are left untouched and the snippet to paste is printed.",
@@ -49,10 +51,11 @@ def register(sub) -> None:
         metavar="N",
         help="token budget of the session-start digest (default 1500; 0 turns it off)",
     )
-    c.set_defaults(func=cmd_connect)
 
-    cap = sub.add_parser(
+    cap = command(
+        sub,
         "capture",
+        cmd_capture,
         help="switch the capture hooks on or off for agents already connected",
         description="on: install the capture hooks (prompts become briefs; the session-start digest); "
         "off: remove them byte-exactly. Without AGENT: every agent with hooks whose config folder exists.",
@@ -61,25 +64,28 @@ def register(sub) -> None:
     cap.add_argument("agents", nargs="*", metavar="AGENT", help="claude-code, codex, gemini")
     cap.add_argument("--context-tokens", type=int, metavar="N", help="digest budget (with on)")
     cap.add_argument("--dry-run", action="store_true", help="show the diff per file; write nothing")
-    cap.set_defaults(func=cmd_capture)
 
-    d = sub.add_parser(
-        "disconnect", help="remove memoryd from agents' MCP configs (and Claude Code's Stop hook)"
+    d = command(
+        sub,
+        "disconnect",
+        cmd_disconnect,
+        help="remove memoryd from agents' MCP configs (and Claude Code's Stop hook)",
     )
     d.add_argument(
         "agents", nargs="*", metavar="AGENT", help="default: every agent whose config names memoryd"
     )
     d.add_argument("--dry-run", action="store_true", help="show the diff per file; write nothing")
-    d.set_defaults(func=cmd_disconnect)
 
-    h = sub.add_parser("hook", help="agent hooks (run by the agent, not by you)")
+    h = command(sub, "hook", cmd_hook, help="agent hooks (run by the agent, not by you)")
     h.add_argument(
         "event", choices=("claude-stop",), help="claude-stop: Claude Code's Stop hook (JSON on stdin)"
     )
-    h.set_defaults(func=cmd_hook)
 
-    doc = sub.add_parser(
-        "doctor", help="check service, socket, versions, model, index, agents, disk; say how to fix"
+    doc = command(
+        sub,
+        "doctor",
+        cmd_doctor,
+        help="check service, socket, versions, model, index, agents, disk; say how to fix",
     )
     doc.add_argument(
         "agents",
@@ -88,7 +94,6 @@ def register(sub) -> None:
         help="agents you want connected: for these, not connected is a problem (otherwise it is info)",
     )
     doc.add_argument("--json", action="store_true")
-    doc.set_defaults(func=cmd_doctor)
 
 
 def _select(names: list[str], use_all: bool, wanted=None):

@@ -10,10 +10,12 @@ import json
 import sys
 from pathlib import Path
 
+from memoryd.cli.options import command
+
 
 def register(sub) -> None:
     """Add the ``eval`` sub-command to the ``argparse`` sub-parsers ``sub``."""
-    e = sub.add_parser("eval", help="score the shipped search on a labelled board or a public corpus")
+    e = command(sub, "eval", cmd_eval, help="score the shipped search on a labelled board or a public corpus")
     src = e.add_mutually_exclusive_group(required=True)
     src.add_argument("--board", type=Path)
     src.add_argument("--corpus", type=Path)
@@ -35,7 +37,6 @@ def register(sub) -> None:
     e.add_argument("--scope", choices=("prefix", "global"), default="global")
     e.add_argument("--model")
     e.add_argument("--json", action="store_true")
-    e.set_defaults(func=cmd_eval)
 
 
 #: The folders of a ``--small`` or ``--filing`` data set.

@@ -117,6 +117,7 @@ def _open_eval_index(cache: Path, source: Path, key: str):
 def _board_report(store, snap, queries: Path, embedder, ranking) -> dict:
     from memoryd.index.records import brief_record, sync_records
     from memoryd.index.search import search
+    from memoryd.index.searcher import SearchQuery
 
     recs = [brief_record(b, snap.tasks.get(b.task)) for b in snap.briefs.values()]
     sync_records(store, recs, embedder, kinds=("brief",))
@@ -126,10 +127,7 @@ def _board_report(store, snap, queries: Path, embedder, ranking) -> dict:
         res = search(
             store,
             embedder,
-            str(q.get("query", "")),
-            limit=50,
-            as_of=BOARD_AS_OF,
-            ranking=ranking,
+            SearchQuery(str(q.get("query", "")), limit=50, as_of=BOARD_AS_OF, ranking=ranking),
         )
         if q.get("expect") == "none":
             rows.append(("negative", {"none": 1.0 if not res.hits else 0.0}))
@@ -167,6 +165,7 @@ def _corpus_report(
 ) -> dict:
     from memoryd.index.records import corpus_record, sync_records
     from memoryd.index.search import search
+    from memoryd.index.searcher import SearchQuery
 
     if records == "memory":
         from memoryd.kinds.memories.ranking import MEMORY_RANKING
@@ -184,9 +183,7 @@ def _corpus_report(
     store.optimize()
     rows = []
     for q in read_jsonl(queries):
-        res = search(
-            store,
-            embedder,
+        wanted = SearchQuery(
             str(q.get("query", "")),
             kind=kind,
             limit=10,
@@ -194,6 +191,7 @@ def _corpus_report(
             group_by_task=False,
             scope=_scope_of(str(q.get("id", "")), scope) or None,
         )
+        res = search(store, embedder, wanted)
         ranked = _dedupe(i for h in res.hits for i in ids_of.get(h.id, ()))
         rows.append((str(q.get("category") or "all"), rank_metrics(ranked, set(q.get("relevant", [])))))
     extra = {"mode": "hybrid" if embedder else "keyword", "records": store.count(), "record_kind": kind}

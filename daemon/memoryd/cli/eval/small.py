@@ -169,12 +169,15 @@ def _count_slice(
 ) -> None:
     """Ask every query of ``group`` and every foreign query of one slice's ``store``; add to ``counts``."""
     from memoryd.index.search import search
+    from memoryd.index.searcher import SearchQuery
 
     as_of = None if u.name == "locomo" else BOARD_AS_OF
     held = set().union(*label.values())
 
     def ask(text: str) -> list:
-        return search(store, embedder, text, kind=u.kind, ranking=u.ranking, limit=10, as_of=as_of).hits
+        return search(
+            store, embedder, SearchQuery(text, kind=u.kind, ranking=u.ranking, limit=10, as_of=as_of)
+        ).hits
 
     for q in u.queries:
         what = _classify(q, held) if q["group"] == group else None

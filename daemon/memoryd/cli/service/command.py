@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+from memoryd.cli.options import command
 from memoryd.cli.service.common import Actions, ServiceError
 from memoryd.settings import port_arg
 
@@ -21,8 +22,10 @@ FOLLOW_POLL_S = 0.5
 
 def register(sub) -> None:
     """Add ``memoryd service ...`` to the ``memoryd`` sub-parsers ``sub``."""
-    p = sub.add_parser(
+    p = command(
+        sub,
         "service",
+        main,
         help="run memoryd as a background service (launchd on macOS, systemd --user on Linux)",
         description="Install and control memoryd as a LaunchAgent (macOS) or a systemd user service (Linux). "
         "After an upgrade, run `memoryd service restart`.",
@@ -53,7 +56,6 @@ def register(sub) -> None:
     logs.add_argument(
         "--stderr", action="store_true", help="the service manager's stderr file (crashes) instead"
     )
-    p.set_defaults(func=main)
 
 
 def main(args) -> int:

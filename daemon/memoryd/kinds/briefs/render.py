@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from memoryd.index.searcher import SearchQuery
 from memoryd.kinds.briefs.files import OUTCOME_SECTIONS, Brief, Outcome, Task
 from memoryd.tools.answers import DATA_NOTE, Scrub, of_total, report_lines
 from memoryd.wording import counted
@@ -59,6 +60,11 @@ def _tail(answer: Mapping[str, Any]) -> list[str]:
 
 
 # --- search_briefs ------------------------------------------------------------------------------------
+
+
+def search_query(text: str, project: str | None = None, *, reasons: bool = False) -> SearchQuery:
+    """The search whose result :func:`search_answer` shapes: briefs only, :data:`SEARCH_POOL` hits."""
+    return SearchQuery(text, project=project, kind="brief", limit=SEARCH_POOL, reasons=reasons)
 
 
 def search_answer(

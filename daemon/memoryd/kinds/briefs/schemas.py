@@ -12,6 +12,7 @@ from typing import Any
 
 from memoryd.kinds.briefs.digest import DEFAULT_TOKENS
 from memoryd.kinds.briefs.files import OUTCOME_SECTIONS, TASK_STATUSES
+from memoryd.tools.schema import BOOL, COUNT, NOT_BLANK, STR, STR_LIST, STR_OR_NULL, answer, array_of, closed
 
 SEARCH_LIMIT_MAX = 50
 SEARCH_LIMIT_DEFAULT = 10
@@ -25,7 +26,6 @@ CONTEXT_TOKENS_MAX = 10_000
 PROJECT_CHARS = 100
 ID_CHARS = 17
 
-_NOT_BLANK = r"\S"  # JSON Schema patterns search, so this means "has a non-space character"
 
 TASK_ID = {
     "type": "string",
@@ -45,7 +45,7 @@ PROJECT = {
     "type": "string",
     "minLength": 1,
     "maxLength": PROJECT_CHARS,
-    "pattern": _NOT_BLANK,
+    "pattern": NOT_BLANK,
     "description": "Only this project, as named on the board (e.g. 'shopfront'); omit for every project.",
 }
 
@@ -54,17 +54,13 @@ def _items(what: str) -> dict[str, Any]:
     return {
         "type": "array",
         "maxItems": OUTCOME_ITEMS_MAX,
-        "items": {"type": "string", "minLength": 1, "maxLength": OUTCOME_ITEM_CHARS, "pattern": _NOT_BLANK},
+        "items": {"type": "string", "minLength": 1, "maxLength": OUTCOME_ITEM_CHARS, "pattern": NOT_BLANK},
         "description": f"{what} One short line per item (at most {OUTCOME_ITEMS_MAX} items of "
         f"{OUTCOME_ITEM_CHARS} characters; line breaks inside an item are folded into spaces).",
     }
 
 
-def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
-
-
-SEARCH_INPUT = _object(
+SEARCH_INPUT = closed(
     {
         "query": {
             "type": "string",
@@ -84,7 +80,7 @@ SEARCH_INPUT = _object(
     },
     ["query"],
 )
-LIST_TASKS_INPUT = _object(
+LIST_TASKS_INPUT = closed(
     {
         "project": PROJECT,
         "status": {"enum": list(TASK_STATUSES), "description": "Only open or only done tasks."},
@@ -98,9 +94,9 @@ LIST_TASKS_INPUT = _object(
     },
     [],
 )
-GET_TASK_INPUT = _object({"task_id": TASK_ID}, ["task_id"])
-GET_BRIEF_INPUT = _object({"brief_id": BRIEF_ID}, ["brief_id"])
-SAVE_OUTCOME_INPUT = _object(
+GET_TASK_INPUT = closed({"task_id": TASK_ID}, ["task_id"])
+GET_BRIEF_INPUT = closed({"brief_id": BRIEF_ID}, ["brief_id"])
+SAVE_OUTCOME_INPUT = closed(
     {
         "brief_id": BRIEF_ID,
         "did": _items("What you did in this session."),
@@ -111,7 +107,7 @@ SAVE_OUTCOME_INPUT = _object(
     },
     ["brief_id", "did", "open"],
 )
-GET_CONTEXT_INPUT = _object(
+GET_CONTEXT_INPUT = closed(
     {
         "project": {
             **PROJECT,
@@ -138,108 +134,96 @@ GET_CONTEXT_INPUT = _object(
 
 # --- outputs ------------------------------------------------------------------------------------------
 
-_STR = {"type": "string"}
-_INT = {"type": "integer", "minimum": 0}
-_STR_LIST = {"type": "array", "items": _STR}
 _STATUS = {"enum": list(TASK_STATUSES)}
-_COMMON = {
-    "note": _STR,
-    "redacted": {"type": "object", "additionalProperties": _INT},
-    "truncated": _STR_LIST,
-}
 
 
 def _records(properties: dict[str, Any]) -> dict[str, Any]:
     """An array of closed objects in which every property is required."""
-    return {"type": "array", "items": _object(properties, list(properties))}
+    return array_of(closed(properties, list(properties)))
 
 
-def _out(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {"type": "object", "properties": {**properties, **_COMMON}, "required": required}
-
-
-SEARCH_OUTPUT = _out(
+SEARCH_OUTPUT = answer(
     {
-        "shown": _INT,
-        "matched": _INT,
-        "matched_at_least": {"type": "boolean"},
+        "shown": COUNT,
+        "matched": COUNT,
+        "matched_at_least": BOOL,
         "mode": {"enum": ["hybrid", "keyword"]},
-        "mode_note": _STR,
-        "project": {"type": ["string", "null"]},
-        "projects": _STR_LIST,
+        "mode_note": STR,
+        "project": STR_OR_NULL,
+        "projects": STR_LIST,
         "results": _records(
             {
-                "brief_id": _STR,
-                "date": _STR,
-                "task_id": _STR,
-                "task_status": _STR,
-                "project": _STR,
-                "title": _STR,
-                "said": _STR,
+                "brief_id": STR,
+                "date": STR,
+                "task_id": STR,
+                "task_status": STR,
+                "project": STR,
+                "title": STR,
+                "said": STR,
                 "score": {"type": "number"},
             }
         ),
     },
     ["shown", "matched", "mode", "project", "note", "results"],
 )
-LIST_TASKS_OUTPUT = _out(
+LIST_TASKS_OUTPUT = answer(
     {
-        "shown": _INT,
-        "total": _INT,
-        "project": {"type": ["string", "null"]},
-        "status": {"type": ["string", "null"]},
-        "projects": _STR_LIST,
+        "shown": COUNT,
+        "total": COUNT,
+        "project": STR_OR_NULL,
+        "status": STR_OR_NULL,
+        "projects": STR_LIST,
         "tasks": _records(
             {
-                "task_id": _STR,
-                "title": _STR,
-                "project": _STR,
+                "task_id": STR,
+                "title": STR,
+                "project": STR,
                 "status": _STATUS,
-                "created": _STR,
-                "last_activity": _STR,
-                "briefs": _INT,
+                "created": STR,
+                "last_activity": STR,
+                "briefs": COUNT,
             }
         ),
     },
     ["shown", "total", "project", "status", "projects", "note", "tasks"],
 )
-_OUTCOME_DID_OPEN = _object({"did": _STR_LIST, "open": _STR_LIST}, ["did", "open"])
-GET_TASK_OUTPUT = _out(
+_OUTCOME_DID_OPEN = closed({"did": STR_LIST, "open": STR_LIST}, ["did", "open"])
+GET_TASK_OUTPUT = answer(
     {
-        "task": _object(
-            {"task_id": _STR, "title": _STR, "project": _STR, "status": _STATUS, "created": _STR},
+        "task": closed(
+            {"task_id": STR, "title": STR, "project": STR, "status": _STATUS, "created": STR},
             ["task_id", "title", "project", "status", "created"],
         ),
-        "shown": _INT,
-        "briefs_total": _INT,
+        "shown": COUNT,
+        "briefs_total": COUNT,
         "briefs": _records(
             {
-                "brief_id": _STR,
-                "date": _STR,
-                "title": _STR,
-                "said": _STR,
+                "brief_id": STR,
+                "date": STR,
+                "title": STR,
+                "said": STR,
                 "outcome": {"anyOf": [_OUTCOME_DID_OPEN, {"type": "null"}]},
             }
         ),
     },
     ["task", "shown", "briefs_total", "note", "briefs"],
 )
-_OUTCOME_FULL = _object({name: _STR_LIST for name, _ in OUTCOME_SECTIONS}, [n for n, _ in OUTCOME_SECTIONS])
-GET_BRIEF_OUTPUT = _out(
+_OUTCOME_FULL = closed({name: STR_LIST for name, _ in OUTCOME_SECTIONS}, [n for n, _ in OUTCOME_SECTIONS])
+GET_BRIEF_OUTPUT = answer(
     {
-        "brief_id": _STR,
-        "task_id": _STR,
-        "task_title": {"type": ["string", "null"]},
-        "task_status": {"type": ["string", "null"]},
-        "project": _STR,
-        "created_at": _STR,
-        "title": _STR,
-        "summary": _STR,
-        "said": _STR,
-        "prompt": _STR,
-        "notes": _STR_LIST,
+        "brief_id": STR,
+        "task_id": STR,
+        "task_title": STR_OR_NULL,
+        "task_status": STR_OR_NULL,
+        "project": STR,
+        "created_at": STR,
+        "title": STR,
+        "summary": STR,
+        "said": STR,
+        "prompt": STR,
+        "notes": STR_LIST,
         "outcome": {"anyOf": [_OUTCOME_FULL, {"type": "null"}]},
-        "screenshots": _STR_LIST,
+        "screenshots": STR_LIST,
     },
     [
         "brief_id",
@@ -256,15 +240,15 @@ GET_BRIEF_OUTPUT = _out(
         "note",
     ],
 )
-GET_CONTEXT_OUTPUT = _out(
+GET_CONTEXT_OUTPUT = answer(
     {
-        "project": _STR,
+        "project": STR,
         "project_from": {"enum": ["argument", "cwd", "recent", "none"]},
-        "budget": _INT,
-        "tokens": _INT,
+        "budget": COUNT,
+        "tokens": COUNT,
         "counted_with": {"enum": ["model", "estimate"]},
-        "context": _STR,
-        "projects": _STR_LIST,
+        "context": STR,
+        "projects": STR_LIST,
     },
     ["project", "project_from", "budget", "tokens", "counted_with", "context"],
 )
@@ -272,10 +256,10 @@ SAVE_OUTCOME_OUTPUT = {
     "type": "object",
     "properties": {
         "saved": {"const": True},
-        "brief_id": _STR,
-        "path": _STR,
-        "items": _object({name: _INT for name, _ in OUTCOME_SECTIONS}, [n for n, _ in OUTCOME_SECTIONS]),
-        "searchable": {"type": "boolean"},
+        "brief_id": STR,
+        "path": STR,
+        "items": closed({name: COUNT for name, _ in OUTCOME_SECTIONS}, [n for n, _ in OUTCOME_SECTIONS]),
+        "searchable": BOOL,
     },
     "required": ["saved", "brief_id", "path", "items", "searchable"],
 }

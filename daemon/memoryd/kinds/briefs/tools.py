@@ -149,9 +149,7 @@ async def search_briefs(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     board = await _board(ctx)
     project = board.resolve_project(args.get("project"))
     limit = args.get("limit", schemas.SEARCH_LIMIT_DEFAULT)
-    result = await board.guarded(
-        board.searcher.search(args["query"], project=project, kind="brief", limit=render.SEARCH_POOL)
-    )
+    result = await board.guarded(board.searcher.search(render.search_query(args["query"], project)))
     answer = render.search_answer(
         result,
         limit=limit,
@@ -258,7 +256,7 @@ def resources() -> list[ResourceSpec | ResourceTemplateSpec]:
             read=_read_context,
         ),
         ResourceTemplateSpec(
-            uri_template=CONTEXT_URI + "/{project}",
+            uri=CONTEXT_URI + "/{project}",
             name="context of a project",
             title="memoryd context of a project",
             description="The session-start digest of one project, as named on the board: " + about,

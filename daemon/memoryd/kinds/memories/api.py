@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memoryd.index.redact import redact
+from memoryd.index.searcher import SearchQuery
 from memoryd.kinds.memories import graph, ranking
 from memoryd.kinds.memories.access import AccessTimes
 from memoryd.kinds.memories.files import Memory
@@ -70,7 +71,7 @@ if TYPE_CHECKING:
 
 #: ``submit(paths)``: queue board-relative paths for the index's one writer before returning an awaitable
 #: that resolves once they are searchable (no paths: once every earlier write is; the read barrier).
-#: ``search(query, **filters)``: the hybrid search under the read lock, behind the same barrier.
+#: ``search(SearchQuery, settle=)``: the hybrid search under the read lock, behind the same barrier.
 #: ``admit(paths, chars)`` (optional): queue paths bringing ``chars`` characters of text and resolve when
 #: a store may answer, never failing (:meth:`memoryd.core.indexer.Indexer.admit`); without it a store
 #: awaits its index write.
@@ -345,7 +346,7 @@ class Memories:
         if not isinstance(query, str) or has_lone_surrogate(query):
             raise InvalidMemory("query contains a lone surrogate (invalid Unicode)")
         want = set(clean_tags(tags))
-        result = await self._search(
+        wanted = SearchQuery(
             query,
             project=project or None,
             kind="memory",
@@ -353,8 +354,8 @@ class Memories:
             limit=SEARCH_POOL,
             ranking=ranking.MEMORY_RANKING,
             reasons=reasons,
-            settle=settle,
         )
+        result = await self._search(wanted, settle=settle)
         now = datetime.now(UTC)
         view = self.view
         scored = []

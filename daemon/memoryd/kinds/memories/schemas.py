@@ -18,6 +18,7 @@ from typing import Any
 from memoryd.kinds.memories.api import MAX_CONTENT_CHARS, MAX_DEPTH, MAX_TAG_CHARS, MAX_TAGS
 from memoryd.kinds.memories.files import IMPORTANCE_MAX, MEMORY_TYPES, RELATION_TYPE_MAX
 from memoryd.kinds.memories.graph import DIRECTIONS
+from memoryd.tools.schema import BOOL, NO_SPACE, NOT_BLANK, REDACTED, STR, TRUNCATED, closed
 
 BATCH_MAX = 50
 QUERY_CHARS = 1000
@@ -27,9 +28,6 @@ SEARCH_LIMIT_DEFAULT = 10
 RECALL_LIMIT_MAX = 50
 PROJECT_CHARS = 100
 FILTER_TAGS_MAX = 50
-
-_NOT_BLANK = r"\S"
-_NO_SPACE = r"^\S+$"
 
 HASH = {
     "type": "string",
@@ -43,12 +41,12 @@ CONTENT = {
     "type": "string",
     "minLength": 1,
     "maxLength": MAX_CONTENT_CHARS,
-    "pattern": _NOT_BLANK,
+    "pattern": NOT_BLANK,
     "description": f"The memory itself, 1-{MAX_CONTENT_CHARS:,} characters: one fact, decision, lesson or "
     "error, written so it makes sense on its own later. Line ends, Unicode form (NFC) and trailing "
     "whitespace are normalised, so the same text always gives the same hash.",
 }
-TAG = {"type": "string", "minLength": 1, "maxLength": MAX_TAG_CHARS, "pattern": _NO_SPACE}
+TAG = {"type": "string", "minLength": 1, "maxLength": MAX_TAG_CHARS, "pattern": NO_SPACE}
 TAGS = {
     "type": "array",
     "minItems": 1,
@@ -73,7 +71,7 @@ RELATION_TYPE = {
     "type": "string",
     "minLength": 1,
     "maxLength": RELATION_TYPE_MAX,
-    "pattern": _NO_SPACE,
+    "pattern": NO_SPACE,
     "description": f"The edge's type, 1-{RELATION_TYPE_MAX} characters without whitespace, e.g. "
     "related_to, causes, depends_on, part_of, follows, supersedes.",
 }
@@ -81,7 +79,7 @@ PROJECT = {
     "type": "string",
     "minLength": 1,
     "maxLength": PROJECT_CHARS,
-    "pattern": _NOT_BLANK,
+    "pattern": NOT_BLANK,
     "description": "A project name (the folder name of a git repository, e.g. 'shopfront').",
 }
 QUERY = {
@@ -93,11 +91,7 @@ QUERY = {
 }
 
 
-def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
-
-
-STORE_MEMORY_INPUT = _object(
+STORE_MEMORY_INPUT = closed(
     {
         "content": CONTENT,
         "tags": TAGS,
@@ -129,7 +123,7 @@ def _batch(items: dict[str, Any], description: str) -> dict[str, Any]:
     return {"type": "array", "minItems": 1, "maxItems": BATCH_MAX, "items": items, "description": description}
 
 
-STORE_MEMORIES_INPUT = _object(
+STORE_MEMORIES_INPUT = closed(
     {
         "items": _batch(
             _ITEM,
@@ -140,13 +134,13 @@ STORE_MEMORIES_INPUT = _object(
     },
     ["items"],
 )
-GET_MEMORY_INPUT = _object({"hash": HASH}, ["hash"])
-DELETE_MEMORY_INPUT = _object({"hash": HASH}, ["hash"])
-DELETE_MEMORIES_INPUT = _object(
+GET_MEMORY_INPUT = closed({"hash": HASH}, ["hash"])
+DELETE_MEMORY_INPUT = closed({"hash": HASH}, ["hash"])
+DELETE_MEMORIES_INPUT = closed(
     {"hashes": _batch(HASH, f"1-{BATCH_MAX} memory hashes to delete.")},
     ["hashes"],
 )
-UPDATE_MEMORY_INPUT = _object(
+UPDATE_MEMORY_INPUT = closed(
     {
         "hash": {**HASH, "description": "The hash of the memory to change."},
         "content": {**CONTENT, "description": "The new content (its hash becomes the memory's new hash)."},
@@ -156,7 +150,7 @@ UPDATE_MEMORY_INPUT = _object(
     },
     ["hash"],
 )
-SEARCH_MEMORIES_INPUT = _object(
+SEARCH_MEMORIES_INPUT = closed(
     {
         "query": QUERY,
         "project": {**PROJECT, "description": "Only memories of this project (default: every project)."},
@@ -177,7 +171,7 @@ SEARCH_MEMORIES_INPUT = _object(
     },
     ["query"],
 )
-RECALL_INPUT = _object(
+RECALL_INPUT = closed(
     {
         "query": {**QUERY, "description": "Search query to find the first memories (the seeds)."},
         "depth": {
@@ -200,7 +194,7 @@ RECALL_INPUT = _object(
     },
     ["query"],
 )
-CREATE_RELATIONSHIP_INPUT = _object(
+CREATE_RELATIONSHIP_INPUT = closed(
     {
         "from_hash": {**HASH, "description": "The source memory's hash."},
         "to_hash": {**HASH, "description": "The target memory's hash."},
@@ -208,7 +202,7 @@ CREATE_RELATIONSHIP_INPUT = _object(
     },
     ["from_hash", "to_hash", "relation_type"],
 )
-GET_RELATIONSHIPS_INPUT = _object(
+GET_RELATIONSHIPS_INPUT = closed(
     {
         "hash": HASH,
         "direction": {
@@ -221,7 +215,7 @@ GET_RELATIONSHIPS_INPUT = _object(
     ["hash"],
 )
 DELETE_RELATIONSHIP_INPUT = CREATE_RELATIONSHIP_INPUT
-MEMORY_STATS_INPUT = _object(
+MEMORY_STATS_INPUT = closed(
     {"project": {**PROJECT, "description": "Count only this project's memories (default: all)."}}, []
 )
 
@@ -229,17 +223,17 @@ MEMORY_STATS_INPUT = _object(
 OUTPUT = {
     "type": "object",
     "properties": {
-        "ok": {"type": "boolean"},
+        "ok": BOOL,
         "result": {},
         "error": {
             "type": "object",
-            "properties": {"code": {"type": "string"}, "message": {"type": "string"}},
+            "properties": {"code": STR, "message": STR},
             "required": ["code", "message"],
         },
-        "note": {"type": "string"},
+        "note": STR,
         "mode": {"enum": ["hybrid", "keyword"]},
-        "redacted": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}},
-        "truncated": {"type": "array", "items": {"type": "string"}},
+        "redacted": REDACTED,
+        "truncated": TRUNCATED,
     },
     "required": ["ok"],
     "oneOf": [

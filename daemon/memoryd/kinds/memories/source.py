@@ -17,7 +17,7 @@ from collections.abc import Collection
 from pathlib import Path
 
 from memoryd.board.gate import Skipped, UnsafePath
-from memoryd.core.sources import SourceBatch, touched_ids
+from memoryd.core.sources import SourceBatch, records_by_id
 from memoryd.kinds.memories.files import (
     MEMORIES_DIR,
     Memory,
@@ -72,30 +72,28 @@ class MemorySource:
         return batch
 
     def records_for(self, paths: Collection[str]) -> SourceBatch:
-        ids = touched_ids(paths, MEMORIES_DIR, memory_of_path)
-        if ids is None:
-            return self.load_all()
-        batch = SourceBatch()
-        for memory_id in sorted(ids):
-            origin = origin_of(memory_id)
-            try:
-                memory = read_memory(self.board, memory_id)
-                problem = None
-            except (MemoryFileError, UnsafePath) as exc:
-                memory, problem = None, Skipped(exc.path, exc.reason)
-                log.warning("board.file_skipped", path=exc.path, reason=exc.reason)
-                batch.skipped.append(problem)
-            batch.add(origin, [memory_record(memory)] if memory is not None else [])
-            with self._lock:
-                self._drop(memory_id)
-                if memory is not None:
-                    self._put(memory)
-                if problem is not None:
-                    self._skipped[origin] = problem
-                else:
-                    self._skipped.pop(origin, None)
-                self.generation += 1
-        return batch
+        return records_by_id(self, paths, MEMORIES_DIR, memory_of_path, self._load)
+
+    def _load(self, memory_id: str, batch: SourceBatch) -> None:
+        """Re-read one memory's file into ``batch`` and the view."""
+        origin = origin_of(memory_id)
+        try:
+            memory = read_memory(self.board, memory_id)
+            problem = None
+        except (MemoryFileError, UnsafePath) as exc:
+            memory, problem = None, Skipped(exc.path, exc.reason)
+            log.warning("board.file_skipped", path=exc.path, reason=exc.reason)
+            batch.skipped.append(problem)
+        batch.add(origin, [memory_record(memory)] if memory is not None else [])
+        with self._lock:
+            self._drop(memory_id)
+            if memory is not None:
+                self._put(memory)
+            if problem is not None:
+                self._skipped[origin] = problem
+            else:
+                self._skipped.pop(origin, None)
+            self.generation += 1
 
     # -- state (caller holds the lock) -----------------------------------------------------------------
     def _put(self, m: Memory) -> None:

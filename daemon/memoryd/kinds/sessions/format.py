@@ -12,7 +12,7 @@ import json
 import re
 import secrets
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -96,15 +96,7 @@ class Interaction:
         )
 
     def to_json(self) -> dict[str, str]:
-        return {
-            "id": self.id,
-            "sessionId": self.session_id,
-            "timestamp": self.timestamp,
-            "prompt": self.prompt,
-            "thought": self.thought,
-            "response": self.response,
-            "type": self.type,
-        }
+        return _camel_json(self)
 
 
 @dataclass(frozen=True)
@@ -141,22 +133,18 @@ class Summary:
         )
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "sessionId": self.session_id,
-            "timestamp": self.timestamp,
-            "title": self.title,
-            "summary": self.summary,
-            "category": self.category,
-            "memoryCount": self.memory_count,
-            "quality": self.quality,
-            "productivity": self.productivity,
-            "impact": self.impact,
-            "complexity": self.complexity,
-            "technologies": list(self.technologies),
-            "method": self.method,
-            "coveredUntil": self.covered_until,
-        }
+        return _camel_json(self)
+
+
+def _camel_json(item: Interaction | Summary) -> dict[str, Any]:
+    """``{"id": ..., <field in camelCase>: value, ...}`` in field order, tuples as lists: Memory Core's
+    names for our fields (``session_id`` -> ``sessionId``)."""
+    out: dict[str, Any] = {"id": item.id}
+    for f in fields(item):
+        value = getattr(item, f.name)
+        head, *rest = f.name.split("_")
+        out[head + "".join(w.title() for w in rest)] = list(value) if isinstance(value, tuple) else value
+    return out
 
 
 class FormatError(ValueError):
@@ -174,6 +162,16 @@ def _text(obj: dict, key: str, required: bool = True) -> str:
     return value
 
 
+def _session_of(obj: dict, session_id: str | None) -> str:
+    """``obj["sessionId"]``, checked to be a session id and, given ``session_id``, to be that one."""
+    sid = obj.get("sessionId")
+    if not is_session_id(sid):
+        raise FormatError(f"'sessionId' must match {SESSION_ID_PATTERN}")
+    if session_id is not None and sid != session_id:
+        raise FormatError(f"'sessionId' {sid!r} does not match the file's session {session_id!r}")
+    return sid
+
+
 def parse_interaction(obj: object, session_id: str | None = None) -> Interaction:
     """Validate one decoded line. ``session_id``: the file's session (its ``sessionId`` must match)."""
     if not isinstance(obj, dict):
@@ -181,11 +179,7 @@ def parse_interaction(obj: object, session_id: str | None = None) -> Interaction
     item_id = obj.get("id")
     if not is_item_id(item_id):
         raise FormatError(f"'id' must match {ITEM_ID_PATTERN}")
-    sid = obj.get("sessionId")
-    if not is_session_id(sid):
-        raise FormatError(f"'sessionId' must match {SESSION_ID_PATTERN}")
-    if session_id is not None and sid != session_id:
-        raise FormatError(f"'sessionId' {sid!r} does not match the file's session {session_id!r}")
+    sid = _session_of(obj, session_id)
     kind = obj.get("type", INTERACTION_TYPE)
     if not isinstance(kind, str) or not kind:
         raise FormatError("'type' must be a non-empty string")
@@ -222,11 +216,7 @@ def parse_summary(obj: object, session_id: str | None = None) -> Summary:
     """Validate a decoded summary object (see the module docstring for its fields)."""
     if not isinstance(obj, dict):
         raise FormatError("not a JSON object")
-    sid = obj.get("sessionId")
-    if not is_session_id(sid):
-        raise FormatError(f"'sessionId' must match {SESSION_ID_PATTERN}")
-    if session_id is not None and sid != session_id:
-        raise FormatError(f"'sessionId' {sid!r} does not match the file's session {session_id!r}")
+    sid = _session_of(obj, session_id)
     category = obj.get("category", "other")
     if category not in CATEGORIES:
         raise FormatError(f"'category' must be one of {', '.join(CATEGORIES)}")

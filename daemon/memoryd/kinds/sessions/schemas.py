@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from memoryd.kinds.sessions.files import CATEGORIES, SESSION_ID_PATTERN
+from memoryd.tools.schema import BOOL, COUNT, NUMBER, STR, STR_OR_NULL, answer, array_of, closed
 
 TEXT_CHARS = 100_000
 QUERY_CHARS = 1000
@@ -34,10 +35,6 @@ SESSION_ID = {
 CATEGORY = {"enum": list(CATEGORIES), "description": "Only summaries of this category."}
 
 
-def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
-
-
 def _text(what: str, min_length: int = 1) -> dict[str, Any]:
     return {"type": "string", "minLength": min_length, "maxLength": TEXT_CHARS, "description": what}
 
@@ -56,7 +53,7 @@ QUERY = {
     "query finds nothing (an empty result list).",
 }
 
-ADD_MEMORY_INPUT = _object(
+ADD_MEMORY_INPUT = closed(
     {
         "prompt": _text("The user's verbatim prompt to the agent."),
         "thought": _text("The agent's internal reasoning for this turn (may be empty).", 0),
@@ -65,7 +62,7 @@ ADD_MEMORY_INPUT = _object(
     },
     ["prompt", "thought", "response"],
 )
-GET_SESSION_MEMORIES_INPUT = _object(
+GET_SESSION_MEMORIES_INPUT = closed(
     {
         "sessionId": SESSION_ID,
         "limit": _int(1, MEMORIES_LIMIT_MAX, MEMORIES_LIMIT_DEFAULT, "Maximum number of memories to return."),
@@ -73,7 +70,7 @@ GET_SESSION_MEMORIES_INPUT = _object(
     },
     ["sessionId"],
 )
-QUERY_RAW_MEMORIES_INPUT = _object(
+QUERY_RAW_MEMORIES_INPUT = closed(
     {
         "query": QUERY,
         "nResults": _int(1, N_RESULTS_MAX, N_RESULTS_DEFAULT, "Number of results to return, best first."),
@@ -81,7 +78,7 @@ QUERY_RAW_MEMORIES_INPUT = _object(
     },
     ["query"],
 )
-GET_ALL_SUMMARIES_INPUT = _object(
+GET_ALL_SUMMARIES_INPUT = closed(
     {
         "limit": _int(1, SUMMARIES_LIMIT_MAX, SUMMARIES_LIMIT_DEFAULT, "Maximum number of summaries."),
         "offset": _int(0, None, 0, "Number of summaries to skip (pagination), newest first."),
@@ -89,7 +86,7 @@ GET_ALL_SUMMARIES_INPUT = _object(
     },
     [],
 )
-QUERY_SUMMARIES_INPUT = _object(
+QUERY_SUMMARIES_INPUT = closed(
     {
         "query": QUERY,
         "nResults": _int(1, N_RESULTS_MAX, N_RESULTS_DEFAULT, "Number of results to return, best first."),
@@ -97,7 +94,7 @@ QUERY_SUMMARIES_INPUT = _object(
     },
     ["query"],
 )
-SUMMARIZE_SESSIONS_INPUT = _object(
+SUMMARIZE_SESSIONS_INPUT = closed(
     {
         "sessionId": {
             **SESSION_ID,
@@ -107,7 +104,7 @@ SUMMARIZE_SESSIONS_INPUT = _object(
     },
     [],
 )
-EXPORT_DATABASE_INPUT = _object(
+EXPORT_DATABASE_INPUT = closed(
     {
         "include": {
             "type": "array",
@@ -119,7 +116,7 @@ EXPORT_DATABASE_INPUT = _object(
     },
     [],
 )
-IMPORT_DATABASE_INPUT = _object(
+IMPORT_DATABASE_INPUT = closed(
     {
         "file": {
             "type": "string",
@@ -137,116 +134,84 @@ IMPORT_DATABASE_INPUT = _object(
     },
     ["file"],
 )
-NO_ARGUMENTS = _object({}, [])
+NO_ARGUMENTS = closed({}, [])
 
 # --- outputs ------------------------------------------------------------------------------------------
 
-_STR = {"type": "string"}
-_INT = {"type": "integer", "minimum": 0}
-_NUM = {"type": "number"}
-_COMMON = {
-    "note": _STR,
-    "redacted": {"type": "object", "additionalProperties": _INT},
-    "truncated": {"type": "array", "items": _STR},
-}
+#: What every stored interaction and summary begins with.
+_RECORD = {"id": STR, "sessionId": STR, "timestamp": STR}
 MEMORY = {
     "type": "object",
     "properties": {
-        "id": _STR,
-        "sessionId": _STR,
-        "timestamp": _STR,
-        "prompt": _STR,
-        "thought": _STR,
-        "response": _STR,
-        "type": _STR,
-        "relevanceScore": _NUM,
+        **_RECORD,
+        "prompt": STR,
+        "thought": STR,
+        "response": STR,
+        "type": STR,
+        "relevanceScore": NUMBER,
     },
-    "required": ["id", "sessionId", "timestamp", "prompt", "thought", "response", "type"],
+    "required": [*_RECORD, "prompt", "thought", "response", "type"],
 }
 SUMMARY = {
     "type": "object",
     "properties": {
-        "id": _STR,
-        "sessionId": _STR,
-        "timestamp": _STR,
-        "title": _STR,
-        "summary": _STR,
-        "category": _STR,
-        "memoryCount": _INT,
-        "quality": _INT,
-        "productivity": _INT,
-        "impact": _INT,
-        "complexity": _INT,
-        "technologies": {"type": "array", "items": _STR},
-        "method": _STR,
-        "relevanceScore": _NUM,
+        **_RECORD,
+        "title": STR,
+        "summary": STR,
+        "category": STR,
+        "memoryCount": COUNT,
+        "quality": COUNT,
+        "productivity": COUNT,
+        "impact": COUNT,
+        "complexity": COUNT,
+        "technologies": array_of(STR),
+        "method": STR,
+        "relevanceScore": NUMBER,
     },
-    "required": ["id", "sessionId", "timestamp", "title", "summary", "category", "memoryCount"],
+    "required": [*_RECORD, "title", "summary", "category", "memoryCount"],
 }
+#: A page of a listing: how many are shown, of how many, from which offset.
+_PAGE = {"count": COUNT, "total": COUNT, "offset": COUNT}
 
 
-def _out(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {"type": "object", "properties": {**properties, **_COMMON}, "required": required}
+def _query_answer(item: dict[str, Any], **filters: Any) -> dict[str, Any]:
+    """A ``query_*`` answer: the query, how many results, the search mode, the filters it applied, then
+    the results (each an ``item``)."""
+    return answer(
+        {"query": STR, "count": COUNT, "mode": STR, **filters, "results": array_of(item)},
+        ["query", "count", "mode", "results", "note"],
+    )
 
 
-ADD_MEMORY_OUTPUT = _out(
-    {"id": _STR, "sessionId": _STR, "timestamp": _STR, "message": _STR, "searchable": {"type": "boolean"}},
-    ["id", "sessionId", "timestamp", "message"],
-)
-MEMORIES_LIST_OUTPUT = _out(
-    {
-        "sessionId": _STR,
-        "count": _INT,
-        "total": _INT,
-        "offset": _INT,
-        "skippedLines": _INT,
-        "memories": {"type": "array", "items": MEMORY},
-    },
+ADD_MEMORY_OUTPUT = answer({**_RECORD, "message": STR, "searchable": BOOL}, [*_RECORD, "message"])
+MEMORIES_LIST_OUTPUT = answer(
+    {"sessionId": STR, **_PAGE, "skippedLines": COUNT, "memories": array_of(MEMORY)},
     ["sessionId", "count", "total", "memories", "note"],
 )
-QUERY_MEMORIES_OUTPUT = _out(
-    {"query": _STR, "count": _INT, "mode": _STR, "results": {"type": "array", "items": MEMORY}},
-    ["query", "count", "mode", "results", "note"],
-)
-SUMMARIES_LIST_OUTPUT = _out(
-    {
-        "count": _INT,
-        "total": _INT,
-        "offset": _INT,
-        "category": {"type": ["string", "null"]},
-        "summaries": {"type": "array", "items": SUMMARY},
-    },
+QUERY_MEMORIES_OUTPUT = _query_answer(MEMORY)
+SUMMARIES_LIST_OUTPUT = answer(
+    {**_PAGE, "category": STR_OR_NULL, "summaries": array_of(SUMMARY)},
     ["count", "total", "summaries", "note"],
 )
-QUERY_SUMMARIES_OUTPUT = _out(
+QUERY_SUMMARIES_OUTPUT = _query_answer(SUMMARY, category=STR_OR_NULL)
+SUMMARIZE_OUTPUT = answer(
     {
-        "query": _STR,
-        "count": _INT,
-        "mode": _STR,
-        "category": {"type": ["string", "null"]},
-        "results": {"type": "array", "items": SUMMARY},
-    },
-    ["query", "count", "mode", "results", "note"],
-)
-SUMMARIZE_OUTPUT = _out(
-    {
-        "processed": _INT,
-        "method": _STR,
-        "sessions": {
-            "type": "array",
-            "items": {
+        "processed": COUNT,
+        "method": STR,
+        "sessions": array_of(
+            {
                 "type": "object",
                 "properties": {
-                    "sessionId": _STR,
-                    "memoryCount": _INT,
-                    "summaryId": _STR,
-                    "title": _STR,
-                    "method": _STR,
+                    "sessionId": STR,
+                    "memoryCount": COUNT,
+                    "summaryId": STR,
+                    "title": STR,
+                    "method": STR,
                 },
                 "required": ["sessionId", "memoryCount", "summaryId", "title", "method"],
-            },
-        },
-        "failed": {"type": "array", "items": {"type": "object"}},
+            }
+        ),
+        "failed": array_of({"type": "object"}),
     },
     ["processed", "sessions"],
 )

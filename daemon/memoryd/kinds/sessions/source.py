@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memoryd.board.gate import Skipped, UnsafePath
-from memoryd.core.sources import SourceBatch, touched_ids
+from memoryd.core.sources import SourceBatch, records_by_id
 from memoryd.kinds.sessions.files import (
     LOG_SUFFIX,
     SESSIONS_DIR,
@@ -82,13 +82,7 @@ class SessionSource:
         return batch
 
     def records_for(self, paths: Collection[str]) -> SourceBatch:
-        sessions = touched_ids(paths, SESSIONS_DIR, session_of_path)
-        if sessions is None:
-            return self.load_all()
-        batch = SourceBatch()
-        for session_id in sorted(sessions):
-            self._load(session_id, batch)
-        return batch
+        return records_by_id(self, paths, SESSIONS_DIR, session_of_path, self._load)
 
     def _load(self, session_id: str, batch: SourceBatch, view: _View | None = None) -> None:
         """Re-read both files of one session into ``batch`` and ``view`` (default: the live view)."""

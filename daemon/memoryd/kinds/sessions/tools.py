@@ -26,6 +26,7 @@ import asyncio
 from typing import Any
 
 from memoryd.errors import NotFound, ToolFailed
+from memoryd.index.searcher import SearchQuery
 from memoryd.kinds.sessions import exchange, render, schemas, summarize
 from memoryd.kinds.sessions.files import (
     Interaction,
@@ -145,7 +146,9 @@ async def query_raw_memories(args: dict[str, Any], ctx: ToolContext) -> ToolResu
     n = args.get("nResults", schemas.N_RESULTS_DEFAULT)
     engine = await _engine(ctx)
     # interaction records carry their session id in the status column (records_sessions)
-    result = await engine.searcher.search(args["query"], kind=INTERACTION, status=session_id, limit=n)
+    result = await engine.searcher.search(
+        SearchQuery(args["query"], kind=INTERACTION, status=session_id, limit=n)
+    )
     hits = result.hits
     scrub = Scrub()
     found = await _interactions_of(engine, hits)
@@ -181,7 +184,7 @@ async def query_summaries(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     engine = await _engine(ctx)
     category = args.get("category")
     n = args.get("nResults", schemas.N_RESULTS_DEFAULT)
-    result = await engine.searcher.search(args["query"], kind=SUMMARY, status=category, limit=n)
+    result = await engine.searcher.search(SearchQuery(args["query"], kind=SUMMARY, status=category, limit=n))
     src = _source(engine)
     scrub = Scrub()
     results = []
