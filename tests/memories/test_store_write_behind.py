@@ -54,6 +54,43 @@ def warm(models_dir):
         shutil.rmtree(root, ignore_errors=True)
 
 
+class Restarts:
+    """Daemons on one short root, board and index, all killed and the root removed after the test:
+    :meth:`warm` starts one with the model (ready for hybrid search), :meth:`keyword` one without it
+    (what a restart's reconcile wrote is searchable by keyword before any model loads)."""
+
+    def __init__(self, models_dir) -> None:
+        self.root = short_tmpdir()
+        self.env = {"MEMORYD_MODELS": str(models_dir)}
+        self.index = self.root / "index"
+        self.made: list[DaemonProcess] = []
+
+    def warm(self, **kw) -> DaemonProcess:
+        self.made.append(start_warm(self.root, env=self.env, index=self.index, **kw))
+        return self.made[-1]
+
+    def keyword(self, board) -> DaemonProcess:
+        again = DaemonProcess(self.root, board=board, index=self.index)
+        self.made.append(again)
+        again.start()
+        wait_engine_ready(again)
+        return again
+
+    def close(self) -> None:
+        for d in self.made:
+            d.kill()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+@pytest.fixture
+def restarts(models_dir):
+    r = Restarts(models_dir)
+    try:
+        yield r
+    finally:
+        r.close()
+
+
 def ids(shim: MemShim, query: str, limit: int = 10) -> list[str]:
     return [m["id"] for m in shim.ok("search_memories", query=query, limit=limit)]
 
@@ -111,65 +148,40 @@ def test_stores_from_sixteen_agents_at_once_are_all_found_by_the_next_search(war
         assert s.ok("memory_stats")["memoryCount"] >= 16
 
 
-def test_a_kill_9_right_after_the_answer_loses_nothing_and_the_restart_embeds_it(models_dir):
-    root = short_tmpdir()
-    env = {"MEMORYD_MODELS": str(models_dir)}
-    index = root / "index"
-    made: list[DaemonProcess] = []
-    try:
-        daemon = start_warm(root, env=env, index=index)
-        made.append(daemon)
-        content, question = PARAPHRASES[0]
-        word = unique("zqkill")  # also tells the memory apart from any other
-        with MemShim(daemon.socket, daemon.env).initialize() as s:
-            memory = s.ok("store_memory", content=f"{content} ({word})", tags=["ops"])
-            daemon.signal(signal.SIGKILL)  # at once: the embedding and the row write were still to come
-        daemon.wait_exit(10)
-        assert (daemon.board / "memories" / f"{memory['id']}.md").is_file()
-        again = start_warm(root, env=env, board=daemon.board, index=index)
-        made.append(again)
-        with MemShim(again.socket, again.env).initialize() as s:
-            assert ids(s, word) == [memory["id"]]
-            # the reconcile ran before the model loaded; the backfill gives the row its vector
-            poll(lambda: memory["id"] in ids(s, question), "found by meaning after the restart", timeout=180)
-    finally:
-        for d in made:
-            d.kill()
-        shutil.rmtree(root, ignore_errors=True)
+def test_a_kill_9_right_after_the_answer_loses_nothing_and_the_restart_embeds_it(restarts):
+    daemon = restarts.warm()
+    content, question = PARAPHRASES[0]
+    word = unique("zqkill")  # also tells the memory apart from any other
+    with MemShim(daemon.socket, daemon.env).initialize() as s:
+        memory = s.ok("store_memory", content=f"{content} ({word})", tags=["ops"])
+        daemon.signal(signal.SIGKILL)  # at once: the embedding and the row write were still to come
+    daemon.wait_exit(10)
+    assert (daemon.board / "memories" / f"{memory['id']}.md").is_file()
+    again = restarts.warm(board=daemon.board)
+    with MemShim(again.socket, again.env).initialize() as s:
+        assert ids(s, word) == [memory["id"]]
+        # the reconcile ran before the model loaded; the backfill gives the row its vector
+        poll(lambda: memory["id"] in ids(s, question), "found by meaning after the restart", timeout=180)
 
 
-def test_sigterm_with_index_writes_still_queued_loses_nothing(models_dir):
-    root = short_tmpdir()
-    env = {"MEMORYD_MODELS": str(models_dir)}
-    index = root / "index"
-    made: list[DaemonProcess] = []
-    try:
-        daemon = start_warm(root, env=env, index=index)
-        made.append(daemon)
-        word = unique("zqterm")
-        with MemShim(daemon.socket, daemon.env).initialize() as s:
-            batch = s.ok(
-                "store_memories",
-                items=[
-                    {"content": f"queued note {n} before the stop {word}", "tags": ["stop"]}
-                    for n in range(24)
-                ],
-            )
-            single = s.ok("store_memory", content=f"the last note before the stop {word}", tags=["stop"])
-            daemon.signal(signal.SIGTERM)  # the batch's embedding is still running or queued
-        daemon.wait_exit(30)
-        expected = {single["id"], *(r["id"] for r in batch["results"])}
-        assert len(expected) == 25, batch
-        again = DaemonProcess(root, board=daemon.board, index=index)  # keyword-only: the rows, not the model
-        made.append(again)
-        again.start()
-        wait_engine_ready(again)
-        with MemShim(again.socket, again.env).initialize() as s:
-            assert set(ids(s, word, limit=50)) == expected
-    finally:
-        for d in made:
-            d.kill()
-        shutil.rmtree(root, ignore_errors=True)
+def test_sigterm_with_index_writes_still_queued_loses_nothing(restarts):
+    daemon = restarts.warm()
+    word = unique("zqterm")
+    with MemShim(daemon.socket, daemon.env).initialize() as s:
+        batch = s.ok(
+            "store_memories",
+            items=[
+                {"content": f"queued note {n} before the stop {word}", "tags": ["stop"]} for n in range(24)
+            ],
+        )
+        single = s.ok("store_memory", content=f"the last note before the stop {word}", tags=["stop"])
+        daemon.signal(signal.SIGTERM)  # the batch's embedding is still running or queued
+    daemon.wait_exit(30)
+    expected = {single["id"], *(r["id"] for r in batch["results"])}
+    assert len(expected) == 25, batch
+    again = restarts.keyword(daemon.board)  # keyword-only: the rows, not the model
+    with MemShim(again.socket, again.env).initialize() as s:
+        assert set(ids(s, word, limit=50)) == expected
 
 
 def test_a_batch_is_on_disk_and_found_whole_as_soon_as_it_is_answered(warm):
@@ -187,38 +199,25 @@ def test_a_batch_is_on_disk_and_found_whole_as_soon_as_it_is_answered(warm):
             assert set(ids(s, word, limit=100)) == set(stored)
 
 
-def test_a_kill_9_right_after_a_batch_is_answered_loses_none_of_it(models_dir):
-    root = short_tmpdir()
-    env = {"MEMORYD_MODELS": str(models_dir)}
-    index = root / "index"
-    made: list[DaemonProcess] = []
-    try:
-        daemon = start_warm(root, env=env, index=index)
-        made.append(daemon)
-        words = [unique("zqbatchkilla"), unique("zqbatchkillb")]  # one per batch: 50 hits a search
-        with MemShim(daemon.socket, daemon.env).initialize() as s:
-            batches = [
-                s.ok("store_memories", items=[{"content": f"{n} {w}", "tags": ["k"]} for n in range(50)])
-                for w in words
-            ]
-            daemon.signal(signal.SIGKILL)  # the second batch's embedding had at most begun
-        daemon.wait_exit(10)
-        expected = [{r["id"] for r in b["results"]} for b in batches]
-        assert [len(e) for e in expected] == [50, 50]
+def test_a_kill_9_right_after_a_batch_is_answered_loses_none_of_it(restarts):
+    daemon = restarts.warm()
+    words = [unique("zqbatchkilla"), unique("zqbatchkillb")]  # one per batch: 50 hits a search
+    with MemShim(daemon.socket, daemon.env).initialize() as s:
+        batches = [
+            s.ok("store_memories", items=[{"content": f"{n} {w}", "tags": ["k"]} for n in range(50)])
+            for w in words
+        ]
+        daemon.signal(signal.SIGKILL)  # the second batch's embedding had at most begun
+    daemon.wait_exit(10)
+    expected = [{r["id"] for r in b["results"]} for b in batches]
+    assert [len(e) for e in expected] == [50, 50]
+    for w, e in zip(words, expected, strict=True):
+        for i in e:  # whole files, as written: the temp was fsynced before its link
+            assert (daemon.board / "memories" / f"{i}.md").read_text().count(w) == 1
+    again = restarts.keyword(daemon.board)  # keyword-only: the reconcile
+    with MemShim(again.socket, again.env).initialize() as s:
         for w, e in zip(words, expected, strict=True):
-            for i in e:  # whole files, as written: the temp was fsynced before its link
-                assert (daemon.board / "memories" / f"{i}.md").read_text().count(w) == 1
-        again = DaemonProcess(root, board=daemon.board, index=index)  # keyword-only: the reconcile
-        made.append(again)
-        again.start()
-        wait_engine_ready(again)
-        with MemShim(again.socket, again.env).initialize() as s:
-            for w, e in zip(words, expected, strict=True):
-                assert set(ids(s, w, limit=100)) == e
-    finally:
-        for d in made:
-            d.kill()
-        shutil.rmtree(root, ignore_errors=True)
+            assert set(ids(s, w, limit=100)) == e
 
 
 def test_a_hand_edit_right_after_a_store_is_indexed_though_the_watcher_echo_of_the_store_is_not_reread(warm):
