@@ -27,10 +27,8 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-from _util import load_average, quiet_env  # noqa: E402
-from bench_memories import BATCH, memory_text  # noqa: E402
+from _util import load_average, quiet_env
+from bench_memories import BATCH, memory_text
 
 TIMES: dict[str, list[float]] = collections.defaultdict(list)
 COUNTS: collections.Counter = collections.Counter()
@@ -80,7 +78,7 @@ def instrument() -> None:
     import memoryd.kinds.memories.files as files
     import memoryd.kinds.memories.writes as writes
     from memoryd.core import indexer
-    from memoryd.index import embed, store, sync
+    from memoryd.index import embed, store
 
     timed(api.Memories, "_store_sync", "board pass (store_many, under the lock)", profile=True)
     timed_async(api.Memories, "_index_admitted", "wait after the board pass (admit)")
@@ -92,7 +90,7 @@ def instrument() -> None:
     timed(writes.BoardOps, "read", "  read the file first (dedupe)")
     timed(indexer.Indexer, "_apply", "index write (writer thread)", profile=True)
     timed(indexer.Indexer, "maintain", "index maintenance (refresh/optimize)")
-    timed(sync, "write_records", "  write_records (embed + LanceDB)")
+    timed(indexer, "write_records", "  write_records (embed + LanceDB)")
     timed(embed.Embedder, "embed_passages", "    embed passages (the model)")
     timed(store.IndexStore, "upsert", "    LanceDB upsert + columns + tail")
     timed(store.IndexStore, "stored_hashes_for", "  stored_hashes_for")
