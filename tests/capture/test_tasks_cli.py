@@ -56,7 +56,7 @@ def test_a_task_is_closed_reopened_and_given_a_moved_brief(make_daemon):
             eventually(lambda: status_of(task) == "open", "the daemon lists the task as open again")
             move = memoryd(env, "tasks", "move", moved, "--to", task)
             assert move.returncode == 0 and move.stdout.strip() == f"{moved} in {task}", move
-            assert "leaves project" not in move.stderr, move  # same project: nothing to say
+            assert "moves from project" not in move.stderr, move  # same project: nothing to say
             eventually(
                 lambda: moved in {b["brief_id"] for b in shim.ok("get_task", task_id=task)["briefs"]},
                 "get_task lists the moved brief",
@@ -79,7 +79,7 @@ def test_a_task_is_closed_reopened_and_given_a_moved_brief(make_daemon):
         stray = elsewhere.stdout.strip()
         across = memoryd(env, "tasks", "move", stray, "--to", task)
         assert across.returncode == 0 and across.stdout.strip() == f"{stray} in {task}", across
-        assert f"{stray} leaves project billing" in across.stderr, across
+        assert f"{stray} moves from project billing to project shop" in across.stderr, across
         assert json.loads((board / "briefs" / stray / "brief.json").read_text())["project"] == "shop"
     finally:
         shutil.rmtree(root, ignore_errors=True)

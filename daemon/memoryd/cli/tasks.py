@@ -76,9 +76,10 @@ def cmd_move(args) -> int:
     board = served_board(timeout=1.0)
 
     def move(brief: str) -> bool:
-        moved, left = move_brief(board, brief, args.to)
-        if left is not None:  # said, not refused: a brief filed under the wrong project is what is fixed here
-            print(f"memoryd tasks: {brief} leaves project {left or '(none)'} for the task's", file=sys.stderr)
+        moved, projects = move_brief(board, brief, args.to)
+        if projects is not None:  # said, not refused: a brief filed under the wrong project is fixed here
+            left, joined = (p or "(none)" for p in projects)
+            print(f"memoryd tasks: {brief} moves from project {left} to project {joined}", file=sys.stderr)
         return moved
 
     return _each(f"in {args.to}", args.brief, move)

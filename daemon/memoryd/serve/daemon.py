@@ -33,8 +33,8 @@ stderr, and serves the socket alone; ``memoryd status`` shows ``http: null``.
 
 Shutdown on SIGTERM/SIGINT, within :data:`SHUTDOWN_BUDGET_S`: stop accepting (socket and HTTP; HTTP
 streams still open are cut after about a second) -> remove the socket (before
-releasing the lock, so the next daemon never sees a dead socket it may not replace) -> let calls in flight
-finish for a moment, cancel the rest (answered "memoryd restarted; please retry") and close sessions -> ``engine.close()`` (flushes pending index writes) -> release the locks -> exit 0.
+releasing the lock, so the next daemon never sees a dead socket it may not replace) -> cancel in-flight
+calls (answered "memoryd restarted; please retry") and close sessions -> ``engine.close()`` (flushes pending index writes) -> release the locks -> exit 0.
 A watchdog forces the exit if a stuck thread would hold the process past the budget.
 
 Exit codes: 0 clean stop, 1 start-up failure, 4 another daemon already serves this socket or board, or

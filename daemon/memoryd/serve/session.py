@@ -96,11 +96,6 @@ class McpConnection:
         # answers the SDK writes for cancelled in-flight calls ("connection closed") still go out.
         self._inbound_scope = anyio.CancelScope()
 
-    @property
-    def in_flight(self) -> int:
-        """Requests read and not answered yet."""
-        return len(self.ids)
-
     def stop(self) -> None:
         """Stop reading and cancel in-flight calls; each gets a connection-closed error answer whose
         message is the one the shim gives when its daemon goes away ("memoryd restarted; please retry")."""

@@ -190,10 +190,10 @@ def set_task_status(board: Path, task_id: str, status: str) -> bool:
     return True
 
 
-def move_brief(board: Path, brief_id: str, task_id: str) -> tuple[bool, str | None]:
+def move_brief(board: Path, brief_id: str, task_id: str) -> tuple[bool, tuple[str, str] | None]:
     """File brief ``brief_id`` under task ``task_id`` (its ``project`` becomes the task's). Returns
-    ``(moved, project it left)``: ``moved`` is False when it already was there; the project is None unless
-    the move changed it. Raises InvalidId, BriefNotFound, NotFound (no such task), EditRefused,
+    ``(moved, (project it left, project it joined))``: ``moved`` is False when it already was there; the
+    projects are None unless the move changed its project. Raises InvalidId, BriefNotFound, NotFound (no such task), EditRefused,
     UnsafePath, OSError."""
     check_brief_id(brief_id)
     tasks, task = _task_json(board, task_id)
@@ -205,5 +205,5 @@ def move_brief(board: Path, brief_id: str, task_id: str) -> tuple[bool, str | No
             return False, None
         _write_json(d, "brief.json", moved)
     log.info("board.brief_moved", brief=brief_id, task=task_id, was=brief.get("task"))
-    left = brief.get("project") if brief.get("project") != moved["project"] else None
-    return True, left
+    changed = brief.get("project") != moved["project"]
+    return True, (str(brief.get("project") or ""), str(moved["project"] or "")) if changed else None
