@@ -140,6 +140,13 @@ def test_arguments_and_outputs_are_checked():
     tool.check_arguments({"n": 1})
     with pytest.raises(InvalidParams, match="n: 'x' is not of type 'integer'"):
         tool.check_arguments({"n": "x"})
+    sized = ToolRegistry()
+    schema = {"type": "object", "properties": {"text": {"type": "string", "maxLength": 100}}}
+    sized.add_group("g", [spec(input_schema={**schema, "required": ["text"]})])
+    with pytest.raises(InvalidParams, match="text: 100,001 characters, more than the 100 allowed"):
+        sized.visible(["g"])["t_ok"].check_arguments({"text": "z " * 50_000 + "z"})
+    with pytest.raises(InvalidParams, match=r"text: \['z z z.*… \(.* characters\) is not of type 'string'"):
+        sized.visible(["g"])["t_ok"].check_arguments({"text": ["z " * 100]})
     result = tool.to_result(ToolResult(structured={"ok": True}, text="fine"))
     assert result.structured_content == {"ok": True} and result.content[0].text == "fine"
     assert json.loads(tool.to_result({"ok": False}).content[0].text) == {"ok": False}

@@ -194,7 +194,22 @@ def _first_error(validator: Any, instance: Any) -> str | None:
         return None
     where = "/".join(str(p) for p in error.absolute_path) or "(arguments)"
     # jsonschema quotes the offending value: a pasted secret must not come back in the error.
-    return redact(f"{where}: {error.message}"[:_MAX_ERROR_TEXT]).text
+    return redact(f"{where}: {_reason(error)}"[:_MAX_ERROR_TEXT]).text
+
+
+_SIZES = {"maxLength": (str, "characters"), "maxItems": (list, "items"), "maxProperties": (dict, "keys")}
+
+
+def _reason(error: Any) -> str:
+    """jsonschema's message, but a size rule says the size and the limit instead of quoting the whole
+    value (a long value would push the reason past the message's cut), and a long value is shortened."""
+    kind, unit = _SIZES.get(error.validator, (None, ""))
+    if kind is not None and isinstance(error.instance, kind):
+        return f"{len(error.instance):,} {unit}, more than the {error.validator_value:,} allowed"
+    quoted = repr(error.instance)
+    if len(quoted) > 80 and quoted in error.message:
+        return error.message.replace(quoted, f"{quoted[:60]}… ({len(quoted):,} characters)", 1)
+    return error.message
 
 
 class RegisteredTool:
