@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -240,3 +241,48 @@ def test_doctor_with_a_running_daemon_and_a_connected_agent(served):
         assert checks[name]["state"] == "ok", checks[name]
     assert checks["model"]["state"] == "info"  # --model none: keyword-only, said, not a problem
     assert "in step with 1 brief" in checks["index"]["detail"]
+
+
+def test_doctor_names_a_board_file_the_daemon_could_not_load(monkeypatch):
+    """A memory file with broken front matter is left out of every search: doctor says which file and why,
+    not "no problems"; once the file is fixed the check goes away."""
+    import hashlib
+
+    from support.briefs import wait_engine_ready
+
+    root = short_tmpdir()
+    memoryd_home = root / "mh"
+    monkeypatch.setenv("MEMORYD_HOME", str(memoryd_home))
+    board = make_board(root)
+    text = "Deploys go out blue-green behind the load balancer"
+    name = f"{hashlib.sha256(text.encode()).hexdigest()}.md"
+    (board / "memories").mkdir()
+    (board / "memories" / name).write_text(f"---\ntags: [unclosed\nimportance: 3\n---\n{text}\n")
+    daemon = DaemonProcess(root, socket_path=memoryd_home / "state" / "memoryd.sock", board=board)
+    home = root / "h"
+    home.mkdir()
+    try:
+        daemon.start()
+        wait_engine_ready(daemon)
+        result = doctor(home)
+        check = checks_of(result)["board files"]
+        assert check["state"] == "problem", check
+        assert f"memories/{name}" in check["detail"] and "YAML" in check["detail"], check
+        status = json.loads(
+            subprocess.run(
+                [sys.executable, "-m", "memoryd", "status", "--json"],
+                env=user_env(home),
+                capture_output=True,
+                text=True,
+                timeout=60,
+            ).stdout  # fmt: skip
+        )
+        assert status["skipped_files"] == 1 and status["skipped"][0]["path"] == f"memories/{name}", status
+        (board / "memories" / name).write_text(f"---\ntags: [deploy]\nimportance: 3\n---\n{text}\n")
+        deadline = time.monotonic() + 30
+        while "board files" in checks_of(doctor(home)) and time.monotonic() < deadline:
+            time.sleep(0.3)
+        assert "board files" not in checks_of(doctor(home))
+    finally:
+        daemon.kill()
+        shutil.rmtree(root, ignore_errors=True)

@@ -78,6 +78,7 @@ def summarize(raw: dict[str, Any], now: float | None = None) -> dict[str, Any]:
         "briefs": engine.get("briefs"),
         "tasks": engine.get("tasks"),
         "skipped_files": engine.get("skipped_files"),
+        "skipped": engine.get("skipped") or [],
         "model": engine.get("model"),
         "search_mode": engine.get("search_mode"),
         "index_freshness": {

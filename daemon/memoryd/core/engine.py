@@ -40,6 +40,8 @@ from memoryd.logs import get_logger
 from memoryd.settings import Settings
 
 log = get_logger("memoryd.core.engine")
+#: Board files not loaded that the status names (all are counted in ``skipped_files``).
+SKIPPED_SHOWN = 5
 
 
 @dataclass
@@ -247,6 +249,10 @@ class Engine:
             "tasks": len(self.brief_source.snapshot.tasks) if idx else 0,
             "memories": self.memories.count(),
             "skipped_files": len(idx.skipped()) if idx else 0,
+            # the first few by name, so status and doctor can say which file to fix
+            "skipped": [{"path": k.path, "reason": k.reason} for k in idx.skipped()[:SKIPPED_SHOWN]]
+            if idx
+            else [],
             "model": {"name": self.model.name, "state": self.model.state, "detail": self.model.detail},
             "search_mode": "hybrid" if self.embedder is not None else "keyword",
             "last_indexed_at": idx.last_indexed_at if idx else None,

@@ -225,6 +225,24 @@ def _index(status: dict[str, Any] | None, service: bool) -> Check | None:
     return Check("index", OK, f"{records}, in step with {briefs} on the board")
 
 
+def _skipped(status: dict[str, Any] | None) -> Check | None:
+    """Board files the daemon could not load: their records are missing from every search."""
+    engine = (status or {}).get("engine") or {}
+    n = engine.get("skipped_files") or 0
+    if not n:
+        return None
+    named = "; ".join(f"{s['path']} ({s['reason']})" for s in engine.get("skipped") or [])
+    more = n - len(engine.get("skipped") or [])
+    detail = f"{counted(n, 'file')} on the board not loaded: {named or 'see the daemon log'}"
+    detail += f"; and {more} more (the daemon log names each)" if more > 0 and named else ""
+    return Check(
+        "board files",
+        PROBLEM,
+        detail,
+        "fix or remove each file named   (the daemon loads a file again when it is saved)",
+    )
+
+
 def _agents(asked: tuple[str, ...] = ()) -> tuple[list[Check], dict[str, bool]]:
     """One check per agent found, and which agents have memoryd's entry. Not connected (or an unreadable
     config, where memoryd cannot tell) is ``info`` unless the agent is in ``asked``; a broken connection
@@ -327,7 +345,9 @@ def run_checks(agents: tuple[str, ...] = ()) -> list[Check]:
         error = str(exc)
     checks, service = _service()
     checks += _socket_checks(status, locations.socket, error, service) + [_versions(status, service)]
-    checks += [c for c in (_model(status, service), _index(status, service)) if c is not None]
+    checks += [
+        c for c in (_model(status, service), _index(status, service), _skipped(status)) if c is not None
+    ]
     from memoryd.cli.connect import capturecheck, httpcheck
 
     agent_checks, connected = _agents(agents)
