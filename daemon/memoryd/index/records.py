@@ -39,8 +39,8 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from memoryd.index.redact import redact
-from memoryd.index.text import PLACEHOLDER, term_string
+from memoryd.index.keyword import term_string
+from memoryd.index.redact import PLACEHOLDERS, redact
 from memoryd.logs import get_logger
 
 if TYPE_CHECKING:  # the store imports Record from here
@@ -61,7 +61,7 @@ BATCH = 256
 class Record:
     """One index row before embedding.
 
-    ``text_main`` / ``text_aux`` are keyword term strings (:func:`memoryd.index.text.term_string`):
+    ``text_main`` / ``text_aux`` are keyword term strings (:func:`memoryd.index.keyword.term_string`):
     main = what the person said, titles, summary (weighted higher); aux = prompt, outcome, notes and
     screen text (searchable, never handed out). ``embed_text`` is what the meaning half embeds.
     """
@@ -118,7 +118,7 @@ def clean(text: str) -> str:
 def unplaced(text: str) -> str:
     """Drop redaction placeholders from text that is embedded: a vector must not encode that a
     secret of some kind was there."""
-    return PLACEHOLDER.sub(" ", text)
+    return PLACEHOLDERS.sub(" ", text)
 
 
 def first_line(text: str, limit: int = LINE_CHARS) -> str:
