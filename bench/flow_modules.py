@@ -1,6 +1,6 @@
 """Which memoryd modules two flows cross: a ``search_briefs`` call and an editor's save of a ``said.txt``.
 
-    .venv/bin/python bench/flow_modules.py [--board DIR] [--json]
+    .venv/bin/python bench/flow_modules.py [--board DIR] [--json] [--functions]
 
 A real ``memoryd serve`` runs on a copy of the board (default: board-v1) with a profile hook installed
 before anything is imported (``sys.setprofile`` and ``threading.setprofile``, so every thread the daemon
@@ -14,7 +14,8 @@ left out; the daemon is idle (model warm, backfill and index maintenance over) b
 * save: SIGUSR1, then one brief's ``said.txt`` is rewritten in place; SIGUSR2 after the debounce and the
   write (3 s; index maintenance is 30 s away).
 
-Prints each flow as the ordered list of modules and their count. Not part of ``make bench``: it measures
+Prints each flow as the ordered list of modules and their count, with the first function run in each
+(``--functions``: every function of it that ran, in order: what the flow needs the module for). Not part of ``make bench``: it measures
 structure, not speed.
 """
 
@@ -40,6 +41,7 @@ BOOT = r"""
 import json, os, signal, sys, threading
 
 order, seen, on = [], set(), [False]
+funcs = {}  # module -> the names of its functions that ran, in order (for --functions)
 HEARTBEAT = {"_run", "_check_health", "_healthy", "alive", "_take_due", "_due_at"}
 
 
@@ -47,11 +49,16 @@ def hook(frame, event, arg):
     if not on[0] or event != "call":
         return
     name = frame.f_globals.get("__name__") or ""
-    if not name.startswith("memoryd") or name in seen:
+    if not name.startswith("memoryd"):
         return
     if name == "memoryd.core.watch" and (
         frame.f_code.co_name in HEARTBEAT or (frame.f_back and frame.f_back.f_code.co_name in HEARTBEAT)
     ):
+        return
+    ran = funcs.setdefault(name, [])
+    if frame.f_code.co_name not in ran:
+        ran.append(frame.f_code.co_name)
+    if name in seen:
         return
     seen.add(name)
     order.append([name, threading.current_thread().name, frame.f_code.co_name])
@@ -60,13 +67,14 @@ def hook(frame, event, arg):
 def start(*_):
     order.clear()
     seen.clear()
+    funcs.clear()
     on[0] = True
 
 
 def stop(*_):
     on[0] = False
     with open(os.environ["MEMORYD_FLOW_OUT"], "w") as f:
-        json.dump(order, f)
+        json.dump([[m, t, f, funcs.get(m, [])] for m, t, f in order], f)
 
 
 sys.setprofile(hook)
@@ -130,6 +138,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--board", type=Path, default=BOARD_V1)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--functions", action="store_true", help="also list every function of a module that ran")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(dir="/tmp", prefix="md-flow-"))
     board = work / "board"
@@ -151,13 +160,15 @@ def main() -> int:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if args.json:
-        print(json.dumps({k: [m for m, _, _ in v] for k, v in flows.items()}, indent=1))
+        print(json.dumps({k: [m for m, *_ in v] for k, v in flows.items()}, indent=1))
         return 0
     for name, entries in flows.items():
-        short = [m.removeprefix("memoryd.").replace(".", "/") for m, _, _ in entries]
+        short = [m.removeprefix("memoryd.").replace(".", "/") for m, *_ in entries]
         print(f"{name}: {len(short)} modules")
-        for (_m, thread, func), s in zip(entries, short, strict=True):
+        for (_m, thread, func, ran), s in zip(entries, short, strict=True):
             print(f"  {s:32} {func:28} [{thread}]")
+            if args.functions:
+                print(f"      {', '.join(ran)}")
         print("  " + " -> ".join(f"`{s}`" for s in short))
     return 0
 

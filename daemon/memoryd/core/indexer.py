@@ -23,10 +23,10 @@ import stat
 import time
 
 from memoryd.board.gate import Skipped
-from memoryd.core.sources import RecordSource, SourceBatch, owners
+from memoryd.core.sources import RecordSource, owners
 from memoryd.core.writequeue import ChangeFeed, Pending, WriteQueue
 from memoryd.index.derive_cache import DeriveCache
-from memoryd.index.records import Record, SyncReport, sync_records, write_records
+from memoryd.index.records import Record, SourceBatch, SyncReport, sync_records, write_records
 from memoryd.index.searcher import RWLock
 from memoryd.index.store import IndexStore
 from memoryd.logs import get_logger

@@ -43,7 +43,7 @@ from typing import Any, TypeVar
 
 from memoryd.board.atomic import temp_name
 from memoryd.board.gate import UnsafePath, check_brief_id, is_brief_id, is_task_id, open_root
-from memoryd.index.text import PLACEHOLDER
+from memoryd.index.redact import PLACEHOLDERS
 from memoryd.kinds.briefs.files import OUTCOME_SECTIONS, FormatError, Outcome, parse_task, render_outcome
 from memoryd.kinds.briefs.source import BRIEFS_DIR, TASKS_DIR, BoardReader
 from memoryd.kinds.briefs.writer import ensure_board
@@ -146,7 +146,7 @@ def export_file(board: Path, dest: Path, include: tuple[str, ...] = KINDS) -> di
     objs = list(iter_export(board, include))
     counts = Counter(o["kind"] for o in objs)
     body = b"".join(_line(o) for o in objs)
-    redacted = Counter(m.group()[10:-1] for m in PLACEHOLDER.finditer(body.decode("utf-8")))
+    redacted = Counter(m.group()[10:-1] for m in PLACEHOLDERS.finditer(body.decode("utf-8")))
     header = {"kind": "header", "format": FORMAT, "version": VERSION, "created_at": now_iso(),
               "include": list(include), "counts": dict(sorted(counts.items())),
               "redacted": dict(sorted(redacted.items()))}  # fmt: skip

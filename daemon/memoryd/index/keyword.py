@@ -1,5 +1,24 @@
-"""The BM25 half of a search: LanceDB's full-text indexes, the in-memory tail of newer rows, and the term
-statistics both are scored with.
+"""The keyword (BM25) half of the index: what a term is, LanceDB's full-text indexes, the in-memory tail
+of newer rows, and the term statistics both are scored with.
+
+Over 400 lines: the terms written, the terms asked for, LanceDB's tokens of both, the tail's scores and the
+statistics must agree with each other, so they are kept together.
+
+*Terms.* Documents and queries go through the same :func:`terms` so the LanceDB full-text index can use a
+plain whitespace tokenizer: we decide what a term is, LanceDB only counts them. Rules:
+
+* NFKC + lower case; URLs and paths split on punctuation like any other text;
+* identifiers are kept whole *and* split (``refresh_token_reused`` -> ``refresh_token_reused refresh
+  token reused``; ``readSession`` -> ``readsession read session``), the standard trick for code
+  search (CoSQA needs it);
+* runs of CJK characters (Han, Hiragana, Katakana, Hangul) become overlapping character bigrams, the
+  usual dictionary-free CJK indexing (e.g. Lucene's CJKBigramFilter), since Japanese has no spaces;
+* queries additionally drop filler words (English function words, Hinglish particles such as
+  ``woh``/``wala``/``hai``) so a stray "the" never decides a ranking.
+
+User text is never parsed as query syntax: only the emitted terms reach LanceDB.
+
+*Scoring.*
 
 * LanceDB is asked for indexed rows only (``fast_search``: no scan of rows written since the last index
   refresh, ~0.5 ms per written fragment; after 200 single-row writes a keyword query would take ~100 ms
@@ -30,18 +49,140 @@ import asyncio
 import json
 import math
 import os
+import re
 import threading
+import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from lancedb.background_loop import LOOP
-from lancedb.query import MultiMatchQuery
-from lancedb.table import AsyncTable
-
+from memoryd.index.redact import PLACEHOLDERS
 from memoryd.logs import get_logger
 
+if TYPE_CHECKING:  # lancedb loads where it is used: the tool registry imports the term rules, not the index
+    from lancedb.query import MultiMatchQuery
+    from lancedb.table import AsyncTable
+
 log = get_logger("memoryd.index.keyword")
+
+# -- what a term is ----------------------------------------------------------------------------------
+
+_CJK = (
+    "\u3040-\u309f"  # Hiragana
+    "\u30a0-\u30ff"  # Katakana
+    "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"  # Han
+    "\uac00-\ud7af"  # Hangul syllables
+    "\u31f0-\u31ff\uff66-\uff9f"  # Katakana extensions, half-width katakana
+)
+_CJK_RUN = re.compile(rf"^[{_CJK}]+$")
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+#: Longest term kept; longer runs (hashes, base64 blobs) say nothing to a person searching.
+MAX_TERM_CHARS = 40
+
+#: Words a query drops: English function words, then Hinglish particles.
+# fmt: off
+FILLER = frozenset([
+    "a", "an", "the", "this", "that", "these", "those", "it", "its", "is", "are", "was", "were", "be", "been",
+    "being", "am", "do", "does", "did", "done", "doing", "have", "has", "had", "having", "i", "me", "my", "we",
+    "our", "us", "you", "your", "he", "she", "they", "them", "their", "his", "her", "of", "in", "on", "at", "to",
+    "for", "from", "by", "with", "about", "as", "into", "onto", "over", "under", "again", "then", "than", "so",
+    "such", "very", "too", "just", "also", "only", "any", "some", "all", "each", "every", "and", "or", "but", "if",
+    "because", "while", "when", "where", "what", "which", "who", "whom", "whose", "why", "how", "there", "here",
+    "not", "no", "nor", "can", "could", "should", "would", "will", "shall", "may", "might", "must", "let", "lets",
+    "let's", "get", "got", "getting", "go", "going", "gone", "make", "made", "thing", "things", "stuff",
+    "something", "anything", "everything", "someone", "one", "ones", "kind", "sort", "bit", "lot", "lots", "like",
+    "really", "actually", "basically", "maybe", "please", "pls", "ok", "okay", "yeah", "yes", "hey", "hi", "oh",
+    "um", "uh", "hmm", "well", "still", "yet", "now", "ago", "woh", "wo", "ye", "yeh", "yah", "jo", "jis", "jab",
+    "tab", "kya", "kyu", "kyun", "kaise", "kaisa", "kaisi", "hai", "hain", "tha", "thi", "the", "thi", "tho", "toh",
+    "bhi", "hi", "na", "nahi", "nhi", "mat", "ka", "ki", "ke", "ko", "se", "me", "mein", "mai", "main", "par", "pe",
+    "aur", "ya", "wala", "wali", "wale", "vala", "vali", "vale", "kuch", "koi", "sab", "bas", "ek", "raha", "rahi",
+    "rahe", "ho", "hota", "hoti", "hote", "kar", "karo", "karna", "kiya", "kiye", "gaya", "gayi", "gaye", "diya",
+    "de", "do", "dena", "lena", "liya", "abhi", "phir", "fir", "matlab", "yaar", "bhai", "wahi", "yahi", "waha",
+    "yaha", "jaisa", "jaise",
+])
+# fmt: on
+
+
+_SEPARATORS = re.compile(r"[_\-.]+")
+_WORD = re.compile(rf"[{_CJK}]+|[\w\-.]+")
+_MIXED = re.compile(rf"[{_CJK}]+|[^{_CJK}]+")
+
+
+# Pure and called once per word of every text: words repeat, so a 100 KB memory costs a few
+# thousand splits instead of ~10,000 (a restart re-derives every changed record).
+@lru_cache(maxsize=65536)
+def _split_identifier(raw: str) -> tuple[str, ...]:
+    parts: list[str] = []
+    for chunk in _SEPARATORS.split(raw):
+        camel = [m.group(0) for m in _CAMEL.finditer(chunk)]
+        # a real camelCase name splits into words ("readSession", "S3UploadFailedError"); a random
+        # string ("wJalrXUtnFEMI", "bPxRfiCY") splits into one- and two-letter shards: keep it whole
+        shards = sum(1 for p in camel if p.isalpha() and len(p) <= 2)
+        # an all-caps code ("KIAIOSFODNN7EXAMPL", "HTTP2") has no word boundaries to split at
+        # ... and neither has an all-lower-case run such as "akiaiosfodnn7example" (no humps at all)
+        whole = shards >= 2 or not any(c.islower() for c in chunk) or not any(c.isupper() for c in chunk)
+        parts.extend([chunk] if whole else camel)
+    return tuple(p.lower() for p in parts if p)
+
+
+def _bigrams(run: str) -> list[str]:
+    if len(run) == 1:
+        return [run]
+    return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def terms(text: str, *, query: bool = False) -> list[str]:
+    """The keyword terms of ``text`` in order (duplicates kept: BM25 counts them).
+
+    ``query=True`` drops filler words. Returns ``[]`` for empty or punctuation-only text.
+    """
+    # a redaction placeholder must never be findable: searching "aws secret key" would otherwise
+    # confirm that a secret was there
+    text = PLACEHOLDERS.sub(" ", unicodedata.normalize("NFKC", text))
+    out: list[str] = []
+    for raw in _WORD.findall(text):
+        out.extend(_word_terms(raw, query))
+    return out
+
+
+# One word's terms depend on the word alone, and words repeat: a long text costs a lookup per word.
+@lru_cache(maxsize=65536)
+def _word_terms(raw: str, query: bool) -> tuple[str, ...]:
+    raw = raw.strip("-.")
+    if not raw:
+        return ()
+    if _CJK_RUN.match(raw):
+        return tuple(_bigrams(raw))
+    out: list[str] = []
+    # a mixed run such as "v3のページ" splits into its CJK and non-CJK parts
+    for piece in _MIXED.findall(raw):
+        piece = piece.strip("-._")
+        if not piece:
+            continue
+        if _CJK_RUN.match(piece):
+            out.extend(_bigrams(piece))
+            continue
+        whole = piece.lower()
+        parts = _split_identifier(piece)
+        split = len(parts) != 1 or parts[0] != whole
+        if len(whole) <= MAX_TERM_CHARS and split and not (query and whole in FILLER):
+            out.append(whole)
+        for part in parts:
+            # one-letter fragments of a split ("v3" -> "v") match everything and mean nothing
+            if len(part) > MAX_TERM_CHARS or (len(part) < 2 and len(parts) > 1) or (query and part in FILLER):
+                continue
+            out.append(part)
+    return tuple(out)
+
+
+def term_string(text: str, *, query: bool = False) -> str:
+    """:func:`terms` joined by spaces, the form stored in the full-text columns."""
+    return " ".join(terms(text, query=query))
+
+
+# -- LanceDB's full-text indexes ----------------------------------------------------------------------
 
 #: Joins texts for one tokenizer call (one call costs ~0.6 ms, its text's length hardly matters): a word
 #: no text holds (term strings are lower-case letters, digits and a few marks; this has no vowel run a
@@ -114,11 +255,16 @@ async def search(
 
 def tokens(table, texts: Sequence[str], column: str) -> list[list[str]]:
     """:func:`tokenize_many` for a sync LanceDB table (its text index must exist); blocks."""
+    from lancedb.background_loop import LOOP
+
     return asyncio.run_coroutine_threadsafe(tokenize_many(table._table, texts, column), LOOP.loop).result()
 
 
 def unindexed(table) -> int:
     """Rows of a sync LanceDB table that its text indexes do not cover (0 for another table layout)."""
+    from lancedb.background_loop import LOOP
+    from lancedb.table import AsyncTable
+
     inner = getattr(table, "_table", None)
     if not isinstance(inner, AsyncTable):
         return 0

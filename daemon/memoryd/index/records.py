@@ -1,5 +1,5 @@
-"""Records: the rows of the index, derived from board files (the truth) and rebuildable at any time; and
-reconciling them with the index.
+"""Records: the rows of the index, derived from board files (the truth) and rebuildable at any time; what a
+record source hands the writer (:class:`SourceBatch`); and reconciling them with the index.
 
 One record per brief; memories, interactions and summaries are records of other kinds in the same table.
 Every text is redacted *before* it becomes a record, so neither the keyword index nor the vectors ever
@@ -11,6 +11,23 @@ The board is the truth; :func:`sync_records` makes the index match a full set of
 some kinds: add, update, delete, re-embedding only what changed. A record whose content hash is unchanged
 is not rewritten; one whose embedding text is unchanged keeps its stored vector (nothing is re-embedded
 after a restart, or after an edit that only touched the outcome or the screens).
+
+*Origins.* A source (:mod:`memoryd.core.sources`) hands the writer a :class:`SourceBatch`. Every record
+comes from one **origin**: a key naming what it was derived from, normally the board-relative POSIX path
+of one file or folder (``memories/<hash>.md``, ``briefs/<id>``). One origin may yield many records (a
+session file yields one record per line). :attr:`SourceBatch.origins` maps every origin the batch covers
+to the ids of ALL the records it yields now; ``()`` means the origin yields nothing any more (file
+deleted, broken, emptied). The writer remembers origin -> record ids (rebuilt at every full sync) and
+deletes each record an origin no longer yields, so deleting or editing a file removes every record
+derived from it that is gone, without the source having to remember anything.
+
+*Deferred records.* A full load may offer a record as its id, a hash of the inputs it is derived from
+and a function deriving it (:meth:`SourceBatch.defer`): the writer derives it only when those inputs
+changed since it last derived that record (:mod:`memoryd.index.derive_cache`).
+
+*Skips.* Files that cannot be read go to :attr:`SourceBatch.skipped` (and the log); their origin maps to
+``()`` so any record they yielded before is removed. A skipped path is the origin or a path inside it
+(``briefs/<id>/notes.md``).
 """
 
 from __future__ import annotations
@@ -18,15 +35,16 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from memoryd.index.redact import redact
-from memoryd.index.text import PLACEHOLDER, term_string
+from memoryd.index.keyword import term_string
+from memoryd.index.redact import PLACEHOLDERS, redact
 from memoryd.logs import get_logger
 
 if TYPE_CHECKING:  # the store imports Record from here
+    from memoryd.board.gate import Skipped
     from memoryd.index.store import IndexStore
 
 log = get_logger("memoryd.index.records")
@@ -43,7 +61,7 @@ BATCH = 256
 class Record:
     """One index row before embedding.
 
-    ``text_main`` / ``text_aux`` are keyword term strings (:func:`memoryd.index.text.term_string`):
+    ``text_main`` / ``text_aux`` are keyword term strings (:func:`memoryd.index.keyword.term_string`):
     main = what the person said, titles, summary (weighted higher); aux = prompt, outcome, notes and
     screen text (searchable, never handed out). ``embed_text`` is what the meaning half embeds.
     """
@@ -100,7 +118,7 @@ def clean(text: str) -> str:
 def unplaced(text: str) -> str:
     """Drop redaction placeholders from text that is embedded: a vector must not encode that a
     secret of some kind was there."""
-    return PLACEHOLDER.sub(" ", text)
+    return PLACEHOLDERS.sub(" ", text)
 
 
 def first_line(text: str, limit: int = LINE_CHARS) -> str:
@@ -188,6 +206,75 @@ def human_date(iso: str) -> str:
     except ValueError:
         return iso
     return f"{dt.day} {dt.strftime('%B %Y')}"
+
+
+# -- what a source hands the writer ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Deferred:
+    """A record offered without deriving it: its ``id``, the hash of its ``inputs``, and ``derive()``."""
+
+    id: str
+    inputs: str
+    derive: Callable[[], Record]
+
+
+@dataclass
+class SourceBatch:
+    """What a source yields for a full load or for some changed paths.
+
+    ``records``: records to upsert (unchanged ones are skipped by the indexer by content hash).
+    ``deferred``: records to upsert, derived only when their inputs changed (:class:`Deferred`).
+    ``origins``: origin key -> ids of every record that origin yields now (``()`` = none any more).
+    ``skipped``: files not loaded, and why. ``complete``: ``origins`` covers the whole folder.
+    """
+
+    records: list[Record] = field(default_factory=list)
+    deferred: list[Deferred] = field(default_factory=list)
+    origins: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    skipped: list[Skipped] = field(default_factory=list)
+    complete: bool = False
+
+    def add(self, origin: str, records: Collection[Record]) -> None:
+        """Record that ``origin`` yields exactly ``records`` now (appends to :attr:`records`)."""
+        self.records.extend(records)
+        self.origins[origin] = tuple(r.id for r in records)
+
+    def defer(self, origin: str, record_id: str, inputs: str, derive: Callable[[], Record]) -> None:
+        """Record that ``origin`` yields exactly the one record ``derive()`` returns, whose id is
+        ``record_id`` and whose inputs hash to ``inputs`` (appends to :attr:`deferred`)."""
+        self.deferred.append(Deferred(record_id, inputs, derive))
+        self.origins[origin] = (record_id,)
+
+
+class FullLoad(Protocol):
+    """What :func:`records_by_id` needs of a source (a :class:`memoryd.core.sources.RecordSource`)."""
+
+    def load_all(self) -> SourceBatch: ...
+
+
+def records_by_id(
+    source: FullLoad,
+    paths: Collection[str],
+    folder: str,
+    id_of: Callable[[str], str | None],
+    load: Callable[[str, SourceBatch], None],
+) -> SourceBatch:
+    """``records_for`` of a source whose files are named by id: ``load(id, batch)`` for each id (sorted)
+    ``id_of(path)`` finds among the board-relative ``paths`` under ``folder`` (paths it gives None for are
+    not records of it); ``source.load_all()`` when ``folder`` itself is among them (created, deleted or
+    moved wholesale: only a full load can tell what it covers)."""
+    ids: set[str] = set()
+    for path in paths:
+        if path == folder:
+            return source.load_all()
+        if path.startswith(folder + "/") and (found := id_of(path)) is not None:
+            ids.add(found)
+    batch = SourceBatch()
+    for one in sorted(ids):
+        load(one, batch)
+    return batch
 
 
 # -- reconciling records with the index --------------------------------------------------------------

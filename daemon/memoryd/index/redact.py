@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from functools import cache
 
 PLACEHOLDER = "[REDACTED:{kind}]"
+#: Finds the placeholders :func:`redact` writes (a kind is letters, digits, ``_`` and ``-``).
+PLACEHOLDERS = re.compile(r"\[REDACTED:[A-Za-z0-9_-]*\]")
 
 # kind -> what it catches (docs/board.md renders this). Order = priority when two findings overlap.
 KINDS: dict[str, str] = {

@@ -33,11 +33,11 @@ import numpy as np
 from memoryd.index import intent
 from memoryd.index.columns import Filter
 from memoryd.index.embed import reference_cosines
+from memoryd.index.keyword import term_string
 from memoryd.index.ranking import DEFAULT_RANKING, RANKINGS, Ranking
-from memoryd.index.redact import redact
+from memoryd.index.redact import PLACEHOLDERS, redact
 from memoryd.index.searcher import SearchQuery
 from memoryd.index.store import TEXT_BOOSTS, TEXT_COLUMNS, IndexStore
-from memoryd.index.text import PLACEHOLDER, term_string
 
 CANDIDATES = 50
 GROUP_CANDIDATES = 25
@@ -278,7 +278,7 @@ def search(store: IndexStore, embedder, query: SearchQuery, explain: dict | None
     """
     limit = max(1, min(int(query.limit), 100))
     red = redact(query.text or "")
-    text = " ".join(PLACEHOLDER.sub(" ", red.text).split())
+    text = " ".join(PLACEHOLDERS.sub(" ", red.text).split())
     result = SearchResult(
         mode="hybrid" if embedder is not None else "keyword", query_redactions=sum(red.counts.values())
     )

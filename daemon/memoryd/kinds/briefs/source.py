@@ -21,7 +21,7 @@ and the export all use them as they are. The board files themselves are never ch
 *Records.* One ``brief`` record per brief folder; its origin is the folder (``briefs/<id>``). A task file
 yields no record of its own: its title and status live in the records of its briefs, so a changed
 ``tasks/<id>.json`` re-derives every brief of that task. Records of a full load are offered deferred
-(:meth:`~memoryd.core.sources.SourceBatch.defer`, keyed by the hash of the brief and its task): the writer
+(:meth:`~memoryd.index.records.SourceBatch.defer`, keyed by the hash of the brief and its task): the writer
 derives only those whose inputs changed since it last derived them (deriving costs ~1.8 ms a brief, most of
 a restart that changes nothing).
 
@@ -54,9 +54,8 @@ from memoryd.board.gate import (
     open_board,
     refusal,
 )
-from memoryd.core.sources import SourceBatch
 from memoryd.index.derive_cache import source_hash
-from memoryd.index.records import brief_record
+from memoryd.index.records import SourceBatch, brief_record
 from memoryd.index.redact import redact
 from memoryd.kinds.briefs.files import (
     Brief,

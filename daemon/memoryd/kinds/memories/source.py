@@ -17,7 +17,7 @@ from collections.abc import Collection
 from pathlib import Path
 
 from memoryd.board.gate import Skipped, UnsafePath
-from memoryd.core.sources import SourceBatch, records_by_id
+from memoryd.index.records import SourceBatch, records_by_id
 from memoryd.kinds.memories.files import (
     MEMORIES_DIR,
     Memory,

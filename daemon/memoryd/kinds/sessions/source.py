@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memoryd.board.gate import Skipped, UnsafePath
-from memoryd.core.sources import SourceBatch, records_by_id
+from memoryd.index.records import SourceBatch, records_by_id
 from memoryd.kinds.sessions.files import (
     LOG_SUFFIX,
     SESSIONS_DIR,
