@@ -416,6 +416,23 @@ def test_recall_depth_two_returns_the_cluster_and_its_relationships(shim):
 # --- search, projects, stats ------------------------------------------------------------------------------------
 
 
+def test_a_tag_filter_finds_its_memories_below_the_best_hundred(shim):
+    """A tag filter picks from the memories carrying the tag, not from the best hundred of all: three
+    weak matches tagged ``rare`` come back though 120 stronger untagged ones match the query too."""
+    w = unique()
+    strong = [{"content": f"{w} {w} {w} deploy note {n}", "tags": ["common"]} for n in range(120)]
+    for at in range(0, len(strong), 50):
+        shim.ok("store_memories", items=strong[at : at + 50])
+    rare = {
+        store(shim, f"{w} appears once here, rollback {n}", tags=["rare"], importance=0)["hash"]
+        for n in range(3)
+    }
+    everything = shim.ok("search_memories", query=w, limit=100)
+    assert not rare & {h["hash"] for h in everything}  # outside the best hundred of all
+    assert {h["hash"] for h in shim.ok("search_memories", query=w, tags=["rare"])} == rare
+    assert {h["hash"] for h in shim.ok("search_memories", query=w, tags=["rare", "common"])} == set()
+
+
 def test_search_ranks_by_relevance_with_importance_and_filters(shim):
     w = unique()
     low = store(shim, f"The cache key includes the locale {w}", tags=["cache"], importance=0)["hash"]
@@ -436,6 +453,7 @@ def test_search_ranks_by_relevance_with_importance_and_filters(shim):
         plan
     ]
     assert len(shim.ok("search_memories", query=f"cache key {w}", limit=1)) == 1
+    assert shim.ok("search_memories", query=f"cache key {w}", tags=["money", "no-such-tag"]) == []
     odd = shim.ok("search_memories", query="{{[(\"'unbalanced AND OR NOT * :")
     assert isinstance(odd, list)
 

@@ -92,6 +92,7 @@ class Engine:
             submit=self.submit_paths,
             search=self.searcher.search,
             admit=self.admit_paths,
+            settled=self.searcher.settled,
         )
         #: The session-start digest, for the capture hook, the get_context tool and its resources.
         self.context = Context(self.briefs, self.searcher, self.memories, lambda: self.changes.seq)

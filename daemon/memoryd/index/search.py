@@ -95,6 +95,7 @@ def _where(query: SearchQuery) -> Filter:
         Filter()
         .where(project=query.project or None, kind=query.kind or None, status=query.status or None)
         .where(project=query.scope or None)
+        .where(id=query.ids)
     )
 
 

@@ -36,7 +36,8 @@ class SearchQuery:
     is a second project filter (``eval --scope prefix``). ``limit`` is clamped to 1–100. ``ranking``: a
     profile other than ``kind``'s own (memories use theirs). ``as_of`` anchors relative dates ("last
     week"; None: now, UTC). ``group_by_task``: briefs vote for their task. ``reasons``: each hit carries
-    its :class:`memoryd.index.search.Why`, with the query's words found in its text.
+    its :class:`memoryd.index.search.Why`, with the query's words found in its text. ``ids``: only these
+    records may be returned (None: any; empty: none), applied in the index before ranking.
     """
 
     text: str
@@ -49,6 +50,7 @@ class SearchQuery:
     as_of: datetime | None = None
     group_by_task: bool = True
     reasons: bool = False
+    ids: frozenset[str] | None = None
 
 
 class RWLock:

@@ -96,8 +96,11 @@ __all__ = [
     "Updated",
 ]
 
-#: Candidates fetched from the hybrid search before tag filters and the re-rank.
+#: Candidates fetched from the hybrid search before the re-rank.
 SEARCH_POOL = 100
+#: A tag filter matching at most this many memories is applied in the index, before ranking (else the
+#: matches beyond the pool would be lost); a commoner tag filters the pool, where it rarely thins it.
+TAGGED_IN_INDEX = 2_000
 
 
 @dataclass(frozen=True)
@@ -149,12 +152,14 @@ class Memories:
         submit: Submit,
         search: Search,
         admit: Admit | None = None,
+        settled: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.board = board
         self._sources = sources
         self._submit = submit
         self._admit = admit  # None: a store awaits its index write
         self._search = search
+        self._settled = settled  # the read barrier alone: a tag filter reads the view after it
         self._lock = asyncio.Lock()
         self._prune: set[str] = set()
         self.access = AccessTimes(self._write_access)
@@ -346,6 +351,11 @@ class Memories:
         if not isinstance(query, str) or has_lone_surrogate(query):
             raise InvalidMemory("query contains a lone surrogate (invalid Unicode)")
         want = set(clean_tags(tags))
+        tagged = None
+        if want:
+            if settle and self._settled is not None:
+                await self._settled()  # the view must hold the memories stored before this search
+            tagged = self.view.tagged(want)
         wanted = SearchQuery(
             query,
             project=project or None,
@@ -354,6 +364,7 @@ class Memories:
             limit=SEARCH_POOL,
             ranking=ranking.MEMORY_RANKING,
             reasons=reasons,
+            ids=frozenset(tagged) if tagged is not None and len(tagged) <= TAGGED_IN_INDEX else None,
         )
         result = await self._search(wanted, settle=settle)
         now = datetime.now(UTC)

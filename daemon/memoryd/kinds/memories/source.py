@@ -18,6 +18,7 @@ from pathlib import Path
 
 from memoryd.board.gate import Skipped, UnsafePath
 from memoryd.index.records import SourceBatch, records_by_id
+from memoryd.index.redact import redact
 from memoryd.kinds.memories.files import (
     MEMORIES_DIR,
     Memory,
@@ -50,6 +51,7 @@ class MemorySource:
         self._memories: dict[str, Memory] = {}
         self._by_content: dict[str, str] = {}  # content hash -> id, only where they differ (hand edits)
         self._incoming: dict[str, set[str]] = {}  # target id -> ids of memories with an edge to it
+        self._by_tag: dict[str, set[str]] = {}  # a tag as answers show it (redacted) -> ids carrying it
         self._skipped: dict[str, Skipped] = {}
         self.generation = 0  # bumped on every change (cache key for stats)
 
@@ -103,6 +105,8 @@ class MemorySource:
             self._by_content[h] = m.id
         for r in m.relations:
             self._incoming.setdefault(r.target, set()).add(m.id)
+        for t in _shown_tags(m):
+            self._by_tag.setdefault(t, set()).add(m.id)
 
     def _drop(self, memory_id: str) -> None:
         old = self._memories.pop(memory_id, None)
@@ -117,6 +121,12 @@ class MemorySource:
                 sources.discard(memory_id)
                 if not sources:
                     del self._incoming[r.target]
+        for t in _shown_tags(old):
+            carrying = self._by_tag.get(t)
+            if carrying is not None:
+                carrying.discard(memory_id)
+                if not carrying:
+                    del self._by_tag[t]
 
     # -- the view (any thread) -------------------------------------------------------------------------
     def get(self, memory_id: str) -> Memory | None:
@@ -153,6 +163,15 @@ class MemorySource:
         with self._lock:
             return len(self._memories)
 
+    def tagged(self, tags: Collection[str]) -> set[str]:
+        """Ids of the memories carrying every one of ``tags``, compared as answers show tags (redacted),
+        so a guessed secret in a tag filter confirms nothing. No tags: every id."""
+        with self._lock:
+            if not tags:
+                return set(self._memories)
+            sets = sorted((self._by_tag.get(t, set()) for t in set(tags)), key=len)
+            return sets[0].intersection(*sets[1:])
+
     def incoming(self, memory_id: str) -> list[tuple[Memory, Relation]]:
         """``[(source memory, relation)]`` for every stored edge pointing at ``memory_id``: its file name,
         or its content hash when no file of that name exists (:meth:`resolve`)."""
@@ -169,6 +188,10 @@ class MemorySource:
         """Memory files currently not loaded (broken front matter, refused by the gate, bad name)."""
         with self._lock:
             return list(self._skipped.values())
+
+
+def _shown_tags(m: Memory) -> set[str]:
+    return {redact(t).text for t in m.tags}
 
 
 def source(board: Path) -> MemorySource:
