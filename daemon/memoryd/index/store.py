@@ -1,7 +1,9 @@
-"""The LanceDB table of records: the only module that talks to LanceDB.
+"""The LanceDB table of records: the module that opens, writes and compacts it.
 
-It is ~500 lines on purpose: keeping every LanceDB call in one module is what lets a LanceDB upgrade be
-checked in one place; the in-memory columns, the keyword tail and the BM25 scoring live beside it.
+It is ~500 lines on purpose: keeping the table's life (open, schema, writes, compaction, queries) in one
+module is what lets a LanceDB upgrade be checked in one place; the full-text indexes' definition and the
+token read-back belong to the keyword half (:mod:`memoryd.index.keyword`), the only other module that
+calls LanceDB; the in-memory columns live beside it (:mod:`memoryd.index.columns`).
 
 One table, ``records``: filter columns (kind, project, task, status, created_at), two keyword columns
 with BM25 full-text indexes (``text_main`` weighted above ``text_aux``), a vector column for the
