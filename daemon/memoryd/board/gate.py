@@ -263,18 +263,27 @@ class BoardUnreadable(errors.BoardUnreadable):
     """The board root is missing, not a directory, or not readable; nothing can be said about its contents."""
 
 
+def os_reason(exc: OSError, what: str) -> str:
+    """Why ``what`` (``"board /x"``, a path) cannot be used, as a person reads it: ``<what> does not
+    exist``, ``<what> is not a directory``, ``<what> is a directory``, ``<what>: permission denied``, else
+    ``<what>: <the system's words>``."""
+    if isinstance(exc, FileNotFoundError):
+        return f"{what} does not exist"
+    if isinstance(exc, NotADirectoryError):
+        return f"{what} is not a directory"
+    if isinstance(exc, IsADirectoryError):
+        return f"{what} is a directory"
+    if isinstance(exc, PermissionError):
+        return f"{what}: permission denied"
+    return f"{what}: {exc.strerror or exc}"
+
+
 def open_board(board_root: Path) -> SafeDir:
     """The board root through the gate. Raises :class:`BoardUnreadable` saying why it cannot be used."""
     try:
         root = open_root(board_root)
-    except FileNotFoundError:
-        raise BoardUnreadable(f"board {board_root} does not exist") from None
-    except NotADirectoryError:
-        raise BoardUnreadable(f"board {board_root} is not a directory") from None
-    except PermissionError:
-        raise BoardUnreadable(f"board {board_root}: permission denied") from None
     except OSError as exc:
-        raise BoardUnreadable(f"board {board_root}: {exc.strerror or exc}") from None
+        raise BoardUnreadable(os_reason(exc, f"board {board_root}")) from None
     if not os.access(board_root, os.R_OK | os.X_OK):
         root.close()
         raise BoardUnreadable(f"board {board_root}: permission denied")

@@ -43,7 +43,7 @@ from typing import Any
 import memoryd_shim
 from memoryd import __version__
 from memoryd.cli.options import command
-from memoryd.serve.control import daemon_status
+from memoryd.serve.control import DaemonAnswer, daemon_status
 from memoryd.wording import counted
 from memoryd_shim import rendezvous
 
@@ -217,16 +217,25 @@ def cmd_status(args) -> int:
     return main(socket=args.socket, as_json=args.json)
 
 
+def ask_daemon(command: str, socket: str | None) -> DaemonAnswer | None:
+    """What answers on the socket ``memoryd <command>`` talks to (``socket``, else this environment's); None
+    once it has said on stderr why what answers is not a memoryd daemon (the command then exits 1)."""
+    answer = daemon_status(socket)
+    if answer.error is not None:
+        print(f"memoryd {command}: {answer.error}", file=sys.stderr)
+        return None
+    return answer
+
+
 def main(socket: str | None = None, as_json: bool = False) -> int:
     """Print the running daemon's status; returns the exit code (0 up, 3 not running, 1 not memoryd)."""
     from memoryd.settings import check_env
 
     problems = [{"variable": v, "state": st, "message": m} for v, st, m in check_env()]
-    try:
-        path, raw = daemon_status(socket)
-    except ValueError as exc:
-        print(f"memoryd status: {exc}", file=sys.stderr)
+    answer = ask_daemon("status", socket)
+    if answer is None:
         return EXIT_ERROR
+    path, raw = answer.socket, answer.status
     if raw is None:
         if as_json:
             print(json.dumps({"running": False, "socket": {"path": str(path)}, "settings": problems}))

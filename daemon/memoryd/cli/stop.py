@@ -1,6 +1,6 @@
 """``memoryd stop [--socket PATH] [--timeout S]``: stop the daemon that answers on the socket, cleanly.
 
-The daemon is found by asking its status over the socket (:func:`memoryd.serve.control.daemon_status`), which
+The daemon is found by asking its status over the socket (:func:`memoryd.cli.status.ask_daemon`), which
 names its pid. A daemon run by the service manager is left alone: launchd's ``KeepAlive`` or systemd's
 socket unit would start it again, so the message says to run ``memoryd service stop``. Any other daemon (one
 an agent's shim started, ``memoryd serve`` in another terminal) gets SIGTERM, only when its process belongs
@@ -128,15 +128,14 @@ def service_owner(status: dict[str, Any]) -> str | None:
 
 def main(socket: str | None = None, wait_s: float = DEFAULT_WAIT_S) -> int:
     """Stop the daemon on ``socket`` (default: this environment's); returns the exit code (module docstring)."""
+    from memoryd.cli.status import ask_daemon
     from memoryd.paths import memoryd_command
-    from memoryd.serve.control import daemon_status
 
     me = memoryd_command()
-    try:
-        path, status = daemon_status(socket)
-    except ValueError as exc:
-        print(f"memoryd stop: {exc}", file=sys.stderr)
+    answer = ask_daemon("stop", socket)
+    if answer is None:
         return EXIT_NOT_STOPPED
+    path, status = answer.socket, answer.status
     if status is None:
         print(f"memoryd is not running (nothing answers on {path}); nothing to stop.")
         return EXIT_STOPPED

@@ -36,6 +36,7 @@ from memoryd.kinds.briefs.source import (
 )
 from memoryd.kinds.briefs.writer import ensure_board
 from memoryd.kinds.memories.api import Memories
+from memoryd.kinds.memories.files import MEMORIES_DIR
 from memoryd.logs import get_logger
 from memoryd.settings import Settings
 
@@ -80,15 +81,15 @@ class Engine:
         self.started_at = time.time()
         self._model_task: asyncio.Task | None = None
         self.sources: list[RecordSource] = make_sources(self.board)
-        self.brief_source: BriefSource = owners(self.sources)[BRIEFS_DIR]
-        #: The memory API that the memories and memo tools call; see :mod:`memoryd.kinds.memories.api`.
+        by_folder = owners(self.sources)
+        self.brief_source: BriefSource = by_folder[BRIEFS_DIR]
         #: The one search every kind is handed (store and model are set as they become ready).
         self.searcher = Searcher(self.lock, guard=functools.partial(check_board, self.board))
         #: The kinds' APIs that their tools call, each built from the collaborators it needs.
         self.briefs = Briefs(self.board, self.brief_source.reader, self._snapshot, self._submit_briefs)
         self.memories = Memories(
             self.board,
-            self.sources,
+            by_folder[MEMORIES_DIR],
             submit=self.submit_paths,
             search=self.searcher.search,
             admit=self.admit_paths,

@@ -53,6 +53,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
+from memoryd.board.gate import os_reason
+
 #: Importer name (``memoryd import --from NAME``) -> module defining ``iter_items(path)``.
 IMPORTERS: dict[str, str] = {
     "memdb": "memoryd.importers.memdb",
@@ -76,12 +78,8 @@ def read_lines(path: str | Path) -> list[bytes]:
     try:
         with open(Path(path), "rb") as fh:
             return list(fh)
-    except FileNotFoundError:
-        raise SourceUnreadable(f"{path} does not exist") from None
-    except IsADirectoryError:
-        raise SourceUnreadable(f"{path} is a directory") from None
     except OSError as exc:
-        raise SourceUnreadable(f"{path}: {exc.strerror}") from None
+        raise SourceUnreadable(os_reason(exc, str(path))) from None
 
 
 @dataclass(frozen=True)

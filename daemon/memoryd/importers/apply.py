@@ -25,6 +25,7 @@ from memoryd.kinds.memories.files import (
     Memory,
     MemoryFileError,
     Relation,
+    memory_path,
     read_memory,
     relation_id,
     utc_now,
@@ -77,7 +78,7 @@ def build_memory(item: ImportItem, project: str, origin: str) -> Memory:
 
 def exists_on_board(board: Path, memory_id: str) -> bool:
     """Whether ``memories/<memory_id>.md`` is taken (by any entry: a create-only write would keep it)."""
-    return os.path.lexists(Path(board) / "memories" / f"{memory_id}.md")
+    return os.path.lexists(Path(board) / memory_path(memory_id))
 
 
 def run_import(

@@ -239,7 +239,7 @@ def _check_memory(obj: dict) -> Memory:
     # names (a later store_memory of that text would be answered "exists" with other content).
     if m.id != content_hash(m.content):
         raise FormatError("'id' is not the SHA-256 of the normalised content (edited after export?)")
-    return parse_memory(render_memory(m), m.id, f"memories/{m.id}.md")  # the board's own field rules
+    return parse_memory(render_memory(m), m.id)  # the board's own field rules (path: memories/<id>.md)
 
 
 def parse_import(data: bytes) -> Parsed:

@@ -47,9 +47,6 @@ _F32, _Q4 = 0, 1  # tensor dtype codes in the table
 
 log = get_logger(__name__)
 
-# How many builds ran in this process (tests check that a cached model is reused).
-builds_in_process = 0
-
 
 class ModelBuildError(Exception):
     """The source weights are missing, not the expected file, or could not be turned into a model."""
@@ -223,6 +220,11 @@ def _remove_leftovers(final: Path) -> None:
     if final.exists():
         log.warning("model_cache_incomplete", path=str(final), action="rebuild")
         shutil.rmtree(final)
+
+
+#: How many builds ran in this process, counted by the one function that builds (tests check that a cached
+#: model is reused).
+builds_in_process = 0
 
 
 def _build_into(directory: Path, data: bytes, source_sha256: str) -> None:

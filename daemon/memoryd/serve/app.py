@@ -308,17 +308,44 @@ def percentile(sorted_values: list[float], p: float) -> float:
     return sorted_values[rank - 1]
 
 
-@dataclass
-class _Tool:
-    calls: int = 0
-    failures: int = 0
+@dataclass(slots=True)
+class _Latency:
+    """Durations in ms of one tool's calls that ran: how many, their sum, maximum and reservoir sample."""
+
     timed: int = 0
     total_ms: float = 0.0
     max_ms: float = 0.0
+    sample: list[float] = field(default_factory=list)
+
+    def add(self, duration_ms: float, reservoir: int, rng: random.Random) -> None:
+        self.timed += 1
+        self.total_ms += duration_ms
+        self.max_ms = max(self.max_ms, duration_ms)
+        if len(self.sample) < reservoir:
+            self.sample.append(duration_ms)
+        elif (slot := rng.randrange(self.timed)) < reservoir:
+            self.sample[slot] = duration_ms
+
+    def figures(self) -> dict[str, float]:
+        """``{"p50_ms", "p95_ms", "mean_ms", "max_ms"}``, each rounded to 0.01 ms (0.0 for no calls)."""
+        s = sorted(self.sample)
+        return {
+            "p50_ms": round(percentile(s, 50), 2),
+            "p95_ms": round(percentile(s, 95), 2),
+            "mean_ms": round(self.total_ms / self.timed, 2) if self.timed else 0.0,
+            "max_ms": round(self.max_ms, 2),
+        }
+
+
+@dataclass(slots=True)
+class _Tool:
+    """One tool's calls since start: all of them, the failed ones, argument and result bytes, durations."""
+
+    calls: int = 0
+    failures: int = 0
     arg_bytes: int = 0
     result_bytes: int = 0
-    sample: list[float] = field(default_factory=list)
-    last_call_at: float = 0.0
+    latency: _Latency = field(default_factory=_Latency)
 
 
 class ToolMetrics:
@@ -342,36 +369,22 @@ class ToolMetrics:
             t.failures += 0 if ok else 1
             t.arg_bytes += arg_bytes
             t.result_bytes += result_bytes
-            t.last_call_at = time.time()
-            if duration_ms is None:
-                return
-            t.timed += 1
-            t.total_ms += duration_ms
-            t.max_ms = max(t.max_ms, duration_ms)
-            if len(t.sample) < self._reservoir:
-                t.sample.append(duration_ms)
-            else:
-                slot = self._rng.randrange(t.timed)
-                if slot < self._reservoir:
-                    t.sample[slot] = duration_ms
+            if duration_ms is not None:
+                t.latency.add(duration_ms, self._reservoir, self._rng)
 
     def snapshot(self) -> dict[str, Any]:
         """``{"since", "uptime_s", "calls", "failures", "tools": {name: {"calls","failures","p50_ms",
         "p95_ms","mean_ms","max_ms","arg_bytes","result_bytes"}}}``, tools sorted by name."""
         with self._lock:
-            items = {name: (t, sorted(t.sample)) for name, t in self._tools.items()}
             tools = {
                 name: {
                     "calls": t.calls,
                     "failures": t.failures,
-                    "p50_ms": round(percentile(s, 50), 2),
-                    "p95_ms": round(percentile(s, 95), 2),
-                    "mean_ms": round(t.total_ms / t.timed, 2) if t.timed else 0.0,
-                    "max_ms": round(t.max_ms, 2),
+                    **t.latency.figures(),
                     "arg_bytes": t.arg_bytes,
                     "result_bytes": t.result_bytes,
                 }
-                for name, (t, s) in sorted(items.items())
+                for name, t in sorted(self._tools.items())
             }
         return {
             "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.started_at)),

@@ -29,6 +29,7 @@ import json
 import os
 import socket
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -101,14 +102,26 @@ def ask_status(socket_path: str | os.PathLike[str] | Path, timeout: float = 3.0)
     return _ask(socket_path, "status", timeout)
 
 
-def daemon_status(socket: str | None = None, timeout: float = 3.0) -> tuple[Path, dict[str, Any] | None]:
-    """The socket a command talks to (``socket``, else this environment's: ``MEMORYD_SOCKET`` or the state
-    folder's) and the status of the daemon answering there, ``None`` when none does. Raises ``ValueError``
-    as :func:`ask_status` does."""
+@dataclass(frozen=True)
+class DaemonAnswer:
+    """What answers on the socket a command talks to: the daemon's ``status``; else ``error`` says why what
+    answers is not a memoryd daemon speaking this wire version; both ``None``: nothing answers (not running)."""
+
+    socket: Path
+    status: dict[str, Any] | None = None
+    error: str | None = None
+
+
+def daemon_status(socket: str | None = None, timeout: float = 3.0) -> DaemonAnswer:
+    """Ask the daemon on the socket a command talks to (``socket``, else this environment's: ``MEMORYD_SOCKET``
+    or the state folder's) for its status; what answers there, never an exception, is in the answer."""
     from memoryd.paths import resolve
 
     path = resolve(socket=socket).socket
-    return path, ask_status(path, timeout)
+    try:
+        return DaemonAnswer(path, ask_status(path, timeout))
+    except ValueError as exc:
+        return DaemonAnswer(path, error=str(exc))
 
 
 def served_board(timeout: float = 0.3) -> Path:

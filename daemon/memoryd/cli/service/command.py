@@ -84,31 +84,28 @@ def main(args) -> int:
 
 
 def _status(as_json: bool) -> int:
-    from memoryd.cli import status as daemon_status
+    from memoryd.cli import status
     from memoryd.cli.service.manager import service_state
 
     state = service_state()
     if as_json:
-        from memoryd.paths import resolve
-        from memoryd.serve.control import ask_status
+        from memoryd.serve.control import daemon_status
 
-        path = resolve().socket
-        try:
-            raw = ask_status(path)
-        except ValueError as exc:
-            raw, error = None, str(exc)
-        else:
-            error = None
-        daemon = daemon_status.summarize(raw) if raw else {"running": False, "socket": {"path": str(path)}}
-        if error:
-            daemon["error"] = error
+        answer = daemon_status()
+        daemon = (
+            status.summarize(answer.status)
+            if answer.status
+            else {"running": False, "socket": {"path": str(answer.socket)}}
+        )
+        if answer.error:
+            daemon["error"] = answer.error
         print(json.dumps({"service": state, "daemon": daemon}, ensure_ascii=False))
-        return daemon_status.EXIT_UP if raw else daemon_status.EXIT_NOT_RUNNING
+        return status.EXIT_UP if answer.status else status.EXIT_NOT_RUNNING
     manager = state["manager"] or "no service manager"
     print(f"service   {manager}: {state['detail']}")
     if state["fix"]:
         print(f"  fix     {state['fix']}")
-    return daemon_status.main()
+    return status.main()
 
 
 def _log_path(mgr, stderr: bool) -> Path:

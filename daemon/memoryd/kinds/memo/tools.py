@@ -165,20 +165,6 @@ async def _read_all(ctx: ToolContext) -> str:
     return read_all(engine)
 
 
-def resources() -> list[ResourceSpec]:
-    """The group's resource: ``memo://all``."""
-    return [
-        ResourceSpec(
-            uri=ALL_URI,
-            name="all memos",
-            title="All memos",
-            description=f"Every memo, newest first, one line each (timestamp, text, [tags]); at most "
-            f"{ALL_MAX_MEMOS} memos or {ALL_MAX_CHARS} characters, with a note when cut.",
-            read=_read_all,
-        )
-    ]
-
-
 ADD_DESCRIPTION = (
     "Save a short note (a memo) with optional tags, for yourself or later sessions: a decision, "
     "a command that worked, a reminder. Answers 'saved: <timestamp>'. Saving the same text again "
@@ -233,9 +219,24 @@ SEARCH_INPUT = closed(
 )
 
 
+ALL_DESCRIPTION = (
+    f"Every memo, newest first, one line each (timestamp, text, [tags]); at most {ALL_MAX_MEMOS} memos or "
+    f"{ALL_MAX_CHARS} characters, with a note when cut."
+)
+
+
 def tools() -> list[ToolSpec]:
     """The two tools of group ``memo``."""
     return [
         titled_spec("memo_add", "Save a memo", ADD_DESCRIPTION, memo_add, ADD_INPUT, hints=WRITE),
         titled_spec("memo_search", "Search memos", SEARCH_DESCRIPTION, memo_search, SEARCH_INPUT),
+    ]
+
+
+def resources() -> list[ResourceSpec]:
+    """The group's resource: ``memo://all``."""
+    return [
+        ResourceSpec(
+            uri=ALL_URI, name="all memos", title="All memos", description=ALL_DESCRIPTION, read=_read_all
+        )
     ]

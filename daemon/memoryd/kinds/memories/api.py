@@ -66,7 +66,6 @@ from memoryd.kinds.memories.writes import BoardOps
 from memoryd.textcheck import has_lone_surrogate
 
 if TYPE_CHECKING:
-    from memoryd.core.sources import RecordSource
     from memoryd.index.search import SearchResult
 
 #: ``submit(paths)``: queue board-relative paths for the index's one writer before returning an awaitable
@@ -145,19 +144,20 @@ class Found:
 
 class Memories:
     """See the module docstring. Created by the engine with its collaborators; usable once the engine has
-    started (``sources`` loaded, the writer running)."""
+    started (``view`` loaded, the writer running). ``view`` is the memories record source: the in-memory
+    view of every memory."""
 
     def __init__(
         self,
         board: Path,
-        sources: Sequence[RecordSource],
+        view: MemorySource,
         submit: Submit,
         search: Search,
         admit: Admit | None = None,
         settled: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.board = board
-        self._sources = sources
+        self.view = view
         self._submit = submit
         self._admit = admit  # None: a store awaits its index write
         self._search = search
@@ -168,23 +168,12 @@ class Memories:
 
     # -- plumbing -------------------------------------------------------------------------------------
     @property
-    def view(self) -> MemorySource:
-        """The memories record source: the in-memory view of every memory."""
-        for src in self._sources:
-            if isinstance(src, MemorySource):
-                return src
-        raise RuntimeError("the memories record source is not registered")
-
-    @property
     def ops(self) -> BoardOps:
         return BoardOps(self.board, self.view)
 
     def count(self) -> int:
         """How many memories are loaded (0 before the engine starts)."""
-        try:
-            return self.view.count()
-        except RuntimeError:
-            return 0
+        return self.view.count()
 
     async def _locked(self, fn, *args: Any, settle: bool = False) -> Any:
         """Run a blocking board operation under the write lock (``settle``: after every earlier index

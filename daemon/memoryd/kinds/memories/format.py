@@ -146,6 +146,11 @@ def check_hash(value: object) -> str:
     raise InvalidId(f"invalid memory hash {shown}: expected 64 lowercase hex characters (SHA-256)")
 
 
+def memory_path(memory_id: str) -> str:
+    """The board-relative path of the memory named ``memory_id``: ``memories/<memory_id>.md``."""
+    return f"{MEMORIES_DIR}/{memory_id}.md"
+
+
 def relation_id() -> str:
     """A new relation id: 32 random lowercase hex characters."""
     return secrets.token_hex(16)
@@ -185,7 +190,7 @@ class Memory:
     @property
     def path(self) -> str:
         """Board-relative path of the file."""
-        return f"{MEMORIES_DIR}/{self.id}.md"
+        return memory_path(self.id)
 
     @classmethod
     def new(cls, content: str, **fields: Any) -> Memory:
@@ -287,7 +292,7 @@ def _relations(raw: Any, path: str) -> tuple[Relation, ...]:
 
 def parse_memory(text: str, memory_id: str, path: str | None = None) -> Memory:
     """Parse a memory file's text; raises :class:`MemoryFileError` for a broken one."""
-    path = path or f"{MEMORIES_DIR}/{memory_id}.md"
+    path = path or memory_path(memory_id)
     if has_lone_surrogate(text):
         raise MemoryFileError(path, "lone surrogate in text")
     m = _FRONT.match(text)

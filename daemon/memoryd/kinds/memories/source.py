@@ -26,17 +26,13 @@ from memoryd.kinds.memories.files import (
     Relation,
     list_memories,
     memory_of_path,
+    memory_path,
     read_memory,
 )
 from memoryd.kinds.memories.records import KIND, memory_inputs, memory_record
 from memoryd.logs import get_logger
 
 log = get_logger("memoryd.kinds.memories")
-
-
-def origin_of(memory_id: str) -> str:
-    """The origin key (board-relative path) of a memory id."""
-    return f"{MEMORIES_DIR}/{memory_id}.md"
 
 
 class MemorySource:
@@ -78,7 +74,7 @@ class MemorySource:
 
     def _load(self, memory_id: str, batch: SourceBatch) -> None:
         """Re-read one memory's file into ``batch`` and the view."""
-        origin = origin_of(memory_id)
+        origin = memory_path(memory_id)
         try:
             memory = read_memory(self.board, memory_id)
             problem = None

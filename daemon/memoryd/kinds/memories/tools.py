@@ -199,31 +199,34 @@ def _check_terms(query: str) -> None:
         raise InvalidParams(f"query has too many terms (max {schemas.QUERY_TERMS_MAX} words)")
 
 
+async def _find(args: dict[str, Any], ctx: ToolContext, *, recall: bool) -> dict[str, Any]:
+    """``search_memories`` and ``recall``: one query, project and limit; a search also filters by tags and
+    type, a recall follows relationships ``depth`` hops from what the search found."""
+    query = args["query"]
+    _check_terms(query)
+    api = await _api(ctx)
+    project, limit = args.get("project"), args.get("limit", schemas.SEARCH_LIMIT_DEFAULT)
+    if recall:
+        found = await api.recall(query, depth=args.get("depth", 1), project=project, limit=limit)
+    else:
+        found = await api.search(
+            query,
+            project=project,
+            tags=args.get("tags") or (),
+            memory_type=args.get("memory_type"),
+            limit=limit,
+        )
+    return render.found(found, Scrub(), recall=recall)
+
+
 @_tool()
 async def search_memories(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-    _check_terms(args["query"])
-    api = await _api(ctx)
-    found = await api.search(
-        args["query"],
-        project=args.get("project"),
-        tags=args.get("tags") or (),
-        memory_type=args.get("memory_type"),
-        limit=args.get("limit", schemas.SEARCH_LIMIT_DEFAULT),
-    )
-    return render.found(found, Scrub(), recall=False)
+    return await _find(args, ctx, recall=False)
 
 
 @_tool()
 async def recall(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-    _check_terms(args["query"])
-    api = await _api(ctx)
-    found = await api.recall(
-        args["query"],
-        depth=args.get("depth", 1),
-        project=args.get("project"),
-        limit=args.get("limit", schemas.SEARCH_LIMIT_DEFAULT),
-    )
-    return render.found(found, Scrub(), recall=True)
+    return await _find(args, ctx, recall=True)
 
 
 @_tool()

@@ -48,42 +48,67 @@ def parse_record_id(record_id: str) -> tuple[str, str, str | None] | None:
     return None
 
 
+def _record(
+    kind: str,
+    record_id: str,
+    session_id: str,
+    status: str,
+    created_at: str,
+    line: str,
+    main: tuple[str, str],
+    aux: tuple[str, ...],
+    embed: tuple[str, ...],
+) -> Record:
+    """A record of one session (the module docstring's columns): ``main`` is its heading and body (the title
+    is the heading's first line), ``aux`` the auxiliary texts, ``embed`` what is embedded (empty ones left
+    out); every text already redacted."""
+    return Record(
+        id=record_id,
+        kind=kind,
+        project="",
+        task=session_id,
+        status=status,
+        created_at=created_at,
+        title=first_line(main[0]),
+        line=line,
+        text_main=term_string("\n".join(main)),
+        text_aux=term_string("\n".join(aux)),
+        embed_text=unplaced("\n".join(x for x in embed if x)),
+    )
+
+
 def interaction_record(item: Interaction) -> Record:
     """The record of one interaction: prompt and response are the main text, the thought is auxiliary."""
     clean = item.redacted()
     prompt, thought, response = clean.prompt, clean.thought, clean.response
-    embed = "\n".join(x[:EMBED_CHARS] for x in (prompt, response) if x)
-    return Record(
-        id=interaction_record_id(item.session_id, item.id),
-        kind=INTERACTION,
-        project="",
-        task=item.session_id,
+    return _record(
+        INTERACTION,
+        interaction_record_id(item.session_id, item.id),
+        item.session_id,
         status=item.session_id,
         created_at=item.timestamp,
-        title=first_line(prompt),
         line=first_line(response) or first_line(prompt),
-        text_main=term_string(prompt + "\n" + response),
-        text_aux=term_string(thought),
-        embed_text=unplaced(embed),
+        main=(prompt, response),
+        aux=(thought,),
+        embed=(prompt[:EMBED_CHARS], response[:EMBED_CHARS]),
     )
 
 
 def summary_record(summary: Summary) -> Record:
-    """The record of a session summary: title and summary are the main text, technologies auxiliary."""
+    """The record of a session summary: title and summary are the main text, technologies and category
+    auxiliary; its status is the category."""
     clean = summary.redacted()
-    title, text, techs = clean.title, clean.summary, " ".join(clean.technologies)
-    return Record(
-        id=summary_record_id(summary.session_id),
-        kind=SUMMARY,
-        project="",
-        task=summary.session_id,
+    title, text = clean.title, clean.summary
+    return _record(
+        SUMMARY,
+        summary_record_id(summary.session_id),
+        summary.session_id,
         status=summary.category,
         created_at=summary.timestamp,
-        title=first_line(title),
         line=first_line(text),
-        text_main=term_string(title + "\n" + text),
-        text_aux=term_string(techs + "\n" + summary.category),
-        embed_text=unplaced("\n".join(x for x in (title, text[:EMBED_CHARS]) if x)),
+        main=(title, text),
+        aux=(" ".join(clean.technologies), summary.category),
+        embed=(title, text[:EMBED_CHARS]),
     )
 
 

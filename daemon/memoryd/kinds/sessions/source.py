@@ -146,10 +146,6 @@ class SessionSource:
             infos = list(self._logs.values())
         return sorted(infos, key=lambda i: (i.last_at, i.session_id), reverse=True)
 
-    def session(self, session_id: str) -> SessionInfo | None:
-        with self._lock:
-            return self._logs.get(session_id)
-
     def summaries(self) -> list[Summary]:
         """Every summary, newest first (by its timestamp)."""
         with self._lock:
