@@ -114,7 +114,7 @@ def step(
             shim.tool("search_memories", {"query": q})
         search = [timed(shim.tool, "search_memories", {"query": q}) for q in qs[10:-2]]
         floor_search = [timed(floor.search, q) for q in qs[10:-2]]
-        saves, lost = brief_steps(d, shim, briefs, size, floor, st["memories"])
+        saves, lost = brief_steps(d, shim, briefs, min(size, args.briefs_upto), floor, st["memories"])
         bq = dev_queries()[: args.searches]
         brief_search = [timed(shim.tool, "search_briefs", {"query": q}) for q in bq]
     s1, fs1, ss, fss, bs = map(summary, (singles, floor_singles, search, floor_search, brief_search))
@@ -156,15 +156,18 @@ def step(
         "ms",
         note="waits for the index writes the stores left (the read barrier)",
     )
-    for name, s, f in (("search_memories", ss, fss), ("search_briefs", bs, fss)):
+    n_briefs = min(size, args.briefs_upto)
+    briefs_named = f"search_briefs ({n_briefs:,} briefs)" if n_briefs != size else "search_briefs"
+    p50_bar = 50 if size >= 100_000 else 20  # the targets: <= 20 ms at 200 and 10,000, <= 50 ms at 100,000
+    for name, s, f in (("search_memories", ss, fss), (briefs_named, bs, fss)):
         report.row(
             f"{label}: {name} p50",
             s["p50"],
             "ms",
             baseline=f["p50"],
             baseline_label="FTS5",
-            target="<= 20 ms",
-            met=s["p50"] <= 20,
+            target=f"<= {p50_bar} ms",
+            met=s["p50"] <= p50_bar,
         )
         report.row(
             f"{label}: {name} p95",
@@ -172,8 +175,8 @@ def step(
             "ms",
             baseline=f["p95"],
             baseline_label="FTS5",
-            target="<= 50 ms",
-            met=s["p95"] <= 50,
+            target="<= 50 ms" if size < 100_000 else "",
+            met=s["p95"] <= 50 if size < 100_000 else None,
         )
     if saves:
         sv = summary(saves)
@@ -354,6 +357,13 @@ def main() -> int:
         "--sample", type=int, default=200, help="single store_memory calls per step (--fill batches)"
     )
     parser.add_argument("--agents", type=int, default=16, help="agents at once after each step (0: none)")
+    parser.add_argument(
+        "--briefs-upto",
+        type=int,
+        default=10**9,
+        help="grow the briefs to the step's size but no further than this (each copy is embedded again: "
+        "~15 briefs/s on 2 cores)",
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")] + ([10_000] if args.big else [])
     if args.fill == "singles":
