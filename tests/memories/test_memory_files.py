@@ -85,6 +85,10 @@ def test_hand_written_variants_parse():
         ("---\n- a list\n---\nx\n", "mapping"),
         ("---\nimportance: 11\n---\nx\n", "importance"),
         ("---\nimportance: true\n---\nx\n", "importance"),
+        ("---\nimportance: .inf\n---\nx\n", "importance must be an integer 0-10"),
+        ("---\nimportance: -.inf\n---\nx\n", "importance must be an integer 0-10"),
+        ("---\nimportance: .nan\n---\nx\n", "importance must be an integer 0-10"),
+        ("---\nimportance: 2.5\n---\nx\n", "importance must be an integer 0-10"),
         ("---\nmemory_type: rumour\n---\nx\n", "memory_type"),
         ("---\ntags: [two words]\n---\nx\n", "whitespace"),
         ("---\nrelations: [{id: x, type: t, target: y}]\n---\nx\n", "relations[0].id"),
@@ -101,6 +105,7 @@ def test_listing_skips_broken_and_foreign_files_never_the_board(tmp_path):
     write_memory(tmp_path, good)
     folder = tmp_path / "memories"
     (folder / ("f" * 64 + ".md")).write_text("---\nimportance: eleven\n---\nx\n")
+    (folder / ("b" * 64 + ".md")).write_text("---\nimportance: .inf\n---\nx\n")  # once an OverflowError
     (folder / "notes.md").write_text("---\n---\nnot a hash name\n")
     (folder / ".hidden.md.tmp").write_text("temp")
     (folder / f"{'a' * 64}.md").symlink_to(folder / f"{good.id}.md")
@@ -109,6 +114,7 @@ def test_listing_skips_broken_and_foreign_files_never_the_board(tmp_path):
     assert {s.path: s.reason for s in skipped} == {
         f"memories/{'a' * 64}.md": "symlink",
         f"memories/{'f' * 64}.md": "importance must be an integer 0-10",
+        f"memories/{'b' * 64}.md": "importance must be an integer 0-10",
         "memories/notes.md": "name is not <sha256 hex>.md",
     }
     empty = tmp_path / "empty-board"

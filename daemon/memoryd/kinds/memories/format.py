@@ -53,6 +53,7 @@ File I/O (atomic writes through the gate) is :mod:`memoryd.kinds.memories.files`
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import secrets
 import unicodedata
@@ -268,6 +269,22 @@ def _text(value: Any, what: str, path: str) -> str:
     raise MemoryFileError(path, f"{what} must be a string")
 
 
+def _importance(value: object, path: str | None) -> int:
+    """The front matter's ``importance`` (absent or null: 0). Raises MemoryFileError unless it is a whole
+    number 0-10; YAML's ``.inf`` and ``.nan`` are floats too, refused like any other."""
+    if value is None:
+        return 0
+    whole = (
+        not isinstance(value, bool)
+        and isinstance(value, int | float)
+        and math.isfinite(value)
+        and value == int(value)
+    )
+    if not whole or not 0 <= int(value) <= IMPORTANCE_MAX:
+        raise MemoryFileError(path, f"importance must be an integer 0-{IMPORTANCE_MAX}")
+    return int(value)
+
+
 def _relations(raw: Any, path: str) -> tuple[Relation, ...]:
     if raw is None:
         return ()
@@ -314,17 +331,6 @@ def parse_memory(text: str, memory_id: str, path: str | None = None) -> Memory:
     tags = tuple(dict.fromkeys(_text(t, "tag", path) for t in tags_raw if t is not None and str(t) != ""))
     if any(not _NO_SPACE.fullmatch(t) for t in tags):
         raise MemoryFileError(path, "tags must not contain whitespace")
-    importance = meta.get("importance", 0)
-    if importance is None:
-        importance = 0
-    if (
-        isinstance(importance, bool)
-        or not isinstance(importance, int | float)
-        or importance != int(importance)
-    ):
-        raise MemoryFileError(path, "importance must be an integer 0-10")
-    if not 0 <= int(importance) <= IMPORTANCE_MAX:
-        raise MemoryFileError(path, "importance must be an integer 0-10")
     memory_type = _text(meta.get("memory_type"), "memory_type", path) or "general"
     if memory_type not in MEMORY_TYPES:
         raise MemoryFileError(path, f"memory_type must be one of {', '.join(MEMORY_TYPES)}")
@@ -337,7 +343,7 @@ def parse_memory(text: str, memory_id: str, path: str | None = None) -> Memory:
         id=memory_id,
         content=content,
         tags=tags,
-        importance=int(importance),
+        importance=_importance(meta.get("importance"), path),
         memory_type=memory_type,
         created_at=created,
         accessed_at=_text(meta.get("accessed_at"), "accessed_at", path) or created,
