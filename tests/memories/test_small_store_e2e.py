@@ -3,7 +3,9 @@
 
 The reported cases: with one memory every query returned it (relevance 0.05), nonsense included; with three,
 a question about the package manager put a staging-password note (it mentions a password *manager*) above
-the note that answers it; one more note, added as a memo, must change none of that.
+the note that answers it; one more note, added as a memo, must change none of that. And with one to six near-identical notes on
+billing webhooks, a question asking in other forms of their words ("failed webhook delivery" for "webhooks",
+"deliveries", "fail") found nothing once the model was warm, though keyword-only search had found them.
 """
 
 from __future__ import annotations
@@ -49,6 +51,57 @@ def test_a_new_users_memories_rank_honestly(models_dir):
                 for query in NONSENSE:
                     assert contents(query) == [], query
             assert contents("when does the TLS certificate expire") == [MEMO]  # a memo is a memory
+    finally:
+        daemon.kill()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+#: A new user's notes on one subject, differing in a detail; none holds a query word below as written.
+WEBHOOKS = [
+    "Invoice webhooks from Stripe: deliveries that fail are retried 3 times, then the event goes to the dead-letter queue",
+    "Invoice webhooks from Stripe: deliveries that fail are retried 5 times, then the event goes to the dead-letter queue",
+    "Invoice webhooks from Stripe: deliveries that fail are retried 3 times, then on-call gets paged",
+    "Invoice webhooks from Stripe: deliveries that fail are retried 3 times, backing off exponentially from 1 minute",
+    "Invoice webhooks from Stripe: deliveries that fail are logged with the event id in Sentry",
+    "Invoice webhooks from Stripe: deliveries that fail never mark the invoice paid, it stays pending",
+]
+PARAPHRASES = [
+    "how does billing handle failed webhook delivery",
+    "what happens if a webhook fails",
+    "webhook retry",
+]
+ELSEWHERE = [
+    *NONSENSE,
+    "how do we deploy the frontend",
+    "recipe for banana bread",
+    "who won the match yesterday",
+]
+
+
+def test_a_few_near_identical_memories_answer_a_paraphrase(models_dir):
+    root = short_tmpdir()
+    daemon = InprocessDaemon(root, model="", env={"MEMORYD_MODELS": str(models_dir)})
+    try:
+        daemon.start()
+        wait_engine_ready(daemon)
+        poll(lambda: daemon.status()["engine"]["search_mode"] == "hybrid", "the model warm", timeout=180)
+        with InprocessMemShim(daemon, tools="memories").initialize() as s:
+
+            def contents(query: str) -> list[str]:
+                answer = s.full("search_memories", query=query)
+                assert answer["mode"] == "hybrid"
+                return [m["content"] for m in answer["result"]]
+
+            stored: list[str] = []
+            for size in (1, 3, 6):
+                for text in WEBHOOKS[len(stored) : size]:
+                    s.ok("store_memory", content=text, tags=["billing"])
+                    stored.append(text)
+                for query in PARAPHRASES:
+                    got = contents(query)
+                    assert got and set(got) <= set(stored), (size, query, got)
+                for query in ELSEWHERE:
+                    assert contents(query) == [], (size, query)
     finally:
         daemon.kill()
         shutil.rmtree(root, ignore_errors=True)

@@ -105,7 +105,8 @@ class Candidates:
 
     ``bm25``: id -> raw BM25; ``ref``: BM25 of a record holding every query term once (sum of IDFs x
     main boost); ``cos``: id -> cosine; ``pool``: the cosines of the nearest-neighbour list;
-    ``known``: some query term occurs in the index; ``rows``: stored columns of every candidate;
+    ``known``: some query term occurs in the index (as written, or by its stem: a BM25 hit);
+    ``rows``: stored columns of every candidate;
     ``lift``: id -> cosine minus the query's mean cosine to the reference passages of the record's script
     (empty without the model).
     """
@@ -181,6 +182,10 @@ def gather(
     else:
         c.bm25 = dict(pending.result())
         c.rows = store.rows(list(c.bm25))
+    # The statistics count our terms as written, LanceDB's BM25 matches their stems: "webhook retry" matches
+    # "retries webhooks", whose terms are counted as "retries" and "webhooks". A BM25 hit is a query word in
+    # the index all the same.
+    c.known = c.known or bool(c.bm25)
     c.wants_open = intent.asks_open(text)
     c.months = intent.months(text, as_of or datetime.now(UTC))
     c.projects = intent.projects(set(qterms.split()), store.projects())
