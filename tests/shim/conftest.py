@@ -45,9 +45,16 @@ def shims():
     started: list[ShimProc] = []
 
     def make(
-        *args: str, env: dict | None = None, cwd: str | None = None, script: bool = False, command=None
+        *args: str,
+        env: dict | None = None,
+        cwd: str | None = None,
+        script: bool = False,
+        command=None,
+        default_signals: bool = False,
     ) -> ShimProc:
-        shim = ShimProc(list(args), env=env, cwd=cwd, script=script, command=command)
+        shim = ShimProc(
+            list(args), env=env, cwd=cwd, script=script, command=command, default_signals=default_signals
+        )
         started.append(shim)
         return shim
 

@@ -222,7 +222,7 @@ def test_eof_still_delivers_an_answer_that_arrives_soon(shims, peers, sock_path)
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
 def test_exits_within_1s_of_a_signal_and_closes_the_connection(shims, peers, sock_path, sig):
     peer = peers(sock_path)
-    shim = shims("--socket", sock_path, "--no-start")
+    shim = shims("--socket", sock_path, "--no-start", default_signals=True)
     handshake(shim, peer)
     sent_at = time.monotonic()
     shim.proc.send_signal(sig)

@@ -148,6 +148,11 @@ class EchoPeer:
     stop = crash
 
 
+def _default_signals() -> None:
+    for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 class ShimProc:
     """A ``memoryd-shim`` subprocess (``args``: its command-line flags) with line access to its stdout, every
     stdout line kept (:attr:`raw`, :attr:`output`) and a copy of its stderr.
@@ -165,6 +170,7 @@ class ShimProc:
         script: bool = False,
         command: list[str] | None = None,
         pump: bool = True,
+        default_signals: bool = False,
     ):
         cmd = command or ([str(SHIM_SCRIPT)] if script else [sys.executable, "-m", "memoryd_shim"])
         self.started = time.monotonic()
@@ -176,6 +182,8 @@ class ShimProc:
             stderr=subprocess.PIPE if pump else subprocess.DEVNULL,
             env=env,
             cwd=cwd,
+            # a runner under nohup (or a shell's background job) hands its children SIGHUP/SIGINT ignored
+            preexec_fn=_default_signals if default_signals else None,
         )
         self.raw: list[bytes] = []
         self._lines: queue.Queue = queue.Queue()
