@@ -161,6 +161,27 @@ def test_invalid_request_objects(conn, message, code, echo):
     next_is_ping_answer(conn)
 
 
+@pytest.mark.parametrize(
+    ("params", "said"),
+    [
+        (
+            {"name": "diag_echo", "arguments": "str"},
+            "params.arguments must be an object of named arguments, not a string",
+        ),
+        ({"name": "diag_echo", "arguments": [1, 2]}, "not an array"),
+        ({"name": "diag_echo", "arguments": 5}, "not a number"),
+        ({"arguments": {}}, "tools/call needs params.name"),
+        ({"name": 7}, "tools/call needs params.name"),
+    ],
+)
+def test_a_malformed_tool_call_says_what_is_wrong(conn, params, said):
+    conn.send({"jsonrpc": "2.0", "id": "bad", "method": "tools/call", "params": params})
+    answer = conn.recv()
+    assert_error(answer, -32602, "bad")
+    assert said in answer["error"]["message"], answer
+    next_is_ping_answer(conn)
+
+
 def test_notifications_are_never_answered(conn):
     for message in [
         {"jsonrpc": "2.0", "method": "no/such/notification"},

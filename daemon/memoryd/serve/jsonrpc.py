@@ -322,7 +322,25 @@ def classify(line: bytes) -> Inbound:
         return _reply(rid, INVALID_PARAMS, "Invalid params: params must be an object (MCP uses named params)")
     if params is not None and not isinstance(params, dict):
         return _reply(rid, INVALID_REQUEST, "Invalid Request: params must be an object")
+    if method == "tools/call" and (problem := _tool_call_problem(params or {})):
+        return _reply(rid, INVALID_PARAMS, f"Invalid params: {problem}")
     return _validated(obj, echo=rid)
+
+
+_JSON_TYPES = {str: "a string", list: "an array", bool: "a boolean", int: "a number", float: "a number"}
+
+
+def _tool_call_problem(params: dict[str, Any]) -> str | None:
+    """What is wrong with a ``tools/call`` request's params, said before the SDK's bare "Invalid request
+    parameters"; None when the shape is right (the tool's own arguments are checked by its schema)."""
+    name = params.get("name")
+    if not isinstance(name, str):
+        return "tools/call needs params.name, the tool's name as a string"
+    arguments = params.get("arguments")
+    if arguments is not None and not isinstance(arguments, dict):
+        kind = _JSON_TYPES.get(type(arguments), type(arguments).__name__)
+        return f"params.arguments must be an object of named arguments, not {kind}"
+    return None
 
 
 def _forward_response(obj: dict[str, Any]) -> Inbound:
