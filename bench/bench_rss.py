@@ -1,10 +1,12 @@
 """The daemon's RSS while a fresh board is grown through it by tool calls: where the write path's memory goes.
 
-    .venv/bin/python bench/bench_rss.py [--memories 2000] [--briefs 1000] [--step 500] [--agents 16]
+    .venv/bin/python bench/bench_rss.py [--memories 2000] [--briefs 1000] [--batch 50] [--step 500]
+                                        [--agents 16]
                                         [--idle 35] [--trim] [--env NAME=VALUE ...]
 
 One ``memoryd serve`` with the default model on an empty board; one ``memoryd-shim`` agent stores
-``--memories`` synthetic memories in ``store_memories`` calls of 50, then ``--briefs`` copies of
+``--memories`` synthetic memories in ``store_memories`` calls of ``--batch`` (1: ``store_memory``
+calls, one LanceDB write each while the writer keeps up), then ``--briefs`` copies of
 board-v1's briefs are written as folders (the daemon embeds them); after every ``--step`` records it
 waits until they are indexed and prints the daemon's RSS, split as the kernel counts it
 (``/proc/PID/smaps_rollup``: anonymous = heaps, file-backed = mapped libraries and files), and the
@@ -94,6 +96,7 @@ def main() -> int:
     parser = arg_parser(__doc__)
     parser.add_argument("--memories", type=int, default=2000)
     parser.add_argument("--briefs", type=int, default=1000)
+    parser.add_argument("--batch", type=int, default=BATCH, help="memories per call (1: store_memory calls)")
     parser.add_argument("--step", type=int, default=500, help="records between RSS lines")
     parser.add_argument("--agents", type=int, default=16, help="agents at once at the end (0: none)")
     parser.add_argument("--idle", type=float, default=35.0, help="seconds idle before the last lines")
@@ -114,14 +117,17 @@ def main() -> int:
             try:
                 with RssSampler(d.pid) as sampler:
                     while made[0] < args.memories:
-                        n = min(BATCH, args.memories - made[0])
+                        n = min(args.batch, args.memories - made[0])
                         items = []
                         for _ in range(n):
                             mtype, content, tags = memory_text(rng, made[0] + len(items))
                             items.append(
                                 {"content": content, "tags": tags or ["bench"], "memory_type": mtype}
                             )
-                        shim.tool("store_memories", {"items": items})
+                        if n == 1:
+                            shim.tool("store_memory", items[0])
+                        else:
+                            shim.tool("store_memories", {"items": items})
                         made[0] += n
                         if made[0] % args.step == 0 or made[0] == args.memories:
                             wait_indexed(d, made[0])

@@ -62,8 +62,8 @@ STATS_FILE = "termstats.json"
 TEXT_BOOSTS = (2.0, 1.0)
 #: Bounds of LanceDB's caches (bytes). Its defaults (1 GiB of metadata, 6 GiB of index) keep what every
 #: version it read needs: a manifest lists every fragment, so single-row writes cache a growing manifest
-#: per write (832 MB after 2,000 of them), and each index refresh caches a new copy of the text indexes.
-#: A search and a write need the latest version's (a few MB at 10,000 rows); measured no slower.
+#: per write (832 MB after 2,000 of them); each index refresh makes new text indexes to cache. A search
+#: and a write need the latest version's (a few MB at 10,000 rows); measured no slower.
 METADATA_CACHE_BYTES = 32 << 20
 INDEX_CACHE_BYTES = 128 << 20
 
