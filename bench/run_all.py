@@ -286,6 +286,9 @@ HOW = """## How the figures are made
 - `bench/bench_footprint.py`: where the model's memory goes (a fresh process, step by step); the daemon's RSS
   idle, after searches and under 16 agents, on an empty board and at 10,000 briefs; spawn -> first search
   through the shim for each way of starting it, beside `python -c pass`.
+- `bench/bench_rss.py`: the daemon's RSS (anonymous / file-backed) while a fresh board is grown by tool calls
+  (memories in calls of `--batch`, then briefs as folders), then 16 agents, idle, and `malloc_trim(0)` through
+  gdb (what a trim would still return); a diagnostic outside `make bench`.
 - `bench/bench_capture.py`: the capture hooks exactly as `memoryd connect` writes them (UserPromptSubmit,
   SessionStart), spawn -> exit through `/bin/sh -c` against a warm daemon at 10,000 briefs, beside
   `python -c pass`; the same requests straight on the socket (digest build, filing).

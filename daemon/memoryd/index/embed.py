@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from memoryd.index.memory import release_memory
+from memoryd.index.memory import release_memory, trim
 from memoryd.index.records import script_group
 from memoryd.logs import get_logger
 
@@ -38,7 +38,9 @@ _PAD_SLACK = 64
 _POOLINGS = ("mean", "cls", "none")
 # after embedding this many tokens in one call, hand freed memory back to the OS: onnxruntime's
 # batch-sized buffers otherwise stay in glibc's per-thread heaps (RSS after 64 passages 198 to 566 MB,
-# by chance; ~195 MB after a trim, which costs a few ms -- nothing beside the batch itself)
+# by chance; ~195 MB after a trim, which costs a few ms -- nothing beside the batch itself). A trim
+# only: a garbage collection here held the GIL 80-150 ms per batch and freed nothing more (191 MB
+# after 64 passages either way)
 _TRIM_AFTER_TOKENS = 2048
 
 if TYPE_CHECKING:
@@ -204,7 +206,7 @@ class Embedder:
         for batch in _batches([len(row) for row in ids]):
             out[batch] = self._run([ids[i] for i in batch])
         if sum(map(len, ids)) >= _TRIM_AFTER_TOKENS:
-            release_memory()
+            trim()
         return out
 
     def _truncate(self, ids: list[int]) -> list[int]:
