@@ -14,7 +14,7 @@ import shutil
 
 from support.daemon import short_tmpdir
 from support.inprocess_daemon import InprocessDaemon, InprocessMemShim
-from support.memories import poll, unique, wait_engine_ready
+from support.memories import poll, unique, wait_engine_ready, warm_daemon
 
 #: Hand edits must be searchable "within 1 s"; this bound only catches a change never picked up.
 PICKUP_BOUND_S = 20.0
@@ -221,12 +221,9 @@ def test_memories_survive_a_restart_and_an_index_rebuild(tmp_path):
 def test_tool_and_hand_written_memories_both_carry_embeddings(models_dir):
     """No path skips the vector half: after a stop, the index rows of a memory stored through the tool and
     of one written by hand both name the embedding model."""
-    root = short_tmpdir()
-    daemon = InprocessDaemon(root, model="", env={"MEMORYD_MODELS": str(models_dir)})
-    try:
-        daemon.start()
-        wait_engine_ready(daemon)
-        poll(lambda: daemon.status()["engine"]["search_mode"] == "hybrid", "the model warm", timeout=180)
+    from memoryd.index.store import IndexStore
+
+    with warm_daemon(models_dir) as daemon:
         w = unique()
         tool_content = f"Stored through the tool: the greenhouse sensors report every minute {w}"
         hand_content = f"Written by hand: the tomato beds are watered at dawn {w}"
@@ -237,19 +234,11 @@ def test_tool_and_hand_written_memories_both_carry_embeddings(models_dir):
             full = s.full("search_memories", query="Bewässerung der Tomaten im Gewächshaus")
             assert full["mode"] == "hybrid"
         assert daemon.stop(60) == 0
-    finally:
-        daemon.kill()
-    try:
-        from memoryd.index.store import IndexStore
-
-        store = IndexStore(root / "index")
-        rows = store.rows([tool_hash, sha(hand_content)], ("id", "kind", "model"))
-        assert set(rows) == {tool_hash, sha(hand_content)}
-        for row in rows.values():
-            assert row["kind"] == "memory"
-            assert row["model"], f"no embedding for {row['id']}"
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+        rows = IndexStore(daemon.root / "index").rows([tool_hash, sha(hand_content)], ("id", "kind", "model"))
+    assert set(rows) == {tool_hash, sha(hand_content)}
+    for row in rows.values():
+        assert row["kind"] == "memory"
+        assert row["model"], f"no embedding for {row['id']}"
 
 
 def test_memories_stored_keyword_only_get_their_vectors_when_the_model_arrives(models_dir):

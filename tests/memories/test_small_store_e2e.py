@@ -10,11 +10,8 @@ billing webhooks, a question asking in other forms of their words ("failed webho
 
 from __future__ import annotations
 
-import shutil
-
-from support.daemon import short_tmpdir
-from support.inprocess_daemon import InprocessDaemon, InprocessMemShim
-from support.memories import poll, wait_engine_ready
+from support.inprocess_daemon import InprocessMemShim
+from support.memories import warm_daemon
 
 PNPM = "Use pnpm not npm in the web repo"
 STAGING = "The staging DB password is in the team password manager under 'staging-db'"
@@ -24,36 +21,30 @@ NONSENSE = ["xqzv blorft wibble", "purple elephants dancing", "what's the weathe
 
 
 def test_a_new_users_memories_rank_honestly(models_dir):
-    root = short_tmpdir()
-    daemon = InprocessDaemon(root, model="", env={"MEMORYD_MODELS": str(models_dir)})
-    try:
-        daemon.start()
-        wait_engine_ready(daemon)
-        poll(lambda: daemon.status()["engine"]["search_mode"] == "hybrid", "the model warm", timeout=180)
-        with InprocessMemShim(daemon, tools="memories,memo").initialize() as s:
+    with (
+        warm_daemon(models_dir) as daemon,
+        InprocessMemShim(daemon, tools="memories,memo").initialize() as s,
+    ):
 
-            def contents(query: str) -> list[str]:
-                return [m["content"] for m in s.ok("search_memories", query=query)]
+        def contents(query: str) -> list[str]:
+            return [m["content"] for m in s.ok("search_memories", query=query)]
 
-            s.ok("store_memory", content=PNPM, tags=["web", "tooling"])
+        s.ok("store_memory", content=PNPM, tags=["web", "tooling"])
+        for query in NONSENSE:
+            assert contents(query) == [], query
+        assert contents("which package manager does the web repo use") == [PNPM]
+
+        s.ok("store_memory", content=STAGING, tags=["staging", "secrets"])
+        s.ok("store_memory", content=DEPLOYS, tags=["deploy"])
+        for added in (None, MEMO):
+            if added:
+                assert s.call("memo_add", text=added)["result"]["structuredContent"]["saved"]
+            assert STAGING not in contents("which package manager for the frontend")
+            assert contents("which package manager does the web repo use") == [PNPM]
+            assert contents("where is the staging database password") == [STAGING]
             for query in NONSENSE:
                 assert contents(query) == [], query
-            assert contents("which package manager does the web repo use") == [PNPM]
-
-            s.ok("store_memory", content=STAGING, tags=["staging", "secrets"])
-            s.ok("store_memory", content=DEPLOYS, tags=["deploy"])
-            for added in (None, MEMO):
-                if added:
-                    assert s.call("memo_add", text=added)["result"]["structuredContent"]["saved"]
-                assert STAGING not in contents("which package manager for the frontend")
-                assert contents("which package manager does the web repo use") == [PNPM]
-                assert contents("where is the staging database password") == [STAGING]
-                for query in NONSENSE:
-                    assert contents(query) == [], query
-            assert contents("when does the TLS certificate expire") == [MEMO]  # a memo is a memory
-    finally:
-        daemon.kill()
-        shutil.rmtree(root, ignore_errors=True)
+        assert contents("when does the TLS certificate expire") == [MEMO]  # a memo is a memory
 
 
 #: A new user's notes on one subject, differing in a detail; none holds a query word below as written.
@@ -79,29 +70,20 @@ ELSEWHERE = [
 
 
 def test_a_few_near_identical_memories_answer_a_paraphrase(models_dir):
-    root = short_tmpdir()
-    daemon = InprocessDaemon(root, model="", env={"MEMORYD_MODELS": str(models_dir)})
-    try:
-        daemon.start()
-        wait_engine_ready(daemon)
-        poll(lambda: daemon.status()["engine"]["search_mode"] == "hybrid", "the model warm", timeout=180)
-        with InprocessMemShim(daemon, tools="memories").initialize() as s:
+    with warm_daemon(models_dir) as daemon, InprocessMemShim(daemon, tools="memories").initialize() as s:
 
-            def contents(query: str) -> list[str]:
-                answer = s.full("search_memories", query=query)
-                assert answer["mode"] == "hybrid"
-                return [m["content"] for m in answer["result"]]
+        def contents(query: str) -> list[str]:
+            answer = s.full("search_memories", query=query)
+            assert answer["mode"] == "hybrid"
+            return [m["content"] for m in answer["result"]]
 
-            stored: list[str] = []
-            for size in (1, 3, 6):
-                for text in WEBHOOKS[len(stored) : size]:
-                    s.ok("store_memory", content=text, tags=["billing"])
-                    stored.append(text)
-                for query in PARAPHRASES:
-                    got = contents(query)
-                    assert got and set(got) <= set(stored), (size, query, got)
-                for query in ELSEWHERE:
-                    assert contents(query) == [], (size, query)
-    finally:
-        daemon.kill()
-        shutil.rmtree(root, ignore_errors=True)
+        stored: list[str] = []
+        for size in (1, 3, 6):
+            for text in WEBHOOKS[len(stored) : size]:
+                s.ok("store_memory", content=text, tags=["billing"])
+                stored.append(text)
+            for query in PARAPHRASES:
+                got = contents(query)
+                assert got and set(got) <= set(stored), (size, query, got)
+            for query in ELSEWHERE:
+                assert contents(query) == [], (size, query)

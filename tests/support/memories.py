@@ -10,8 +10,11 @@ and polling for what the watcher does in the background.
 from __future__ import annotations
 
 import json
+import shutil
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -88,3 +91,22 @@ class MemShim(Shim):
             answer = json.loads(self._next(timeout))
             if answer.get("id") == message_id:
                 return answer
+
+
+@contextmanager
+def warm_daemon(models_dir: Path) -> Iterator[Any]:
+    """An in-process daemon (:class:`support.inprocess_daemon.InprocessDaemon`) on a fresh short root with
+    the real model from ``models_dir``, handed over once its search is hybrid; killed and removed after."""
+    from support.daemon import short_tmpdir
+    from support.inprocess_daemon import InprocessDaemon
+
+    root = short_tmpdir()
+    daemon = InprocessDaemon(root, model="", env={"MEMORYD_MODELS": str(models_dir)})
+    try:
+        daemon.start()
+        wait_engine_ready(daemon)
+        poll(lambda: daemon.status()["engine"]["search_mode"] == "hybrid", "the model warm", timeout=180)
+        yield daemon
+    finally:
+        daemon.kill()
+        shutil.rmtree(root, ignore_errors=True)
