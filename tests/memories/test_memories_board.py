@@ -93,12 +93,19 @@ def test_a_broken_memory_file_is_skipped_never_the_board(shim, served):
     good = f"This one is fine {good_word}"
     bad = f"This one has broken front matter {bad_word}"
     mem = served.board / "memories"
+    mem.mkdir(exist_ok=True)  # a board nothing was stored on yet has none
     before = shim.ok("memory_stats")["skippedFiles"]
     editor_save(mem / f"{sha(bad)}.md", f"---\ntags: [unclosed\nimportance: 3\n---\n{bad}\n")
     editor_save(mem / f"{sha(good)}.md", hand_file(good))
-    editor_save(mem / "not-a-hash.md", hand_file("a file whose name is not a memory hash"))
     poll(lambda: hits(shim, good_word) == [sha(good)], "the good file indexed", PICKUP_BOUND_S)
     poll(lambda: shim.ok("memory_stats")["skippedFiles"] >= before + 1, "the broken file counted as skipped")
+    # a file whose name is no memory's, saved into the folder while the daemon runs: skipped, and said so
+    editor_save(mem / "not-a-hash.md", hand_file("a file whose name is not a memory hash"))
+    poll(
+        lambda: shim.ok("memory_stats")["skippedFiles"] >= before + 2, "the misnamed file counted as skipped"
+    )
+    named = {s["path"]: s["reason"] for s in served.status()["engine"]["skipped"]}
+    assert named.get("memories/not-a-hash.md") == "name is not <sha256 hex>.md", named
     assert hits(shim, bad_word) == []
     err = shim.err("get_memory", hash=sha(bad))
     assert err["code"] == "E_BROKEN_FILE" and "YAML" in err["message"]
@@ -110,6 +117,8 @@ def test_a_broken_memory_file_is_skipped_never_the_board(shim, served):
     poll(lambda: hits(shim, bad_word) == [], "the re-broken file dropped", PICKUP_BOUND_S)
     assert shim.ok("delete_memory", hash=sha(bad)) == {"deleted": True}
     assert not (mem / f"{sha(bad)}.md").exists()
+    (mem / "not-a-hash.md").unlink()
+    poll(lambda: shim.ok("memory_stats")["skippedFiles"] == before, "the misnamed file's removal noticed")
 
 
 def test_an_edge_to_a_memory_deleted_by_hand_is_ignored_and_cleaned_up(shim, served):

@@ -142,6 +142,22 @@ def memory_of_path(rel: str) -> str | None:
     return memory_id_of(parts[1]) if len(parts) == 2 and parts[0] == MEMORIES_DIR else None
 
 
+#: Why a file in ``memories/`` not named by its content's hash is skipped.
+MISNAMED = "name is not <sha256 hex>.md"
+
+
+def misnamed(rel: str) -> bool:
+    """True for a board-relative ``memories/<name>`` that is not an editor's temporary file and not named
+    ``<sha256 hex>.md``: a file the folder holds but no memory (reported as skipped)."""
+    parts = rel.split("/")
+    return (
+        len(parts) == 2
+        and parts[0] == MEMORIES_DIR
+        and not _ignored(parts[1])
+        and memory_id_of(parts[1]) is None
+    )
+
+
 def _ignored(name: str) -> bool:
     return name.startswith(".") or name.endswith(("~", ".tmp", ".swp", ".swx", ".bak", ".part"))
 
@@ -175,7 +191,7 @@ def list_memories(board: Path) -> tuple[list[Memory], list[Skipped]]:
                 continue
             memory_id = memory_id_of(name)
             if memory_id is None:
-                _skip(skipped, d.relpath(name), "name is not <sha256 hex>.md")
+                _skip(skipped, d.relpath(name), MISNAMED)
                 continue
             try:
                 memory = _read(d, memory_id)

@@ -21,12 +21,14 @@ from memoryd.index.records import SourceBatch, records_by_id
 from memoryd.index.redact import redact
 from memoryd.kinds.memories.files import (
     MEMORIES_DIR,
+    MISNAMED,
     Memory,
     MemoryFileError,
     Relation,
     list_memories,
     memory_of_path,
     memory_path,
+    misnamed,
     read_memory,
 )
 from memoryd.kinds.memories.records import KIND, memory_inputs, memory_record
@@ -70,7 +72,25 @@ class MemorySource:
         return batch
 
     def records_for(self, paths: Collection[str]) -> SourceBatch:
-        return records_by_id(self, paths, MEMORIES_DIR, memory_of_path, self._load)
+        batch = records_by_id(self, paths, MEMORIES_DIR, memory_of_path, self._load)
+        if not batch.complete:  # a full load has reported every misnamed file already
+            for path in filter(misnamed, paths):
+                self._misnamed(path, batch)
+        return batch
+
+    def _misnamed(self, path: str, batch: SourceBatch) -> None:
+        """A file saved (or deleted) under a name that is no memory's: skipped while it exists."""
+        exists = (self.board / path).is_file()
+        if exists:
+            log.warning("board.file_skipped", path=path, reason=MISNAMED)
+            batch.skipped.append(Skipped(path, MISNAMED))
+        batch.origins.setdefault(path, ())
+        with self._lock:
+            if exists:
+                self._skipped[path] = Skipped(path, MISNAMED)
+            else:
+                self._skipped.pop(path, None)
+            self.generation += 1
 
     def _load(self, memory_id: str, batch: SourceBatch) -> None:
         """Re-read one memory's file into ``batch`` and the view."""
