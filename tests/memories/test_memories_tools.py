@@ -431,6 +431,15 @@ def test_a_tag_filter_finds_its_memories_below_the_best_hundred(shim):
     assert not rare & {h["hash"] for h in everything}  # outside the best hundred of all
     assert {h["hash"] for h in shim.ok("search_memories", query=w, tags=["rare"])} == rare
     assert {h["hash"] for h in shim.ok("search_memories", query=w, tags=["rare", "common"])} == set()
+    # a tag on more memories than the BM25 prefilter takes (500): still found below the stronger matches
+    many = [{"content": f"{w} once, a weaker note {n}", "tags": ["many"]} for n in range(520)]
+    for at in range(0, len(many), 50):
+        shim.ok("store_memories", items=many[at : at + 50])
+    found = shim.ok("search_memories", query=w, tags=["many"], limit=20)
+    assert len(found) == 20 and all(h["tags"] == ["many"] for h in found), found[:3]
+    # a tag saved decomposed (NFD, as macOS file names and some editors give it) matches the composed one
+    nfd = store(shim, f"{w} a note on the cafe", tags=[unicodedata.normalize("NFD", "café")])["hash"]
+    assert [h["hash"] for h in shim.ok("search_memories", query=w, tags=["café"])] == [nfd]
 
 
 def test_search_ranks_by_relevance_with_importance_and_filters(shim):

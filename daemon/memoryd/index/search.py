@@ -40,6 +40,12 @@ from memoryd.index.searcher import SearchQuery
 from memoryd.index.store import TEXT_BOOSTS, TEXT_COLUMNS, IndexStore
 
 CANDIDATES = 50
+#: An id restriction (``SearchQuery.ids``) up to this size also filters LanceDB's BM25 half before ranking
+#: (an ``id IN (...)`` prefilter: ~9 ms for 100 ids, ~32 ms for 2,000 at 100,000 rows, load 9); a larger one
+#: filters the in-memory nearest neighbours only, and the BM25 half ranks :data:`WIDE_KEYWORD` rows
+#: unfiltered and keeps those in the set.
+KEYWORD_IDS_MAX = 500
+WIDE_KEYWORD = 1000
 GROUP_CANDIDATES = 25
 
 
@@ -95,7 +101,6 @@ def _where(query: SearchQuery) -> Filter:
         Filter()
         .where(project=query.project or None, kind=query.kind or None, status=query.status or None)
         .where(project=query.scope or None)
-        .where(id=query.ids)
     )
 
 
@@ -131,19 +136,30 @@ def gather(
     text: str,
     filters: Filter,
     as_of: datetime | None = None,
+    ids: frozenset[str] | None = None,
 ) -> Candidates:
     """Fetch both candidate lists for already-redacted, non-empty ``text``; ``filters`` as
-    :func:`_where` gives them."""
+    :func:`_where` gives them; ``ids``: only these records (None: any), see :data:`KEYWORD_IDS_MAX`."""
     c = Candidates(text=text)
     qterms = term_string(text, query=True)
+    near_filters = filters if ids is None else filters.where(id=ids)
+    wide = ids is not None and len(ids) > KEYWORD_IDS_MAX
     # BM25 runs in LanceDB's threads while the query is embedded here
-    pending = store.keyword_start(qterms, filters, CANDIDATES)
+    if wide:
+        pending = store.keyword_start(qterms, filters, WIDE_KEYWORD)
+    else:
+        pending = store.keyword_start(qterms, near_filters, CANDIDATES)
+
+    def keyword_hits() -> dict[str, float]:
+        found = pending.result()
+        return dict(found if not wide else [(i, v) for i, v in found if i in ids][:CANDIDATES])
+
     c.ref = TEXT_BOOSTS[0] * sum(store.stats.idf(t) for t in set(qterms.split()))
     c.known = any(store.stats.df.get(t, 0) > 0 for t in qterms.split())
     if embedder is not None:
         qvec = embedder.embed_queries([text])[0]
-        by_group = store.nearest_by(qvec, CANDIDATES, filters, per="lang")
-        c.bm25 = dict(pending.result())
+        by_group = store.nearest_by(qvec, CANDIDATES, near_filters, per="lang")
+        c.bm25 = keyword_hits()
         # Cosines are compared within each script group (a query scores higher against any text in
         # its own script): each group's list is z-scored against its own nearest neighbours, filled up
         # with the closest reference passages when the group has too few records to be a crowd.
@@ -180,7 +196,7 @@ def gather(
         pool += [(v - stats[g][0]) / stats[g][1] for g, v in stand_ins]
         c.pool = sorted(pool, reverse=True)[:CANDIDATES]
     else:
-        c.bm25 = dict(pending.result())
+        c.bm25 = keyword_hits()
         c.rows = store.rows(list(c.bm25))
     # The statistics count our terms as written, LanceDB's BM25 matches their stems: "webhook retry" matches
     # "retries webhooks", whose terms are counted as "retries" and "webhooks". A BM25 hit is a query word in
@@ -290,7 +306,7 @@ def search(store: IndexStore, embedder, query: SearchQuery, explain: dict | None
     )
     if not text or store.count() == 0:
         return result
-    cands = gather(store, embedder, text, _where(query), query.as_of)
+    cands = gather(store, embedder, text, _where(query), query.as_of, query.ids)
     ranking = query.ranking or RANKINGS.get(query.kind or "brief", DEFAULT_RANKING)
     hits = score(cands, ranking, query.group_by_task, explain, query.reasons)
     top = hits[0].score if hits else 0.0

@@ -33,13 +33,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import unicodedata
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memoryd.index.redact import redact
 from memoryd.index.searcher import SearchQuery
 from memoryd.kinds.memories import graph, ranking
 from memoryd.kinds.memories.access import AccessTimes
@@ -61,7 +61,7 @@ from memoryd.kinds.memories.rules import (
     clean_tags,
     clean_type,
 )
-from memoryd.kinds.memories.source import MemorySource
+from memoryd.kinds.memories.source import MemorySource, shown_tag
 from memoryd.kinds.memories.writes import BoardOps
 from memoryd.textcheck import has_lone_surrogate
 
@@ -97,11 +97,6 @@ __all__ = [
 
 #: Candidates fetched from the hybrid search before the re-rank.
 SEARCH_POOL = 100
-#: A tag filter matching at most this many memories is applied in the index, before ranking (else the
-#: matches beyond the pool would be lost); a commoner tag filters the pool, where it rarely thins it.
-#: The bound is LanceDB's BM25 with an ``id IN (...)`` prefilter at 100,000 rows: ~9 ms for 100 ids,
-#: ~32 ms for 2,000 (load 9 on 2 cores).
-TAGGED_IN_INDEX = 500
 
 
 @dataclass(frozen=True)
@@ -341,7 +336,8 @@ class Memories:
         InvalidMemory for text with a lone surrogate."""
         if not isinstance(query, str) or has_lone_surrogate(query):
             raise InvalidMemory("query contains a lone surrogate (invalid Unicode)")
-        want = set(clean_tags(tags))
+        # the filter as typed (NFC) against tags as answers show them: a guessed secret matches nothing
+        want = {unicodedata.normalize("NFC", t) for t in clean_tags(tags)}
         tagged = None
         if want:
             if settle and self._settled is not None:
@@ -355,7 +351,7 @@ class Memories:
             limit=SEARCH_POOL,
             ranking=ranking.MEMORY_RANKING,
             reasons=reasons,
-            ids=frozenset(tagged) if tagged is not None and len(tagged) <= TAGGED_IN_INDEX else None,
+            ids=frozenset(tagged) if tagged is not None else None,  # the tag filter, before ranking
         )
         result = await self._search(wanted, settle=settle)
         now = datetime.now(UTC)
@@ -364,7 +360,7 @@ class Memories:
         for hit in result.hits:
             m = view.get(hit.id)
             # Tags as answers show them, so a guessed secret in a tag filter confirms nothing.
-            if m is not None and (not want or want.issubset(redact(t).text for t in m.tags)):
+            if m is not None and (not want or want.issubset(shown_tag(t) for t in m.tags)):
                 rel = ranking.relevance(hit.score, m, now)
                 why = ranking.why(hit, m, now) if reasons else None
                 scored.append(Scored(m, rel, why=why))

@@ -13,6 +13,7 @@ loop take a short lock and never see a half-applied change.
 from __future__ import annotations
 
 import threading
+import unicodedata
 from collections.abc import Collection
 from pathlib import Path
 
@@ -206,8 +207,14 @@ class MemorySource:
             return list(self._skipped.values())
 
 
+def shown_tag(tag: str) -> str:
+    """A tag as a filter compares it: as answers show it (redacted), in Unicode's composed form (NFC), so
+    a tag typed on one system matches the same tag saved decomposed (NFD) by another."""
+    return unicodedata.normalize("NFC", redact(tag).text)
+
+
 def _shown_tags(m: Memory) -> set[str]:
-    return {redact(t).text for t in m.tags}
+    return {shown_tag(t) for t in m.tags}
 
 
 def source(board: Path) -> MemorySource:
