@@ -61,7 +61,7 @@ from memoryd.kinds.memories.rules import (
     clean_tags,
     clean_type,
 )
-from memoryd.kinds.memories.source import MemorySource, shown_tag
+from memoryd.kinds.memories.source import MemorySource
 from memoryd.kinds.memories.writes import BoardOps
 from memoryd.textcheck import has_lone_surrogate
 
@@ -342,7 +342,9 @@ class Memories:
         if want:
             if settle and self._settled is not None:
                 await self._settled()  # the view must hold the memories stored before this search
-            tagged = self.view.tagged(want)
+                settle = False  # that barrier was the search's own
+            # tags as answers show them (shown_tag), so a guessed secret in a tag filter confirms nothing
+            tagged = frozenset(self.view.tagged(want))
         wanted = SearchQuery(
             query,
             project=project or None,
@@ -351,7 +353,7 @@ class Memories:
             limit=SEARCH_POOL,
             ranking=ranking.MEMORY_RANKING,
             reasons=reasons,
-            ids=frozenset(tagged) if tagged is not None else None,  # the tag filter, before ranking
+            ids=tagged,  # the tag filter, in the index before ranking
         )
         result = await self._search(wanted, settle=settle)
         now = datetime.now(UTC)
@@ -359,8 +361,7 @@ class Memories:
         scored = []
         for hit in result.hits:
             m = view.get(hit.id)
-            # Tags as answers show them, so a guessed secret in a tag filter confirms nothing.
-            if m is not None and (not want or want.issubset(shown_tag(t) for t in m.tags)):
+            if m is not None:
                 rel = ranking.relevance(hit.score, m, now)
                 why = ranking.why(hit, m, now) if reasons else None
                 scored.append(Scored(m, rel, why=why))

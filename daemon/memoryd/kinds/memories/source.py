@@ -81,17 +81,13 @@ class MemorySource:
 
     def _misnamed(self, path: str, batch: SourceBatch) -> None:
         """A file saved (or deleted) under a name that is no memory's: skipped while it exists."""
-        exists = (self.board / path).is_file()
-        if exists:
+        problem = Skipped(path, MISNAMED) if (self.board / path).is_file() else None
+        if problem is not None:
             log.warning("board.file_skipped", path=path, reason=MISNAMED)
-            batch.skipped.append(Skipped(path, MISNAMED))
+            batch.skipped.append(problem)
         batch.origins.setdefault(path, ())
         with self._lock:
-            if exists:
-                self._skipped[path] = Skipped(path, MISNAMED)
-            else:
-                self._skipped.pop(path, None)
-            self.generation += 1
+            self._note(path, problem)
 
     def _load(self, memory_id: str, batch: SourceBatch) -> None:
         """Re-read one memory's file into ``batch`` and the view."""
@@ -108,13 +104,17 @@ class MemorySource:
             self._drop(memory_id)
             if memory is not None:
                 self._put(memory)
-            if problem is not None:
-                self._skipped[origin] = problem
-            else:
-                self._skipped.pop(origin, None)
-            self.generation += 1
+            self._note(origin, problem)
 
     # -- state (caller holds the lock) -----------------------------------------------------------------
+    def _note(self, origin: str, problem: Skipped | None) -> None:
+        """``origin`` is skipped for ``problem``, or no longer (None); the view changed either way."""
+        if problem is not None:
+            self._skipped[origin] = problem
+        else:
+            self._skipped.pop(origin, None)
+        self.generation += 1
+
     def _put(self, m: Memory) -> None:
         self._memories[m.id] = m
         h = m.hash
@@ -207,14 +207,10 @@ class MemorySource:
             return list(self._skipped.values())
 
 
-def shown_tag(tag: str) -> str:
-    """A tag as a filter compares it: as answers show it (redacted), in Unicode's composed form (NFC), so
-    a tag typed on one system matches the same tag saved decomposed (NFD) by another."""
-    return unicodedata.normalize("NFC", redact(tag).text)
-
-
 def _shown_tags(m: Memory) -> set[str]:
-    return {shown_tag(t) for t in m.tags}
+    """A memory's tags as a filter compares them: as answers show them (redacted), in Unicode's composed
+    form (NFC), so a tag typed on one system matches the same tag saved decomposed (NFD) by another."""
+    return {unicodedata.normalize("NFC", redact(t).text) for t in m.tags}
 
 
 def source(board: Path) -> MemorySource:
