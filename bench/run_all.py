@@ -142,7 +142,7 @@ BENCHMARKS = [
     ("shim", shim_argv, shim_report, True),
     ("daemon", ours("bench_daemon.py", "--cache", str(CACHE)), None, True),
     ("http", ours("bench_http.py"), None, True),
-    ("users", ours("bench_users.py"), None, True),
+    ("users", ours("bench_users.py", "--sizes", "200,2000,10000", "--batches", "20"), None, True),
     ("footprint", ours("bench_footprint.py", "--cache", str(CACHE)), None, True),
     ("capture", ours("bench_capture.py", "--cache", str(CACHE)), None, True),
 ]
