@@ -3,6 +3,7 @@
 * ``memoryd_shim`` imports only the standard library and itself: never ``memoryd``, never a third-party
   package (agents spawn it per session; it must start in milliseconds and work from any interpreter).
 * ``lancedb``, ``onnxruntime``, ``onnx`` and ``tokenizers`` are imported only under ``daemon/memoryd/index/``.
+* ``structlog`` is imported only by ``memoryd/logs.py`` (whose ``get_logger`` configures stderr first).
 * The layout's layers: record kinds (``kinds/``), the board's shared files (``board/``), the index (``index/``),
   the tool machinery (``tools/``) and the importers never import the engine, the serving layer or the CLI;
   ``board/`` and ``index/`` know no record kind; nothing but the CLI imports the CLI.
@@ -89,6 +90,19 @@ def test_heavy_native_packages_only_in_the_index_package():
         + ":\n"
         + "\n".join(offenders)
     )
+
+
+def test_only_the_logs_module_imports_structlog():
+    # structlog's own default prints to stdout (the shim's and hooks' protocol); memoryd.logs.get_logger
+    # configures JSON on stderr before handing out the first logger, so every logger must come from it
+    offenders = [
+        f"{path.relative_to(REPO)}:{line} imports {name}"
+        for path in sorted(DAEMON.rglob("*.py"))
+        if path != DAEMON / "logs.py"
+        for line, name in imported_modules(path)
+        if top(name) == "structlog"
+    ]
+    assert not offenders, "only memoryd/logs.py may import structlog:\n" + "\n".join(offenders)
 
 
 def test_the_checker_sees_every_import_form(tmp_path):

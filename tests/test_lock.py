@@ -242,3 +242,55 @@ def test_concurrent_acquirers_in_threads_of_one_process_do_not_both_win(short_di
     for t in threads:
         t.join()
     assert results.count(True) == 1
+
+
+EXCLUSIVE = textwrap.dedent(
+    """
+    import os, sys, time
+    from pathlib import Path
+    from memoryd.locks import FileLock
+    path, inside, go = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
+    while not go.exists():
+        time.sleep(0.001)
+    for _ in range(3000):
+        lock = FileLock(path)
+        if lock.try_acquire():
+            os.close(os.open(inside, os.O_CREAT | os.O_EXCL | os.O_WRONLY))  # exists: two holders at once
+            os.unlink(inside)
+            lock.release(remove=True)
+    """
+)
+
+
+def test_a_lock_file_deleted_by_its_holder_never_gives_two_holders(short_dir):
+    # A taker that opened the file before its holder deleted it would lock the deleted inode while a newcomer
+    # locks a new file; re-checking the file after flock closes that. Four processes race 3,000 rounds each.
+    path, inside, go = short_dir / "s.sock.lock", short_dir / "inside", short_dir / "go"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", EXCLUSIVE, str(path), str(inside), str(go)], stderr=subprocess.PIPE
+        )
+        for _ in range(4)
+    ]
+    go.touch()
+    errors = [p.communicate(timeout=120)[1].decode() for p in procs]
+    assert [p.returncode for p in procs] == [0] * 4, errors
+    assert not path.exists()
+
+
+def test_release_removes_the_lock_file_only_when_asked_and_only_its_own(short_dir):
+    path = short_dir / "s.sock.lock"
+    kept = lock.FileLock(path)
+    assert kept.try_acquire(note="pid 1")
+    kept.release()
+    assert path.read_text() == "pid 1"  # a daemon that served leaves its lock file
+    removed = lock.FileLock(path)
+    assert removed.try_acquire()
+    removed.release(remove=True)
+    assert not path.exists()
+    replaced = lock.FileLock(path)
+    assert replaced.try_acquire()
+    path.unlink()
+    path.write_text("someone else's")  # not the file we locked: never removed
+    replaced.release(remove=True)
+    assert path.read_text() == "someone else's"

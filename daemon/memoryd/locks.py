@@ -2,17 +2,25 @@
 rule (:mod:`memoryd.serve.lock`), the index's one-writer rule (:mod:`memoryd.index.lock`) and the CLI.
 
 ``flock`` locks belong to the open file description, so they vanish when the process dies, even on
-``kill -9``: a stale lock file never blocks a new owner. Lock files are never deleted (deleting a lock
-file while another process waits on it would let two owners each hold a lock on a different inode).
+``kill -9``: a stale lock file never blocks a new owner. A lock file stays after its owner is done, with
+one exception: a daemon refused at start-up deletes the socket lock it took, so a refusal leaves nothing
+behind (:meth:`FileLock.release` ``remove=True``). Deleting is safe only because every taker checks, once
+its ``flock`` succeeded, that the file it locked is still the one at the path, and starts over if not: else
+a process that opened the file before the deletion would lock the deleted inode while a newcomer locks a
+new file, and both would own the lock.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
 import socket
 from pathlib import Path
+
+#: How often :meth:`FileLock.try_acquire` starts over on a lock file deleted by its holder meanwhile.
+_REOPEN_MAX = 20
 
 
 class FileLock:
@@ -35,18 +43,24 @@ class FileLock:
         """Take the lock if free; ``False`` when another process holds it. Raises ``OSError`` otherwise."""
         if self._fd is not None:
             return True
-        if self.directory:
-            fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        for _ in range(_REOPEN_MAX):
+            if self.directory:
+                fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            else:
+                # O_NOFOLLOW: a planted symlink must not make us create or truncate a file elsewhere.
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                os.close(fd)
+                if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    return False
+                raise
+            if self.directory or _same_file(fd, self.path):
+                break
+            os.close(fd)  # its holder deleted the file as we waited (module docstring): lock the new one
         else:
-            # O_NOFOLLOW: a planted symlink must not make us create or truncate a file elsewhere.
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            os.close(fd)
-            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                return False
-            raise
+            return False  # deleted under us again and again: treated as held, the caller waits or refuses
         self._fd = fd
         if note is not None and not self.directory:
             os.ftruncate(fd, 0)
@@ -62,11 +76,26 @@ class FileLock:
         except OSError:
             return ""
 
-    def release(self) -> None:
-        """Drop the lock (idempotent). The file stays: see the module docstring."""
+    def release(self, *, remove: bool = False) -> None:
+        """Drop the lock (idempotent). The file stays unless ``remove`` (a regular lock file only, and only
+        while it is still the file we locked): it is deleted before the lock is dropped, see the module
+        docstring for why that is safe."""
         if self._fd is not None:
             fd, self._fd = self._fd, None
+            if remove and not self.directory and _same_file(fd, self.path):
+                with contextlib.suppress(OSError):  # cleanup only: never hide why we are releasing
+                    self.path.unlink()
             os.close(fd)  # closing the last descriptor releases the flock
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    """Whether ``path`` still names the file open as ``fd`` (not deleted, not replaced)."""
+    try:
+        at_path = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(fd)
+    return (held.st_dev, held.st_ino) == (at_path.st_dev, at_path.st_ino)
 
 
 def socket_answers(path: Path, timeout: float = 0.5) -> bool:

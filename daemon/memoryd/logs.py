@@ -1,6 +1,11 @@
 """Structured logging: JSON lines on stderr, plus a rotating file when run as a service, via structlog.
 
 stdout is never written by the daemon. ``MEMORYD_LOG_LEVEL`` (debug|info|warning|error) sets verbosity.
+structlog is used through :func:`get_logger` only, which configures this before its first logger: structlog's
+own default prints to stdout, where the shim's and the hooks' protocol runs. The stderr handler writes to
+``sys.stderr`` as it is at each line, not as it was when logging was configured: a stream swapped in
+meanwhile and closed since (a test runner's capture) would otherwise turn every later line into a
+"--- Logging error ---" report carrying the event.
 
 Run as a service (the LaunchAgent plist and the systemd unit set ``MEMORYD_LOG_FILE=<logs>/memoryd.log``),
 ``memoryd serve`` calls :func:`use_service_log`: every JSON line goes to that file, rotated by
@@ -38,14 +43,13 @@ _log_file: Path | None = None
 def configure(
     level: str | None = None, stream: TextIO | None = None, log_file: str | os.PathLike[str] | None = None
 ) -> None:
-    """Route structlog and stdlib logging to JSON lines on ``stream`` (default stderr) and, with
-    ``log_file``, to that rotating file as well (stderr then keeps warnings and errors only).
+    """Route structlog and stdlib logging to JSON lines on ``stream`` (default: ``sys.stderr`` at each
+    line) and, with ``log_file``, to that rotating file as well (stderr then keeps warnings and errors only).
     Idempotent; raises ``OSError`` when ``log_file`` cannot be opened."""
     global _configured, _log_file
     os.environ.setdefault("LANCEDB_LOG", "error")  # LanceDB's plain-text warnings stay out of our logs
     name = (level or os.environ.get("MEMORYD_LOG_LEVEL") or "info").upper()
     numeric = logging.getLevelNamesMapping().get(name, logging.INFO)
-    stream = stream or sys.stderr
     formatter = structlog.stdlib.ProcessorFormatter(
         processor=structlog.processors.JSONRenderer(ensure_ascii=False),
         foreign_pre_chain=[
@@ -54,7 +58,7 @@ def configure(
             structlog.processors.TimeStamper(fmt="iso", utc=True),
         ],
     )
-    handler = logging.StreamHandler(stream)
+    handler = logging.StreamHandler(stream) if stream is not None else _Stderr()
     handler.setFormatter(formatter)
     handlers: list[logging.Handler] = [handler]
     if log_file is not None:
@@ -92,6 +96,21 @@ def configure(
         cache_logger_on_first_use=False,
     )
     _configured = True
+
+
+class _Stderr(logging.StreamHandler):
+    """A stream handler on whatever ``sys.stderr`` is when a line is written (module docstring)."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self) -> Any:  # type: ignore[override]
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass  # always the current sys.stderr
 
 
 class AcceptErrorThrottle(logging.Filter):

@@ -20,6 +20,7 @@ import pytest
 
 from memoryd.errors import EXIT_ALREADY_RUNNING, EXIT_STARTUP_FAILED
 from memoryd.serve import lock
+from support.briefs import wait_engine_ready
 from support.sockets import RawConnection
 
 
@@ -44,6 +45,37 @@ def test_second_daemon_on_the_same_socket_or_board_is_refused(make_daemon):
     first.signal(signal.SIGINT)  # SIGINT stops as cleanly as SIGTERM
     assert first.wait_exit(10) == 0
     assert not first.socket.exists()
+
+
+def test_a_refused_start_leaves_nothing_behind_and_the_running_daemon_keeps_its_lock(make_daemon):
+    """``<socket>.lock`` beside a running daemon is that daemon's own lock (its ``flock`` is the one-daemon rule):
+    a refused start leaves it as it was, and leaves nothing of its own: on another socket (refused at the
+    board lock) neither its lock file nor the folder it made for its socket. A third start is still refused."""
+    first = make_daemon().start()
+    wait_engine_ready(first)
+    root = first.root
+    lock_file = Path(f"{first.socket}.lock")
+    held = (lock_file.stat().st_ino, lock_file.read_text())
+    assert f"pid {first.proc.pid}" in held[1]
+
+    def files() -> set[Path]:  # the running daemon's own index and the logs change as it serves
+        return {
+            p for p in root.rglob("*") if not p.name.startswith("daemon-") and first.index not in p.parents
+        }
+
+    before = files()
+    same_socket = make_daemon(root, board=root / "b2" / "board")
+    other_socket = make_daemon(root, socket_path=root / "new" / "dir" / "s2.sock")  # the same board
+    for refused in (same_socket, other_socket):
+        assert refused.launch().wait_exit(30) == EXIT_ALREADY_RUNNING, refused.log()
+    assert "already running" in same_socket.log()
+    assert f"board {first.board}" in other_socket.events("startup_failed")[0]["reason"]
+    assert files() == before
+    assert (lock_file.stat().st_ino, lock_file.read_text()) == held
+    third = make_daemon(root, board=root / "b3").launch()
+    assert third.wait_exit(30) == EXIT_ALREADY_RUNNING and "already running" in third.log()
+    assert files() == before
+    assert first.status()["pid"] == first.proc.pid
 
 
 def test_five_daemons_started_at_once_leave_exactly_one(make_daemon):

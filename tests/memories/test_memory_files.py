@@ -75,6 +75,10 @@ def test_hand_written_variants_parse():
     assert "my_own_key: kept" in render_memory(m)
     assert m.hash == sha("Windows line ends") != m.id  # a hand edit: name and content disagree
     assert parse_memory("---\n---\nbare\n", "d" * 64).content == "bare"
+    # the ISO-8601 forms other tools write are kept as written: a date, an offset, fractions, a space
+    for when in ("2026-01-05", "'2026-01-05T10:00:00+02:00'", "'2026-01-05 10:00:00.123'"):
+        m = parse_memory(f"---\ncreated_at: {when}\n---\nx\n", "d" * 64)
+        assert m.created_at == when.strip("'") == m.accessed_at
 
 
 @pytest.mark.parametrize(
@@ -93,6 +97,13 @@ def test_hand_written_variants_parse():
         ("---\ntags: [two words]\n---\nx\n", "whitespace"),
         ("---\nrelations: [{id: x, type: t, target: y}]\n---\nx\n", "relations[0].id"),
         ("---\n---\n   \n", "empty content"),
+        ("---\ncreated_at: 'not a date'\n---\nx\n", "created_at is not an ISO-8601 time"),
+        ("---\ncreated_at: 2026.5\n---\nx\n", "created_at is not an ISO-8601 time"),
+        ("---\naccessed_at: yesterday\n---\nx\n", "accessed_at is not an ISO-8601 time"),
+        (
+            f"---\nrelations: [{{id: {'a' * 32}, type: t, target: {'b' * 64}, created_at: soon}}]\n---\nx\n",
+            "relations[0].created_at is not an ISO-8601 time",
+        ),
     ],
 )
 def test_broken_files_raise_a_reason(text, reason):

@@ -17,7 +17,7 @@
   the folder.
 
 An index folder written before these files existed has no ``owner.json``: its first writer adopts it.
-Like every memoryd lock file, ``writer.lock`` is never deleted (see :mod:`memoryd.serve.lock`).
+``writer.lock`` is never deleted (see :mod:`memoryd.locks`).
 """
 
 from __future__ import annotations

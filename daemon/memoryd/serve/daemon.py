@@ -1,6 +1,6 @@
 """``memoryd serve``: start-up -> serve -> shutdown of the one long-running daemon.
 
-One module of ~430 lines on purpose: the start-up and shutdown orders below are the daemon's safety
+One module of ~470 lines on purpose: the start-up and shutdown orders below are the daemon's safety
 (locks before the bind, the socket removed before the lock is released), and they read as one sequence.
 
 Entry points (for ``memoryd.cli.main``)::
@@ -55,11 +55,13 @@ file keeps warnings and errors only.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from memoryd import logs
@@ -121,21 +123,28 @@ class Daemon:
 
     def claim(self) -> None:
         """Locks, stale-socket replacement, bind. Raises :class:`StartupError` (or a subclass), after
-        releasing whatever it took."""
+        releasing whatever it took and removing what it made: a refused start (another daemon serves this
+        socket or board) leaves no socket lock or folder behind; the running daemon's files are not ours."""
         log.info("starting", pid=self.pid, **self.config.effective())
+        made: list[Path] = []  # folders this start created, deepest first
         try:
-            self._claim()
+            self._claim(made)
         except BaseException:
-            self.release()
+            self.release(remove_socket_lock=True)
+            for folder in made:
+                with contextlib.suppress(OSError):
+                    folder.rmdir()  # only while empty: anything another process put there stays
             raise
 
-    def _claim(self) -> None:
+    def _claim(self, made: list[Path]) -> None:
         locs = self.config.locations
         sock_dir = locs.socket.parent
+        made[:0] = _missing(sock_dir)
         socketfile.ensure_socket_dir(sock_dir, ours=socketfile.is_memoryd_dir(sock_dir))
         note = f"pid {self.pid}, board {locs.board}"
         wait_s = self.config.lock_wait_s
         lock.acquire(self._socket_lock, locs.socket, what=f"socket {locs.socket}", note=note, wait_s=wait_s)
+        made[:0] = _missing(locs.board)
         try:
             locs.board.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -292,12 +301,13 @@ class Daemon:
         """Unlink our socket file if it is still ours (idempotent); ``True`` when removed now."""
         return self._bound.remove_file() if self._bound is not None else False
 
-    def release(self) -> None:
-        """Release the locks (idempotent); the socket file must already be gone."""
+    def release(self, *, remove_socket_lock: bool = False) -> None:
+        """Release the locks (idempotent); the socket file must already be gone. ``remove_socket_lock``
+        (a start that never served) deletes ``<socket>.lock`` too when this process holds it."""
         if self.config.index_lock is not None:
             self.config.index_lock.release()
         self._board_lock.release()
-        self._socket_lock.release()
+        self._socket_lock.release(remove=remove_socket_lock)
 
     # --- status --------------------------------------------------------------------------------------
 
@@ -412,6 +422,16 @@ def run(
         daemon.release()
         daemon.cancel_watchdog()
     return 0
+
+
+def _missing(folder: Path) -> list[Path]:
+    """``folder`` and its ancestors that do not exist yet, deepest first (what ``mkdir(parents=True)``
+    would create)."""
+    out: list[Path] = []
+    while not os.path.lexists(folder) and folder.parent != folder:
+        out.append(folder)
+        folder = folder.parent
+    return out
 
 
 def _raise_fd_limit() -> None:

@@ -12,8 +12,9 @@ answer yet / any more). In the latter case we wait a little: a daemon that is st
 before it releases the lock, so a shim that saw the socket vanish and spawned us must not be refused.
 
 ``flock`` locks belong to the open file description, so they vanish when the process dies, even on
-``kill -9``: a stale lock file never blocks a new daemon. Lock files are never deleted (deleting a lock
-file while another process waits on it would let two daemons each hold a lock on a different inode).
+``kill -9``: a stale lock file never blocks a new daemon. The socket's lock file stays while its daemon
+runs and after it stops; only a daemon refused at start-up deletes the one it took (a refusal leaves
+nothing behind), which is safe because every taker re-checks the file after locking it (:mod:`memoryd.locks`).
 """
 
 from __future__ import annotations

@@ -19,8 +19,8 @@ File format
         tags: [deploy, ci]            # a YAML list of strings without whitespace (written one per line)
         importance: 3                 # integer 0-10 (default 0)
         memory_type: decision         # one of MEMORY_TYPES (default "general")
-        created_at: '2026-01-05T10:00:00Z'   # ISO-8601 UTC
-        accessed_at: '2026-01-06T08:00:00Z'  # last time a search or read returned it
+        created_at: '2026-01-05T10:00:00Z'   # ISO-8601 (memoryd writes UTC; any form Python reads is kept as written)
+        accessed_at: '2026-01-06T08:00:00Z'  # last time a search or read returned it (ISO-8601)
         project: shopfront            # '' when none (the session's git root folder name)
         origin: memo                  # optional free string: "memo", "import:memdb", ... (who wrote it)
         relations:                    # edges FROM this memory (stored with their source: deleting a
@@ -269,6 +269,21 @@ def _text(value: Any, what: str, path: str) -> str:
     raise MemoryFileError(path, f"{what} must be a string")
 
 
+def _time(value: Any, what: str, path: str) -> str:
+    """A timestamp field as written, or '' when absent. Raises MemoryFileError unless it is ISO-8601 (what
+    ``datetime.fromisoformat`` reads, as for briefs): "not a date" would sort as the newest memory and
+    never age, so the file is refused like any other broken field."""
+    text = _text(value, what, path)
+    if text:
+        try:
+            datetime.fromisoformat(text)
+        except ValueError:
+            raise MemoryFileError(
+                path, f"{what} is not an ISO-8601 time (like 2026-01-05T10:00:00Z)"
+            ) from None
+    return text
+
+
 def _importance(value: object, path: str | None) -> int:
     """The front matter's ``importance`` (absent or null: 0). Raises MemoryFileError unless it is a whole
     number 0-10; YAML's ``.inf`` and ``.nan`` are floats too, refused like any other."""
@@ -303,7 +318,9 @@ def _relations(raw: Any, path: str) -> tuple[Relation, ...]:
             raise MemoryFileError(path, f"relations[{i}].type must be 1-50 characters without whitespace")
         if not is_hash(target):
             raise MemoryFileError(path, f"relations[{i}].target must be a memory hash (64 hex)")
-        out.append(Relation(rid, rtype, target, _text(item.get("created_at"), "created_at", path)))
+        out.append(
+            Relation(rid, rtype, target, _time(item.get("created_at"), f"relations[{i}].created_at", path))
+        )
     return tuple(out)
 
 
@@ -338,7 +355,7 @@ def parse_memory(text: str, memory_id: str, path: str | None = None) -> Memory:
     content = normalize_content(text[m.end() :])
     if not content:
         raise MemoryFileError(path, "empty content")
-    created = _text(meta.get("created_at"), "created_at", path)
+    created = _time(meta.get("created_at"), "created_at", path)
     return Memory(
         id=memory_id,
         content=content,
@@ -346,7 +363,7 @@ def parse_memory(text: str, memory_id: str, path: str | None = None) -> Memory:
         importance=_importance(meta.get("importance"), path),
         memory_type=memory_type,
         created_at=created,
-        accessed_at=_text(meta.get("accessed_at"), "accessed_at", path) or created,
+        accessed_at=_time(meta.get("accessed_at"), "accessed_at", path) or created,
         project=_text(meta.get("project"), "project", path),
         relations=_relations(meta.get("relations"), path),
         origin=None if origin is None else _text(origin, "origin", path),
