@@ -234,13 +234,13 @@ def score(
         # subject, so z understates a real match there (a Japanese question on an English note: z ~1.5-3).
         # The best lift is the size-independent measure; each record still needs its own evidence.
         lifted = max(c.lift.values(), default=0.0) if c.small else 0.0
-        if lifted >= ranking.min_lift:
+        if lifted >= ranking.lift_sure:
             m_conf = max(m_conf, min(1.0, lifted / ranking.lift_full))
         span = max(best - mean, 1e-6)
         m_scores = {i: min(1.0, max(0.0, (v - mean) / span)) for i, v in c.cos.items()}
         if explain is not None:
             explain.update(z=z, best_cos=best, mean_cos=mean)
-        if not c.known and z < ranking.min_z and lifted < ranking.min_lift:
+        if not c.known and z < ranking.min_z and lifted < ranking.lift_sure:
             # no query word occurs anywhere in the index and nothing stands out by meaning:
             # "nothing found" (a random string, a redacted secret's fragment, a forgotten screen)
             return []
