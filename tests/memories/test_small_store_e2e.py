@@ -6,6 +6,8 @@ a question about the package manager put a staging-password note (it mentions a 
 the note that answers it; one more note, added as a memo, must change none of that. And with one to six near-identical notes on
 billing webhooks, a question asking in other forms of their words ("failed webhook delivery" for "webhooks",
 "deliveries", "fail") found nothing once the model was warm, though keyword-only search had found them.
+And a question in Japanese or Hinglish, or in other English words, found no English note among a few
+unrelated ones, though ``search_briefs`` found the English brief for the same Japanese question.
 """
 
 from __future__ import annotations
@@ -87,3 +89,36 @@ def test_a_few_near_identical_memories_answer_a_paraphrase(models_dir):
                 assert got and set(got) <= set(stored), (size, query, got)
             for query in ELSEWHERE:
                 assert contents(query) == [], (size, query)
+
+
+#: query -> the note that answers it; no query shares a word with its note.
+ACROSS = {
+    "パスワードはどこにある": STAGING,
+    "ステージングのデータベースのパスワードはどこ": STAGING,
+    "TLS証明書の更新はいつ": MEMO,
+    "staging DB ka password kahan rakha hai": STAGING,
+    "when does the HTTPS cert run out": MEMO,
+    "where are the credentials for the test database kept": STAGING,
+}
+
+
+def test_a_question_in_japanese_hinglish_or_other_words_finds_the_english_memory(models_dir):
+    with warm_daemon(models_dir) as daemon, InprocessMemShim(daemon, tools="memories").initialize() as s:
+
+        def contents(query: str) -> list[str]:
+            answer = s.full("search_memories", query=query)
+            assert answer["mode"] == "hybrid"
+            return [m["content"] for m in answer["result"]]
+
+        for text in (PNPM, STAGING, DEPLOYS, MEMO):
+            s.ok("store_memory", content=text, tags=["notes"])
+        for query, note in ACROSS.items():
+            assert contents(query)[:1] == [note], query
+        for query in [
+            *NONSENSE,
+            "今日の天気は？",
+            "猫の名前は何ですか",
+            "aaj mausam kaisa hai",
+            "recipe for banana bread",
+        ]:
+            assert contents(query) == [], query

@@ -21,6 +21,11 @@ class Ranking:
     # With the model, a record is returned only with evidence of its own (either suffices) and a final
     # score of at least min_score; the bars do not depend on the index's size (memoryd.index.embed.reference_cosines).
     min_lift: float = 0.04  # meaning: its cosine minus the query's mean cosine to the reference passages
+    # A small store (every script group padded with reference passages): z against that padded crowd
+    # understates a real match, so a best lift of at least lift_sure sets the meaning list's confidence
+    # (lift / lift_full) instead; below it the padded z decides, as before.
+    lift_sure: float = 0.055
+    lift_full: float = 0.10
     min_keyword: float = 0.25  # keyword: its BM25 over the BM25 of a record holding every query term
     min_score: float = 0.1
 

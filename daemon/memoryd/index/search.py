@@ -113,7 +113,8 @@ class Candidates:
     ``known``: some query term occurs in the index (as written, or by its stem: a BM25 hit);
     ``rows``: stored columns of every candidate;
     ``lift``: id -> cosine minus the query's mean cosine to the reference passages of the record's script
-    (empty without the model).
+    (empty without the model); ``small``: every script group among the nearest neighbours had its statistics
+    filled with reference passages (each holds fewer than :data:`GROUP_CANDIDATES` matching records).
     """
 
     text: str = ""
@@ -128,6 +129,7 @@ class Candidates:
     months: set[str] = field(default_factory=set)
     projects: dict[str, float] = field(default_factory=dict)
     lift: dict[str, float] = field(default_factory=dict)
+    small: bool = False
 
 
 def gather(
@@ -180,6 +182,7 @@ def gather(
             raw.update(near)
         nearest_ids = set(raw)
         c.has_vectors = bool(raw)
+        c.small = bool(stats) and {g for g, _ in stand_ins} == set(stats)
         missing = [i for i in c.bm25 if i not in raw]
         if missing:
             for i, v in store.vectors(missing).items():
@@ -227,11 +230,17 @@ def score(
         best = max(c.cos.values())
         z = (best - mean) / std if len(pool) > 2 else ranking.z_full
         m_conf = min(1.0, max(0.0, z / ranking.z_full))
+        # A small store's crowd is padded with the reference passages nearest the query, often on its very
+        # subject, so z understates a real match there (a Japanese question on an English note: z ~1.5-3).
+        # The best lift is the size-independent measure; each record still needs its own evidence.
+        lifted = max(c.lift.values(), default=0.0) if c.small else 0.0
+        if lifted >= ranking.lift_sure:
+            m_conf = max(m_conf, min(1.0, lifted / ranking.lift_full))
         span = max(best - mean, 1e-6)
         m_scores = {i: min(1.0, max(0.0, (v - mean) / span)) for i, v in c.cos.items()}
         if explain is not None:
             explain.update(z=z, best_cos=best, mean_cos=mean)
-        if not c.known and z < ranking.min_z:
+        if not c.known and z < ranking.min_z and lifted < ranking.lift_sure:
             # no query word occurs anywhere in the index and nothing stands out by meaning:
             # "nothing found" (a random string, a redacted secret's fragment, a forgotten screen)
             return []
