@@ -170,7 +170,6 @@ H = "a" * 64
         ("delete_memories", {"hashes": []}),
         ("delete_memories", {"hashes": [H] * 51}),
         ("search_memories", {"query": "q" * 1001}),
-        ("search_memories", {"query": " ".join(["w"] * 51)}),
         ("search_memories", {"query": "q", "limit": 101}),
         ("recall", {"query": "q", "depth": 4}),
         ("recall", {"query": "q", "depth": -1}),
@@ -202,6 +201,22 @@ def test_an_empty_or_blank_query_finds_nothing(shim, tool):
     for blank in ("", "   ", "\n\t"):
         answer = shim.ok(tool, query=blank)
         assert (answer if tool == "search_memories" else answer["memories"]) == [], answer
+
+
+@pytest.mark.parametrize("tool", ["search_memories", "recall"])
+def test_a_pasted_stack_trace_is_a_query(shim, tool):
+    """A query of many words (an error message pasted whole) is searched, not refused."""
+    word = unique()
+    stored = store(shim, f"{word}: the invoice worker dies with ConnectionResetError when Redis restarts")
+    trace = (
+        "Traceback (most recent call last): File worker.py line 88 in run_invoices result = queue.pop() "
+        "File redis/client.py line 1234 in execute_command return conn.read_response() File "
+        "redis/connection.py line 512 in read_response raise ConnectionResetError during invoicing "
+    ) * 3 + word
+    assert len(trace.split()) > 60
+    answer = shim.ok(tool, query=trace)
+    hits = answer if tool == "search_memories" else answer["memories"]
+    assert stored["hash"] in [h["hash"] for h in hits], answer
 
 
 def test_limits_at_their_edges_are_accepted(shim):

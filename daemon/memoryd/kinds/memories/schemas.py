@@ -22,7 +22,6 @@ from memoryd.tools.schema import BOOL, NO_SPACE, NOT_BLANK, REDACTED, STR, TRUNC
 
 BATCH_MAX = 50
 QUERY_CHARS = 1000
-QUERY_TERMS_MAX = 50
 SEARCH_LIMIT_MAX = 100
 SEARCH_LIMIT_DEFAULT = 10
 RECALL_LIMIT_MAX = 50
@@ -85,9 +84,9 @@ PROJECT = {
 QUERY = {
     "type": "string",
     "maxLength": QUERY_CHARS,
-    "description": f"What to look for, in any language (at most {QUERY_CHARS} characters and "
-    f"{QUERY_TERMS_MAX} words): matched by meaning and by keywords over content and tags. An empty or "
-    "blank query finds nothing (an empty result list).",
+    "description": f"What to look for, in any language (at most {QUERY_CHARS} characters; a pasted error "
+    "message or stack trace is fine): matched by meaning and by keywords over content and tags. An empty "
+    "or blank query finds nothing (an empty result list).",
 }
 
 

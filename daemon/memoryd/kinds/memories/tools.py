@@ -194,16 +194,10 @@ async def delete_memories(args: dict[str, Any], ctx: ToolContext) -> dict[str, A
     return render.ok({"results": out, "succeeded": succeeded, "failed": len(out) - succeeded})
 
 
-def _check_terms(query: str) -> None:
-    if len(query.split()) > schemas.QUERY_TERMS_MAX:
-        raise InvalidParams(f"query has too many terms (max {schemas.QUERY_TERMS_MAX} words)")
-
-
 async def _find(args: dict[str, Any], ctx: ToolContext, *, recall: bool) -> dict[str, Any]:
     """``search_memories`` and ``recall``: one query, project and limit; a search also filters by tags and
     type, a recall follows relationships ``depth`` hops from what the search found."""
     query = args["query"]
-    _check_terms(query)
     api = await _api(ctx)
     project, limit = args.get("project"), args.get("limit", schemas.SEARCH_LIMIT_DEFAULT)
     if recall:
