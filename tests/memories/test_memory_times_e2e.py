@@ -52,32 +52,27 @@ def test_a_memory_whose_created_at_is_not_a_date_is_skipped_and_reported():
             err = s.err("get_memory", hash=sha(BAD))
             assert err["code"] == "E_BROKEN_FILE" and "created_at" in err["message"], err
         user = {**os.environ, "HOME": str(root), "MEMORYD_HOME": str(home)}
-        status = json.loads(
-            subprocess.run(
-                [sys.executable, "-m", "memoryd", "status", "--json"],
-                env=user,
-                capture_output=True,
-                text=True,
-                timeout=60,
-                cwd="/",
-            ).stdout  # fmt: skip
-        )
+        status = cli_json("status", user)
         assert status["skipped"] == [
             {"path": bad_path, "reason": "created_at is not an ISO-8601 time (like 2026-01-05T10:00:00Z)"}
         ], status
-        report = json.loads(
-            subprocess.run(
-                [sys.executable, "-m", "memoryd", "doctor", "--json"],
-                env=user,
-                capture_output=True,
-                text=True,
-                timeout=120,
-                cwd="/",
-            ).stdout  # fmt: skip
-        )
+        report = cli_json("doctor", user)
         check = {c["name"]: c for c in report["checks"]}["board files"]
         assert check["state"] == "problem" and bad_path in check["detail"], check
         assert "created_at is not an ISO-8601 time" in check["detail"], check
     finally:
         daemon.kill()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def cli_json(command: str, env: dict[str, str]) -> dict:
+    """``memoryd <command> --json`` as the user runs it, parsed."""
+    done = subprocess.run(
+        [sys.executable, "-m", "memoryd", command, "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd="/",
+    )
+    return json.loads(done.stdout)

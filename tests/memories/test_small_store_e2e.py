@@ -27,26 +27,22 @@ def test_a_new_users_memories_rank_honestly(models_dir):
         warm_daemon(models_dir) as daemon,
         InprocessMemShim(daemon, tools="memories,memo").initialize() as s,
     ):
-
-        def contents(query: str) -> list[str]:
-            return [m["content"] for m in s.ok("search_memories", query=query)]
-
         s.ok("store_memory", content=PNPM, tags=["web", "tooling"])
         for query in NONSENSE:
-            assert contents(query) == [], query
-        assert contents("which package manager does the web repo use") == [PNPM]
+            assert contents(s, query) == [], query
+        assert contents(s, "which package manager does the web repo use") == [PNPM]
 
         s.ok("store_memory", content=STAGING, tags=["staging", "secrets"])
         s.ok("store_memory", content=DEPLOYS, tags=["deploy"])
         for added in (None, MEMO):
             if added:
                 assert s.call("memo_add", text=added)["result"]["structuredContent"]["saved"]
-            assert STAGING not in contents("which package manager for the frontend")
-            assert contents("which package manager does the web repo use") == [PNPM]
-            assert contents("where is the staging database password") == [STAGING]
+            assert STAGING not in contents(s, "which package manager for the frontend")
+            assert contents(s, "which package manager does the web repo use") == [PNPM]
+            assert contents(s, "where is the staging database password") == [STAGING]
             for query in NONSENSE:
-                assert contents(query) == [], query
-        assert contents("when does the TLS certificate expire") == [MEMO]  # a memo is a memory
+                assert contents(s, query) == [], query
+        assert contents(s, "when does the TLS certificate expire") == [MEMO]  # a memo is a memory
 
 
 #: A new user's notes on one subject, differing in a detail; none holds a query word below as written.
@@ -73,22 +69,16 @@ ELSEWHERE = [
 
 def test_a_few_near_identical_memories_answer_a_paraphrase(models_dir):
     with warm_daemon(models_dir) as daemon, InprocessMemShim(daemon, tools="memories").initialize() as s:
-
-        def contents(query: str) -> list[str]:
-            answer = s.full("search_memories", query=query)
-            assert answer["mode"] == "hybrid"
-            return [m["content"] for m in answer["result"]]
-
         stored: list[str] = []
         for size in (1, 3, 6):
             for text in WEBHOOKS[len(stored) : size]:
                 s.ok("store_memory", content=text, tags=["billing"])
                 stored.append(text)
             for query in PARAPHRASES:
-                got = contents(query)
+                got = contents(s, query)
                 assert got and set(got) <= set(stored), (size, query, got)
             for query in ELSEWHERE:
-                assert contents(query) == [], (size, query)
+                assert contents(s, query) == [], (size, query)
 
 
 #: query -> the note that answers it; no query shares a word with its note.
@@ -104,16 +94,10 @@ ACROSS = {
 
 def test_a_question_in_japanese_hinglish_or_other_words_finds_the_english_memory(models_dir):
     with warm_daemon(models_dir) as daemon, InprocessMemShim(daemon, tools="memories").initialize() as s:
-
-        def contents(query: str) -> list[str]:
-            answer = s.full("search_memories", query=query)
-            assert answer["mode"] == "hybrid"
-            return [m["content"] for m in answer["result"]]
-
         for text in (PNPM, STAGING, DEPLOYS, MEMO):
             s.ok("store_memory", content=text, tags=["notes"])
         for query, note in ACROSS.items():
-            assert contents(query)[:1] == [note], query
+            assert contents(s, query)[:1] == [note], query
         for query in [
             *NONSENSE,
             "今日の天気は？",
@@ -121,4 +105,11 @@ def test_a_question_in_japanese_hinglish_or_other_words_finds_the_english_memory
             "aaj mausam kaisa hai",
             "recipe for banana bread",
         ]:
-            assert contents(query) == [], query
+            assert contents(s, query) == [], query
+
+
+def contents(s, query: str) -> list[str]:
+    """The contents ``search_memories`` answers for ``query``, best first (hybrid mode asserted)."""
+    answer = s.full("search_memories", query=query)
+    assert answer["mode"] == "hybrid"
+    return [m["content"] for m in answer["result"]]
