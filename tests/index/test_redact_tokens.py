@@ -120,6 +120,7 @@ UNCHANGED = [
     "the password is ${DB_PASSWORD} in the compose file",
     "the password is in vault at secret/data/prod/db",
     "password is 8 chars, passcode is 123456",
+    '{"doc": "Check if a password is valid\\n    \\"\\"\\"", "raises": ": If the password is wrong.\\n  :r"}',
     "keys start with sk_live_ or sk_test_ and webhook secrets with whsec_",
     "publishable key pk_live_51Nq8ZrLkW3bT9xYpQ2mVhC7dFgJs4Ue6Rt0Ia1Ob5Pc8Qd2 is safe in the page",
     "run npm_install_dependencies_for_the_workspace_now before hf_hub_download_with_retries_enabled",

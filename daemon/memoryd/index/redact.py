@@ -643,6 +643,8 @@ _STATED = re.compile(
     r"[ \t]+(?i:is|was|is now|was changed to|changed to|is set to|set to|reads|=)[ \t]*:?[ \t]+"
     r"[\"'`]?(?P<v>[^\s\"'`]{6,200})"
 )
+# A JSON-encoded text ends a sentence with a literal backslash-n: the value stops at such an escape.
+_ESCAPE = re.compile(r"\\[nrt\"'\\]")
 
 
 def _stated_password(value: str) -> bool:
@@ -662,7 +664,7 @@ def _stated_passwords(t: _Text) -> Iterator[Span]:
     if "pass" not in t.low and "pwd" not in t.low:
         return
     for m in _STATED.finditer(t.text):
-        value = m.group("v").rstrip(_TRAILING)
+        value = _ESCAPE.split(m.group("v"), 1)[0].rstrip(_TRAILING)
         if _stated_password(value):
             yield m.start("v"), m.start("v") + len(value), "stated-password"
 
