@@ -56,6 +56,9 @@ def test_a_long_stripe_key_in_prose_leaves_no_piece_in_answers_board_files_or_th
             answers.append(json.dumps(b.ok("list_tasks")))
             answers.append(json.dumps(b.ok("get_context")))
         assert "[REDACTED:api-key]" in answers[-4], answers[-4]  # search_briefs found the brief
+        assert (
+            "rotate the Stripe key [REDACTED:api-key] before the launch" in answers[-1]
+        )  # the digest shows it
         out = root / "export.jsonl"
         exported = memoryd(env, "export", str(out), "--board", str(board), "--json")
         assert exported.returncode == 0, exported.stderr
