@@ -102,6 +102,7 @@ CAUGHT = [
     ("nonce=9f86d081884c7d659a2feaa0c55ad015", "high-entropy", "9f86d081884c7d659a2feaa0c55ad015"),
     ('"signature": "Zk3Pq9Wm2Xr7Lt5Vb8Nc1Hd4"', "high-entropy", "Zk3Pq9Wm2Xr7Lt5Vb8Nc1Hd4"),
     ("stripe sk_live_4eC39HqLyjWDarjtT1zdp7dc", "api-key", "4eC39HqLyjWDarjtT1zdp7dc"),
+    ("the db password is 0jPZ4Rez9kLmQ2, ask ops", "stated-password", "0jPZ4Rez9kLmQ2"),
     ("maps AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q", "api-key", "AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q"),
     (
         "ANTHROPIC_API_KEY sk-ant-api03-Zq4Wm8Xr2Lt6Vb0Nc3Hd7Jf1Kg5Ps9Qy-_T2uE6iO0aS4dF8gH",

@@ -28,7 +28,7 @@ from memoryd.logs import get_logger
 log = get_logger("memoryd.index.derive_cache")
 
 #: Bump when the derivation of records from the same inputs changes without a package version change.
-DERIVE_VERSION = 2
+DERIVE_VERSION = 3  # 3: redaction takes whole tokens, more vendor formats and stated passwords
 FILE_NAME = "derive-cache.json"
 
 

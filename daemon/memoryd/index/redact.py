@@ -1,6 +1,6 @@
 """Secret redaction: run on every text before it is indexed and again on every answer.
 
-One module of ~600 lines on purpose: the rules, their order and the false-positive filters are judged
+One module of ~700 lines on purpose: the rules, their order and the false-positive filters are judged
 together (a rule moved elsewhere changes what the others see), and each is short.
 
 ``redact(text)`` replaces each secret with a typed placeholder ``[REDACTED:<kind>]`` and counts them. It is
@@ -22,7 +22,13 @@ Where the rules come from (docs/board.md, "Redaction", has the caught / not-caug
   AWS secret keys without an ``aws`` keyword or quotes, ``github_pat_`` and Google API keys, JWT signatures
   (the plugin's lazy pattern stops before them), ``Authorization``/``Bearer`` credentials, assignments whose
   key names a secret (the plugin's keyword rule runs to the end of the line and has no ``token``), and
-  high-entropy values in any assignment (the plugin insists on quotes and a length-blind limit).
+  high-entropy values in any assignment (the plugin insists on quotes and a length-blind limit), prefixed
+  vendor tokens it does not know (Stripe test keys and webhook secrets, npm, Hugging Face, DigitalOcean, ...:
+  the shapes public scanners such as gitleaks document), and a password stated in prose ("the password is
+  ...") when the word after it looks like a credential.
+* A fixed-shape match is widened to its whole token (letters, digits, ``_``, ``-`` on both sides): a
+  plugin's pattern stops at the length the vendor used when it was written (Stripe's 24 characters), and a
+  longer key must not leave its tail in clear text.
 """
 
 from __future__ import annotations
@@ -46,12 +52,18 @@ KINDS: dict[str, str] = {
     " '/', random-looking (Shannon entropy >= 4.3); or quoted after an aws...key keyword (detect-secrets)",
     "github-token": "GitHub ghp_/gho_/ghu_/ghs_/ghr_ tokens (detect-secrets) and github_pat_ fine-grained tokens",
     "gitlab-token": "GitLab glpat-/gldt-/glft-/glsoat-/glrt-/glcbt-/glimt-/glptt-/glagent-/gloas- and runner"
-    " registration tokens (detect-secrets)",
+    " registration tokens (detect-secrets; longer and routable ones by an own rule)",
     "slack-token": "Slack xoxa-/xoxb-/xoxp-/xoxo-/xoxs-/xoxr- tokens (detect-secrets)",
     "slack-webhook": "Slack webhook URLs hooks.slack.com/services/T.../B.../... (detect-secrets)",
     "api-key": "fixed-shape vendor keys (detect-secrets): Stripe sk_live_/rk_live_, OpenAI sk-...T3BlbkFJ...,"
     " SendGrid SG., PyPI pypi-AgE..., Square sq0csp-, Discord and Telegram bot tokens, Twilio AC/SK, Mailchimp"
-    " ...-usN, Azure storage AccountKey=; and Google AIza... keys (own rule)",
+    " ...-usN, Azure storage AccountKey=; and (own rules) Google AIza..., Anthropic sk-ant-, OpenAI sk-proj-/"
+    "sk-svcacct-/sk-admin-, Stripe sk_test_/rk_test_/whsec_, npm npm_, Hugging Face hf_/api_org_, DigitalOcean"
+    " dop_v1_/doo_v1_/dor_v1_, Databricks dapi, Shopify shpat_/shpca_/shppa_/shpss_, Linear lin_api_,"
+    " Supabase sbp_/sb_secret_, Fly.io fo1_/fm1_/fm2_, Doppler dp.pt./dp.st./dp.ct./dp.sa., Postman"
+    " PMAK-, Pulumi pul-, Grafana glsa_/glc_, Sentry sntrys_/sntryu_, Docker dckr_pat_, PlanetScale pscale_,"
+    " Groq gsk_, Perplexity pplx-, Replicate r8_, Notion ntn_, Heroku HRKU-, Tailscale tskey-, age"
+    " AGE-SECRET-KEY-1; each match widened to its whole token",
     "jwt": "JSON Web Tokens eyJ....eyJ....signature whose header and payload decode to JSON (detect-secrets check)",
     "bearer-token": "the credential after 'Authorization:' / 'Proxy-Authorization:' (8+ chars) and after 'Bearer '"
     " (16+ chars)",
@@ -59,6 +71,8 @@ KINDS: dict[str, str] = {
     "secret-assignment": "the value assigned to a key naming a secret - password, passwd, pwd, pw, pass, passphrase,"
     " passcode, secret, token, api_key/apikey, credential(s), <api|access|secret|private|auth|signing|client|...>"
     "_key - in key=value, key: value, key := value, key => value, 'key': 'value', export KEY=value; the key is kept",
+    "stated-password": "the word after 'password/passphrase/passcode is/was/...' in prose when it looks like a"
+    " credential (a digit or symbol among letters, not a plain word, a path or a reference)",
     "high-entropy": "random-looking values of any assignment: 20+ base64 characters above a length-aware entropy"
     " limit, or 32+ hex characters (not under id/sha/commit/hash/digest/... keys, not UUIDs)",
 }
@@ -154,7 +168,7 @@ def _library() -> _Library:
     api_keys = (
         StripeDetector, OpenAIDetector, SendGridDetector, PypiTokenDetector, SquareOAuthDetector,
         AzureStorageKeyDetector, _GOOGLE_API_KEY, _ANTHROPIC_KEY, _OPENAI_SCOPED_KEY, DiscordBotTokenDetector,
-        TelegramBotTokenDetector, TwilioKeyDetector, MailchimpDetector,
+        TelegramBotTokenDetector, TwilioKeyDetector, MailchimpDetector, _PREFIXED_TOKEN,
     )  # fmt: skip
     # (plugin or pattern, kind, lower-case substrings one of which must occur). With no substrings the rule
     # runs on the text only if it matches one of the long tokens first: every one of these secrets is a
@@ -164,6 +178,7 @@ def _library() -> _Library:
         (GitHubTokenDetector, "github-token", ()),
         (_GITHUB_PAT, "github-token", ()),
         (GitLabTokenDetector, "gitlab-token", ()),
+        (_GITLAB_LONG, "gitlab-token", ()),
         (slack_token, "slack-token", ("xox",)),  # case-insensitive patterns are slow to run blind
         (slack_hook, "slack-webhook", ("hooks.slack.com",)),
         *((source, "api-key", ()) for source in api_keys),
@@ -195,11 +210,62 @@ def warm() -> None:
 
 
 _GITHUB_PAT = re.compile(r"github_pat_[A-Za-z0-9_]{22,255}")
+# GitLab tokens longer than the plugin's 50 characters (its pattern then matches nothing at all), and the
+# routable shape with its ".xx" + checksum tail.
+_GITLAB_LONG = re.compile(
+    r"(?<![A-Za-z0-9])gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-[A-Za-z0-9_-]{51,}"
+    r"|(?<![A-Za-z0-9])gl(?:pat|rt)-[A-Za-z0-9_-]{20,300}\.[0-9a-z]{9}(?![A-Za-z0-9_-])"
+)
 _GOOGLE_API_KEY = re.compile(r"AIza[0-9A-Za-z_-]{35,}")
 # Anthropic keys and OpenAI's project/service-account keys: detect-secrets' OpenAI plugin knows only the
 # older "sk-...T3BlbkFJ..." shape.
 _ANTHROPIC_KEY = re.compile(r"sk-ant-[A-Za-z0-9_-]{20,}")
 _OPENAI_SCOPED_KEY = re.compile(r"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}")
+# Vendor tokens that announce themselves by a prefix (the shapes public scanners such as gitleaks and
+# trufflehog document), as one alternation so the long tokens are scanned once. Each body is long enough
+# that a prefix followed by an ordinary identifier ("npm_install_script") does not match; the span is then
+# widened to the whole token by _whole_token. Publishable keys (Stripe pk_, Supabase sb_publishable_) are
+# public by design and stay.
+_PREFIXED_TOKEN = re.compile(
+    r"(?<![A-Za-z0-9])(?:"
+    r"[sr]k_(?:live|test)_[0-9A-Za-z]{20,}"  # Stripe secret and restricted keys, live and test
+    r"|whsec_[0-9A-Za-z+/=]{24,}"  # Stripe webhook signing secrets
+    r"|npm_[A-Za-z0-9]{36}"
+    r"|hf_[A-Za-z0-9]{30,}|api_org_[A-Za-z0-9]{30,}"  # Hugging Face user and organisation tokens
+    r"|do[por]_v1_[a-f0-9]{64}"  # DigitalOcean personal, OAuth and refresh tokens
+    r"|dapi[a-f0-9]{32}(?:-\d)?"  # Databricks
+    r"|shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}"  # Shopify
+    r"|lin_(?:api|oauth)_[A-Za-z0-9]{40}"  # Linear
+    r"|sbp_[a-f0-9]{40}|sb_secret_[A-Za-z0-9_-]{20,}"  # Supabase
+    r"|fo1_[A-Za-z0-9_-]{39,}|fm[12][ar]?_[A-Za-z0-9+/=_-]{40,}"  # Fly.io
+    r"|dp\.(?:pt|st|ct|sa|scim|audit)\.[A-Za-z0-9]{40,}"  # Doppler
+    r"|PMAK-[a-f0-9]{24}-[a-f0-9]{34}"  # Postman
+    r"|pul-[a-f0-9]{40}"  # Pulumi
+    r"|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|glc_[A-Za-z0-9+/]{32,}={0,3}"  # Grafana
+    r"|sntr[ysu]_[A-Za-z0-9+/=_-]{40,}"  # Sentry
+    r"|dckr_pat_[A-Za-z0-9_-]{27,}"  # Docker Hub
+    r"|pscale_(?:tkn|oauth|pw)_[A-Za-z0-9_.=-]{32,}"  # PlanetScale
+    r"|gsk_[A-Za-z0-9]{48,}|pplx-[A-Za-z0-9]{48}|r8_[A-Za-z0-9]{37}"  # Groq, Perplexity, Replicate
+    r"|ntn_[0-9]{11}[A-Za-z0-9]{35}"  # Notion
+    r"|HRKU-[A-Za-z0-9_-]{60}"  # Heroku
+    r"|tskey-[a-z]+-[A-Za-z0-9]{8,}-[A-Za-z0-9]{16,}"  # Tailscale
+    r"|AGE-SECRET-KEY-1[02-9AC-HJ-NP-Z]{58}"  # age
+    r")"
+)
+# What a fixed-shape token is made of: a match is widened over these on both sides, so a key longer than
+# its rule's fixed length (Stripe's keys grew from 32 to over 100 characters) is never cut in two.
+_TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def _whole_token(text: str, start: int, end: int, floor: int) -> tuple[int, int]:
+    """``(start, end)`` widened over :data:`_TOKEN_CHARS` on both sides, never back past ``floor`` (the end
+    of the previous widened span, which keeps the widening linear in a long run of matches)."""
+    while start > floor and text[start - 1] in _TOKEN_CHARS:
+        start -= 1
+    n = len(text)
+    while end < n and text[end] in _TOKEN_CHARS:
+        end += 1
+    return start, end
 
 
 def _library_patterns(t: _Text) -> Iterator[Span]:
@@ -207,11 +273,17 @@ def _library_patterns(t: _Text) -> Iterator[Span]:
     rules = [r for r in lib.triggered if any(trigger in t.low for trigger in r.triggers)]
     if t.long_tokens:
         rules += [r for r in lib.untriggered if r.pattern.search(t.reduced)]
+    text = t.text
     for rule in rules:
-        for m in rule.pattern.finditer(t.text):
+        covered = 0  # end of the last span of this rule: a match inside it is already redacted
+        for m in rule.pattern.finditer(text):
             start, end = m.span(rule.group)
-            if start < end:
-                yield start, end, rule.kind
+            if start >= end or end <= covered:
+                continue
+            if rule.group == 0:  # a token-shaped secret: the whole token goes, not the rule's fixed length
+                start, end = _whole_token(text, max(start, covered), end, covered)
+            covered = end
+            yield start, end, rule.kind
 
 
 # --- private keys ------------------------------------------------------------------------------------
@@ -560,6 +632,43 @@ def _judge(
     return None
 
 
+# --- a password stated in prose: "the db password is 0jPZ4Rez..." -------------------------------------
+
+# The password word, up to three words naming what it opens ("for the staging db"), a verb, the value. The
+# value is judged by _stated_password: most sentences go on with an ordinary word ("is required", "is
+# stored in 1Password"), and "1Password" itself never starts a match (no word boundary after the digit).
+_STATED = re.compile(
+    r"(?i:\b(?:pass(?:word|wd|phrase|code)|pwd)s?\b)"
+    r"(?:[ \t]+(?i:for|of|on|to|at|in)(?:[ \t]+[\w.@:/-]{1,40}){1,3}?)?"
+    r"[ \t]+(?i:is|was|is now|was changed to|changed to|is set to|set to|reads|=)[ \t]*:?[ \t]+"
+    r"[\"'`]?(?P<v>[^\s\"'`]{6,200})"
+)
+# A JSON-encoded text ends a sentence with a literal backslash-n: the value stops at such an escape.
+_ESCAPE = re.compile(r"\\[nrt\"'\\]")
+
+
+def _stated_password(value: str) -> bool:
+    """A credential rather than a word: a digit or symbol among letters, not made of words (``sha256``,
+    ``v2-api``), not a URL, a path of words or a reference (``$DB_PASS``, ``<secret>``)."""
+    return (
+        len(value) >= 6
+        and "://" not in value
+        and _credential_like(value)
+        and not _wordlike(value)
+        and not _is_reference("password", value, True)
+        and not _library().is_sequential(value)
+    )
+
+
+def _stated_passwords(t: _Text) -> Iterator[Span]:
+    if "pass" not in t.low and "pwd" not in t.low:
+        return
+    for m in _STATED.finditer(t.text):
+        value = _ESCAPE.split(m.group("v"), 1)[0].rstrip(_TRAILING)
+        if _stated_password(value):
+            yield m.start("v"), m.start("v") + len(value), "stated-password"
+
+
 # --- putting it together -----------------------------------------------------------------------------
 
 _FINDERS: tuple[Callable[[_Text], Iterator[Span]], ...] = (
@@ -569,6 +678,7 @@ _FINDERS: tuple[Callable[[_Text], Iterator[Span]], ...] = (
     _bare_aws_secrets,
     _auth_headers,
     _assignments,
+    _stated_passwords,
 )
 _PRIORITY = {kind: i for i, kind in enumerate(KINDS)}
 
