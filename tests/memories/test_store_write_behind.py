@@ -209,6 +209,7 @@ def test_a_batch_mixing_stored_repeated_new_and_invalid_items_is_on_disk_and_sea
     with MemShim(warm.socket, warm.env).initialize() as s:
         before = {text: s.ok("store_memory", content=text, tags=["old"])["id"] for text in old}
         logged = len(warm.events("board.memories_stored"))
+        files_logged = len(warm.events("board.memory_written"))
         items = [
             {"content": old[0], "tags": ["old"]},
             {"content": old[1], "tags": ["old", unique("zqextra")]},
@@ -241,7 +242,8 @@ def test_a_batch_mixing_stored_repeated_new_and_invalid_items_is_on_disk_and_sea
         assert [m["id"] for m in tagged] == [ok[9]["id"]]  # the repeat's tag joined the memory
     lines = warm.events("board.memories_stored")[logged:]
     assert [(e["new"], e["existing"], e["failed"]) for e in lines] == [(20, 4, 2)], lines
-    assert not any(e.get("level") == "info" for e in warm.events("board.memory_written")[-30:])
+    # the files are created at debug level only (a search's accessed_at rewrites still log theirs)
+    assert not any(e["new"] for e in warm.events("board.memory_written")[files_logged:])
 
 
 def test_a_kill_9_right_after_a_batch_is_answered_loses_none_of_it(restarts):
