@@ -14,7 +14,7 @@ leave behind. For each size step (``--sizes``; ``--big`` adds 10,000, which take
   last ``--sample`` memories stored one call each for the p50/p95, so 100,000 is reachable), then
   ``--batches`` ``store_memories`` calls of 50 (memories/s until the first
   search after them answers, beside the model's own passage throughput measured in this process on the
-  same texts). A store answers before its index write, and the next search waits for the writes
+  same kind of texts, as the daemon embeds them: content and tags). A store answers before its index write, and the next search waits for the writes
   acknowledged before it: the first search after the singles and after the batches is shown apart;
 * ``search_memories`` through the shim (``--searches`` queries, p50/p95);
 * briefs written as files (board-v1's 200 real briefs, copied with new ids) one folder at a time until the
@@ -70,6 +70,18 @@ class UserShim(MemShim):
 
     def __init__(self, socket: Path) -> None:
         super().__init__(socket, tools="memories,briefs")
+
+
+BOARD_TAG = "board"
+
+
+def embedded(content: str, tags: list[str]) -> str:
+    """The text the daemon embeds for a memory of ``content`` stored with ``tags`` (``["bench"]`` when none,
+    as the steps store them): the model alone is measured on exactly that, so the ratio is the pipeline's."""
+    from memoryd.kinds.memories.files import Memory
+    from memoryd.kinds.memories.records import memory_record
+
+    return memory_record(Memory.new(content, tags=tuple(tags or ["bench"]))).embed_text
 
 
 def records(d: DaemonProcess) -> int:
@@ -214,7 +226,7 @@ def board_batches(report: Report, shim: UserShim, texts: list[str], model_rate: 
     t0 = time.perf_counter()
     for i in range(0, len(texts), BATCH):
         shim.tool(
-            "store_memories", {"items": [{"content": t, "tags": ["board"]} for t in texts[i : i + BATCH]]}
+            "store_memories", {"items": [{"content": t, "tags": [BOARD_TAG]} for t in texts[i : i + BATCH]]}
         )
     calls_ms = (time.perf_counter() - t0) * 1000
     shim.tool("search_memories", {"query": "checkout button"})  # waits for their index write
@@ -374,13 +386,14 @@ def main() -> int:
     report = Report("users", "Memories and briefs grown by tool calls, searched through the shim")
     work = Path(tempfile.mkdtemp(prefix="md-bench-users-"))
     rng = random.Random(11)
-    sample = [memory_text(random.Random(5), 10**6 + n)[1] for n in range(args.batches * BATCH)]
+    sample_rng = random.Random(5)
+    sample = [embedded(*memory_text(sample_rng, 10**6 + n)[1:]) for n in range(args.batches * BATCH)]
     st = {"rng": rng, "made": 0, "memories": 0, "first": sizes[0], "model_rate": model_throughput(sample)}
     report.row(
         "the model's own passage throughput (this process)",
         st["model_rate"],
         "passages/s",
-        note=f"{len(sample)} memory texts in batches of {BATCH}",
+        note=f"{len(sample)} memory texts in batches of {BATCH}, as the daemon embeds them (content and tags)",
     )
     board, index = work / "board", work / "index"
     board.mkdir()
@@ -393,7 +406,8 @@ def main() -> int:
                 for size in sizes:
                     step(report, size, d, shim, briefs, floor, args, st)
                 texts = board_texts()
-                board_batches(report, shim, texts, model_throughput(texts), st["memories"])
+                as_embedded = [embedded(t, [BOARD_TAG]) for t in texts]
+                board_batches(report, shim, texts, model_throughput(as_embedded), st["memories"])
             finally:
                 shim.close()
     finally:

@@ -8,8 +8,11 @@ the daemon's own session code on an in-memory pipe: no socket, no shim), the def
 alone embeds the round's texts (batches of 50, in this process: the same-run baseline), and ``--batches``
 ``store_memories`` calls of 50 followed by one ``search_memories`` (until searchable, as
 ``bench/bench_users.py`` measures it). Pieces are timed by wrapping the functions that do them (every
-thread); ``--cprofile``: also a cProfile of the worker threads' board passes and index writes (pstats).
-Not a benchmark of record: a profile, for finding what is on the path.
+thread; the model-alone baseline's own calls are not counted in them), with the calling thread's CPU time
+beside each; per round also the process's CPU per batch against the model alone's, and per thread (CPU
+is what 2 shared cores run out of: it moves far less with the load than wall time). ``--cprofile``: also
+a cProfile of the worker threads' board passes and index writes (pstats). Not a benchmark of record: a
+profile, for finding what is on the path.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from _util import load_average, quiet_env
 from bench_memories import BATCH, memory_text
 
 TIMES: dict[str, list[float]] = collections.defaultdict(list)
+CPU: dict[str, list[float]] = collections.defaultdict(list)  # the calling thread's CPU ms per call
 COUNTS: collections.Counter = collections.Counter()
 _lock = threading.Lock()
 PROFILES: dict[str, cProfile.Profile] = {}  # one per profiled label: each runs on one thread at a time
@@ -43,7 +47,7 @@ def timed(owner, name: str, label: str, profile: bool = False) -> None:
     fn = getattr(owner, name)
 
     def wrapper(*a, **kw):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.thread_time()
         nested = getattr(_profiling, "on", False)
         try:
             if profile and not nested and ARGS.cprofile:
@@ -55,6 +59,7 @@ def timed(owner, name: str, label: str, profile: bool = False) -> None:
                 _profiling.on = False
             with _lock:
                 TIMES[label].append((time.perf_counter() - t) * 1000)
+                CPU[label].append((time.thread_time() - c) * 1000)
 
     setattr(owner, name, wrapper)
 
@@ -72,13 +77,31 @@ def timed_async(owner, name: str, label: str) -> None:
     setattr(owner, name, wrapper)
 
 
+def thread_cpu() -> dict[str, float]:
+    """CPU seconds (user + system) of every thread of this process now, summed per name: Python threads by
+    their name (a worker pool's numbers dropped), native ones (onnxruntime, LanceDB) by their kernel name."""
+    named = {t.native_id: t.name.split("_")[0].rstrip("-0123456789") for t in threading.enumerate()}
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[str, float] = collections.Counter()
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue  # the thread ended
+        comm, fields = stat[stat.index("(") + 1 : stat.rindex(")")], stat[stat.rindex(")") + 2 :].split()
+        out[named.get(int(tid), comm)] += (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
 def instrument() -> None:
     import memoryd.board.atomic as atomic
     import memoryd.kinds.memories.api as api
     import memoryd.kinds.memories.files as files
     import memoryd.kinds.memories.writes as writes
     from memoryd.core import indexer
-    from memoryd.index import embed, store
+    from memoryd.index import embed, store, unigram
+    from memoryd.kinds.memories import source
 
     timed(api.Memories, "_store_sync", "board pass (store_many, under the lock)", profile=True)
     timed_async(api.Memories, "_index_admitted", "wait after the board pass (admit)")
@@ -91,7 +114,9 @@ def instrument() -> None:
     timed(indexer.Indexer, "_apply", "index write (writer thread)", profile=True)
     timed(indexer.Indexer, "maintain", "index maintenance (refresh/optimize)")
     timed(indexer, "write_records", "  write_records (embed + LanceDB)")
+    timed(source.MemorySource, "records_for", "  the source's batch (read back, records)")
     timed(embed.Embedder, "embed_passages", "    embed passages (the model)")
+    timed(unigram.UnigramTokenizer, "encode_batch", "      tokenize (unigram)")
     timed(store.IndexStore, "upsert", "    LanceDB upsert + columns + tail")
     timed(store.IndexStore, "stored_hashes_for", "  stored_hashes_for")
     for cls, n in ((indexer.Indexer, "admit"),):
@@ -149,11 +174,13 @@ def main() -> int:
                 texts = [
                     f"{i['content']}\n{' '.join(i['tags'])}" for b in batches for i in b
                 ]  # as the record embeds them
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
                 for at in range(0, len(texts), BATCH):
                     embedder.embed_passages(texts[at : at + BATCH])
-                model_s = time.perf_counter() - t0
-                t0 = time.perf_counter()
+                model_s, model_cpu = time.perf_counter() - t0, time.process_time() - c0
+                TIMES.clear()  # the pieces of the pipeline only (the model alone went through the same wrapper)
+                CPU.clear()
+                t0, c0, threads0 = time.perf_counter(), time.process_time(), thread_cpu()
                 calls = []
                 for b in batches:
                     t = time.perf_counter()
@@ -163,11 +190,15 @@ def main() -> int:
                 t = time.perf_counter()
                 s.ok("search_memories", query="what was decided about the release")
                 search_ms = (time.perf_counter() - t) * 1000
-                total_s = time.perf_counter() - t0
+                total_s, total_cpu = time.perf_counter() - t0, time.process_time() - c0
+                threads = thread_cpu()
+                threads.subtract(threads0)
                 n = len(texts)
                 print(
                     f"\nround {r + 1}: model alone {n / model_s:.0f} passages/s ({model_s * 1000 / ARGS.batches:.0f}"
                     f" ms per {BATCH}); batches {n / total_s:.0f} memories/s = {n / model_s and (n / total_s) / (n / model_s):.2f}x;"
+                    f" CPU per {BATCH}: model alone {model_cpu * 1000 / ARGS.batches:.0f} ms, pipeline"
+                    f" {total_cpu * 1000 / ARGS.batches:.0f} ms (this process);"
                     f" calls {calls_ms:.0f} ms ({', '.join(f'{c:.0f}' for c in calls)}), then the search {search_ms:.0f} ms;"
                     f" load {load_average()}"
                 )
@@ -175,8 +206,21 @@ def main() -> int:
                     print(
                         f"  {label:<48} n={len(vals):>4}  sum {sum(vals):8.1f} ms"
                         f"  per batch {sum(vals) / ARGS.batches:7.1f} ms  max {max(vals):7.1f}"
+                        + (
+                            f"  thread CPU per batch {sum(CPU[label]) / ARGS.batches:6.1f} ms"
+                            if label in CPU
+                            else ""
+                        )
                     )
                 print(f"  {dict(COUNTS)}")
+                print(
+                    "  CPU per batch by thread: "
+                    + ", ".join(
+                        f"{name} {ms * 1000 / ARGS.batches:.0f} ms"
+                        for name, ms in threads.most_common()
+                        if ms > 0
+                    )
+                )
                 COUNTS.clear()
     finally:
         daemon.kill()

@@ -199,6 +199,53 @@ def test_a_batch_is_on_disk_and_found_whole_as_soon_as_it_is_answered(warm):
             assert set(ids(s, word, limit=100)) == set(stored)
 
 
+def test_a_batch_mixing_stored_repeated_new_and_invalid_items_is_on_disk_and_searchable_when_answered(warm):
+    """Right after the call, without waiting: every item that succeeded is on the board and found by the
+    next search; an item whose content is already stored answers that memory (and its new tag is on the
+    file and in the tag filter at once); content repeated inside the batch is one memory; invalid items
+    fail alone. One log line tells the board pass, none per file."""
+    word = unique("zqmixed")
+    old = [f"already stored note {n} on {word}" for n in range(3)]
+    with MemShim(warm.socket, warm.env).initialize() as s:
+        before = {text: s.ok("store_memory", content=text, tags=["old"])["id"] for text in old}
+        logged = len(warm.events("board.memories_stored"))
+        files_logged = len(warm.events("board.memory_written"))
+        items = [
+            {"content": old[0], "tags": ["old"]},
+            {"content": old[1], "tags": ["old", unique("zqextra")]},
+            *({"content": f"new note {n} on {word}", "tags": ["new"]} for n in range(20)),
+            {"content": "   ", "tags": ["new"]},  # blank: fails alone
+            {"content": f"new note 7 on {word}", "tags": ["again"]},  # repeats an item of this batch
+            {"content": f"untagged note on {word}", "tags": []},  # memdb wants a tag: fails alone
+            {"content": old[2], "tags": ["old"]},
+        ]
+        answer = s.ok("store_memories", items=items)
+        results = answer["results"]
+        # at once, before anything else is asked of the daemon: the files, then one search
+        ok = {r["index"]: r for r in results if r["ok"]}
+        on_disk = {i: (warm.board / "memories" / f"{r['id']}.md").is_file() for i, r in ok.items()}
+        found = set(ids(s, word, limit=100))
+        assert answer["succeeded"] == 24 and answer["failed"] == 2, answer
+        assert [r["index"] for r in results if not r["ok"]] == [22, 24]
+        assert all(on_disk.values()), on_disk
+        assert [ok[i]["id"] for i in (0, 1, 25)] == [before[t] for t in old]
+        assert not any(ok[i]["isNew"] for i in (0, 1, 25))
+        assert all(ok[i]["isNew"] for i in range(2, 22))
+        assert ok[23]["id"] == ok[9]["id"] and ok[23]["isNew"] is False
+        assert found == {r["id"] for r in ok.values()}  # 3 stored before + 20 new
+        assert len(found) == 23
+        extra = items[1]["tags"][1]
+        assert extra in (warm.board / "memories" / f"{before[old[1]]}.md").read_text()
+        assert [m["id"] for m in s.ok("search_memories", query=word, tags=[extra])] == [before[old[1]]]
+        assert set(ids(s, word, limit=100)) >= {ok[9]["id"]}
+        tagged = s.ok("search_memories", query=word, tags=["again"], limit=100)
+        assert [m["id"] for m in tagged] == [ok[9]["id"]]  # the repeat's tag joined the memory
+    lines = warm.events("board.memories_stored")[logged:]
+    assert [(e["new"], e["existing"], e["failed"]) for e in lines] == [(20, 4, 2)], lines
+    # the files are created at debug level only (a search's accessed_at rewrites still log theirs)
+    assert not any(e["new"] for e in warm.events("board.memory_written")[files_logged:])
+
+
 def test_a_kill_9_right_after_a_batch_is_answered_loses_none_of_it(restarts):
     daemon = restarts.warm()
     words = [unique("zqbatchkilla"), unique("zqbatchkillb")]  # one per batch: 50 hits a search

@@ -219,8 +219,8 @@ class Indexer:
                     log.error("index_backfill_failed", error=f"{type(exc).__name__}: {exc}", exc_info=exc)
             if self.dirty_since is not None and (
                 self._closing
-                or time.monotonic() - self.dirty_since >= self.optimize_interval_s
                 or len(self.store.tail) >= TAIL_MAX
+                or (time.monotonic() - self.dirty_since >= self.optimize_interval_s and not self._deferring())
             ):
                 try:
                     await asyncio.to_thread(self.maintain)
@@ -235,6 +235,13 @@ class Indexer:
                     await asyncio.to_thread(trim)
                 except Exception as exc:  # only memory is at stake: the writer goes on
                     log.warning("memory_trim_failed", error=f"{type(exc).__name__}: {exc}")
+
+    def _deferring(self) -> bool:
+        """Whether the scheduled maintenance waits for the first gap in the writes: while writes are queued
+        (a stream of ``store_memories`` batches) a compaction would stall every one of them for its
+        hundreds of ms, and the tail it folds keeps growing only up to :data:`TAIL_MAX`. Not after a
+        delete or an edit: forgotten text leaves the disk within the interval whatever comes next."""
+        return not self.purge_due and self._queue.writes_waiting
 
     def _next_wake_in(self) -> float | None:
         """Seconds until the writer has something to do unasked (maintenance or a trim), or None."""

@@ -104,6 +104,11 @@ class WriteQueue:
         return len(self.pending.paths) + self.in_flight
 
     @property
+    def writes_waiting(self) -> bool:
+        """Whether a write some caller submitted is queued (the watcher's notes do not count)."""
+        return bool(_submitted(self.pending))
+
+    @property
     def backlog_chars(self) -> int:
         """Characters of text queued or being applied by admitted writes: the embedding work they hold."""
         return sum(self._chars.values())

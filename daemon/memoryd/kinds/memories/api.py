@@ -1,6 +1,6 @@
 """The engine-level memory API (``engine.memories``): every memory tool, and the memo tools, call this.
 
-One class (~470 lines) holds every memory operation because all of them share its write lock and view.
+One class (~500 lines) holds every memory operation because all of them share its write lock and view.
 
 Writes go to the board first (:mod:`memoryd.kinds.memories.writes`: atomic files, fsynced), then the
 changed paths are submitted to the indexer. A store answers once its file is on the board and its paths
@@ -63,6 +63,7 @@ from memoryd.kinds.memories.rules import (
 )
 from memoryd.kinds.memories.source import MemorySource
 from memoryd.kinds.memories.writes import BoardOps
+from memoryd.logs import get_logger
 from memoryd.textcheck import has_lone_surrogate
 
 if TYPE_CHECKING:
@@ -97,6 +98,8 @@ __all__ = [
 
 #: Candidates fetched from the hybrid search before the re-rank.
 SEARCH_POOL = 100
+
+log = get_logger("memoryd.kinds.memories")
 
 
 @dataclass(frozen=True)
@@ -258,6 +261,16 @@ class Memories:
                     out.append(exc)
                 except OSError as exc:
                     out.append(BrokenMemory(f"cannot write the memory file: {exc.strerror or exc}"))
+        stored = [r for r in out if isinstance(r, Stored)]
+        if stored:  # one line per board pass (its files are logged at debug level)
+            new = sum(r.is_new for r in stored)
+            log.info(
+                "board.memories_stored",
+                new=new,
+                existing=len(stored) - new,
+                failed=len(out) - len(stored),
+                first=stored[0].memory.id[:12],
+            )
         return out
 
     # -- read -----------------------------------------------------------------------------------------

@@ -1,0 +1,114 @@
+"""``store_memories`` batches through a real daemon and shim: CPU per batch of each process beside the model's.
+
+    .venv/bin/python bench/batch_cpu.py [--batches 8] [--rounds 2] [--grow 100]
+
+One ``memoryd serve`` of this checkout with the default model on a fresh board (its default info log),
+one ``memoryd-shim``; ``--grow`` single ``store_memory`` calls first, then per round the model alone
+embeds the round's texts in this process (batches of 50, the texts as the daemon embeds them: content and
+tags), and ``--batches`` ``store_memories`` calls of 50 follow, then one ``search_memories`` (until
+searchable). Printed per round: the wall ratio (as ``bench/bench_users.py`` measures it), and the CPU
+seconds per batch of the model alone, the daemon, the shim and this client (``/proc/<pid>/stat``). On 2
+shared cores the wall ratio swings with the load; the CPU ratio (model alone / daemon) barely does, and a
+pipeline that keeps both cores busy cannot beat it. Linux only (``/proc``). Not in ``make bench``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _util import MODELS, daemon, load_average, quiet_env
+from bench_memories import BATCH, MemShim, memory_text
+from support.measure import engine_ready, hybrid_ready
+
+
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        stat = f.read()
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--batches", type=int, default=8)
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--grow", type=int, default=100)
+    args = p.parse_args()
+    quiet_env()
+    from memoryd.index.embed import load_embedder
+    from memoryd.kinds.memories.files import Memory
+    from memoryd.kinds.memories.records import memory_record
+
+    embedder, status = load_embedder(None, MODELS)
+    if embedder is None:
+        raise SystemExit(f"model unavailable: {status.detail}")
+    rng = random.Random(11)
+    made = [0]
+
+    def item() -> dict:
+        mtype, content, tags = memory_text(rng, made[0])
+        made[0] += 1
+        return {"content": content, "tags": tags or ["bench"], "memory_type": mtype, "importance": 3}
+
+    work = Path(tempfile.mkdtemp(prefix="md-bcpu-"))
+    (work / "board").mkdir()
+    try:
+        with daemon(work / "board", work / "index") as d:
+            d.wait_until(lambda s: engine_ready(s) and hybrid_ready(s), timeout=600)
+            shim = MemShim(d.socket)
+            try:
+                for _ in range(args.grow):
+                    shim.tool("store_memory", item())
+                shim.tool("search_memories", {"query": "warm up the query path"})
+                for r in range(args.rounds):
+                    batches = [[item() for _ in range(BATCH)] for _ in range(args.batches)]
+                    texts = [
+                        memory_record(Memory.new(i["content"], tags=tuple(i["tags"]))).embed_text
+                        for b in batches
+                        for i in b
+                    ]
+                    embedder.embed_passages(texts[:8])  # warm
+                    c0, t0 = time.process_time(), time.perf_counter()
+                    for at in range(0, len(texts), BATCH):
+                        embedder.embed_passages(texts[at : at + BATCH])
+                    model_rate = len(texts) / (time.perf_counter() - t0)
+                    model_cpu = (time.process_time() - c0) / args.batches
+                    d0, s0, c0, t0 = (
+                        cpu_s(d.pid),
+                        cpu_s(shim.proc.pid),
+                        time.process_time(),
+                        time.perf_counter(),
+                    )
+                    for b in batches:
+                        shim.tool("store_memories", {"items": b})
+                    shim.tool("search_memories", {"query": "what was decided about the release"})
+                    rate = len(texts) / (time.perf_counter() - t0)
+                    per = [
+                        (cpu_s(d.pid) - d0) / args.batches,
+                        (cpu_s(shim.proc.pid) - s0) / args.batches,
+                        (time.process_time() - c0) / args.batches,
+                    ]
+                    print(
+                        f"round {r + 1}: model alone {model_rate:.0f}/s, batches {rate:.0f}/s = "
+                        f"{rate / model_rate:.2f}x; CPU per batch of {BATCH}: model alone {model_cpu * 1000:.0f} ms,"
+                        f" daemon {per[0] * 1000:.0f} ms (ratio {model_cpu / per[0]:.2f}), shim"
+                        f" {per[1] * 1000:.0f} ms, client {per[2] * 1000:.0f} ms; load {load_average()}",
+                        flush=True,
+                    )
+            finally:
+                shim.close()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""The writer's scheduled maintenance (compaction, folding the keyword tail into the text indexes) waits for the
+first gap in a stream of writes instead of stalling it, and runs at once in that gap; after a delete it
+does not wait (forgotten text leaves the disk within the interval). A real writer (:class:`Indexer`),
+LanceDB store and memories source on a temporary board, keyword-only."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from memoryd.core.indexer import Indexer
+from memoryd.index.searcher import RWLock
+from memoryd.index.store import IndexStore
+from memoryd.kinds.memories.files import Memory, write_memory
+from memoryd.kinds.memories.source import MemorySource
+
+INTERVAL_S = 0.2
+
+
+def writer(tmp_path) -> tuple[Indexer, list[Memory]]:
+    board = tmp_path / "board"
+    board.mkdir()
+    store = IndexStore(tmp_path / "index")
+    indexer = Indexer(
+        store, lambda: None, RWLock(), optimize_interval_s=INTERVAL_S, sources=[MemorySource(board)]
+    )
+    indexer.full_sync()
+    made = [Memory.new(f"stream note {n} about the zqstream release", tags=("s",)) for n in range(1500)]
+    for m in made:
+        write_memory(board, m)
+    return indexer, made
+
+
+def test_maintenance_waits_for_the_first_gap_in_a_stream_of_writes_then_runs_at_once(tmp_path):
+    indexer, made = writer(tmp_path)
+
+    async def run() -> tuple[float, float, float | None, float | None]:
+        indexer.start()
+        first = time.time()
+        # writes faster than the writer applies them, for several intervals: some are always queued
+        futures = []
+        for at in range(0, len(made), 3):
+            futures.append(indexer.submit([m.path for m in made[at : at + 3]]))
+            await asyncio.sleep(0.002)
+            if indexer._queue.pending.paths and time.time() - first > 6 * INTERVAL_S:
+                break
+        await asyncio.gather(*futures)
+        stream_end = time.time()
+        during = indexer.last_optimize_at
+        deadline = time.monotonic() + 10
+        while indexer.last_optimize_at is None and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        after = indexer.last_optimize_at
+        await indexer.close()
+        return first, stream_end, during, after
+
+    first, stream_end, during, after = asyncio.run(run())
+    assert stream_end - first > 3 * INTERVAL_S  # the stream outlasted the interval several times
+    assert during is None, f"maintenance ran {during - first:.2f} s into a {stream_end - first:.2f} s stream"
+    assert after is not None and after - stream_end < 2.0  # in the gap, not an interval later
+
+
+def test_after_a_delete_maintenance_does_not_wait_for_a_gap(tmp_path):
+    indexer, made = writer(tmp_path)
+    board = indexer._named["memories"].board
+
+    async def run() -> tuple[float, float | None, float]:
+        indexer.start()
+        await indexer.submit([m.path for m in made[:5]])
+        (board / made[0].path).unlink()
+        await indexer.submit([made[0].path])  # deleted: old versions must go within the interval
+        first = time.time()
+        futures = []
+        for at in range(5, len(made), 3):
+            futures.append(indexer.submit([m.path for m in made[at : at + 3]]))
+            await asyncio.sleep(0.002)
+            if indexer.last_optimize_at is not None or time.time() - first > 20 * INTERVAL_S:
+                break
+        ran = indexer.last_optimize_at
+        await asyncio.gather(*futures)
+        end = time.time()
+        await indexer.close()
+        return first, ran, end
+
+    first, ran, end = asyncio.run(run())
+    assert ran is not None, f"no maintenance during {end - first:.2f} s of writes after a delete"
