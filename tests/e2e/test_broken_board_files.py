@@ -1,0 +1,135 @@
+"""Broken board files, as a person meets them: a real daemon, files broken by hand while it runs, and the
+real ``memoryd status`` / ``doctor`` / ``tasks`` commands.
+
+Every record kind reports a file it cannot load at once (not only after a restart), by name and reason, and
+forgets it once the file is fixed or removed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from support.briefs import wait_engine_ready
+from support.daemon import DaemonProcess, short_tmpdir
+
+TASK = "t-20261201-c0ffee"
+BRIEF = "b-20261201-5eed42"
+BROKEN_BRIEF = "b-20261202-abcdef"
+BROKEN_TASK = "t-20261201-badbad"
+PICKUP_S = 30.0  # catches a change never picked up; not a speed figure
+
+
+def make_board(root: Path) -> Path:
+    """Two tasks with one brief each, all readable."""
+    board = root / "board"
+    for task_id, brief_id, title in (
+        (TASK, BRIEF, "Checkout double charge"),
+        (BROKEN_TASK, "b-20261201-0b0b0b", "Login loop"),
+    ):
+        (board / "briefs" / brief_id).mkdir(parents=True)
+        (board / "tasks").mkdir(exist_ok=True)
+        task = {"id": task_id, "title": title, "project": "shopfront", "status": "open",
+                "created_at": "2026-12-01T09:00:00Z"}  # fmt: skip
+        brief = {"id": brief_id, "task": task_id, "project": "shopfront", "created_at": "2026-12-01T09:01:00Z",
+                 "title": title, "summary": "A summary."}  # fmt: skip
+        (board / "tasks" / f"{task_id}.json").write_text(json.dumps(task))
+        (board / "briefs" / brief_id / "brief.json").write_text(json.dumps(brief))
+        (board / "briefs" / brief_id / "said.txt").write_text(f"{title}: customers complain")
+    return board
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "memoryd", *args], capture_output=True, text=True, timeout=120,
+                          cwd="/", env={**os.environ, "HOME": os.environ["MEMORYD_HOME"]})  # fmt: skip
+
+
+def status() -> dict:
+    done = cli("status", "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads(done.stdout)
+
+
+def checks() -> dict[str, dict]:
+    return {c["name"]: c for c in json.loads(cli("doctor", "--json").stdout)["checks"]}
+
+
+def wait_for(predicate, what: str) -> None:
+    deadline = time.monotonic() + PICKUP_S
+    while not predicate():
+        assert time.monotonic() < deadline, f"not within {PICKUP_S} s: {what}; status: {status()}"
+        time.sleep(0.3)
+
+
+@pytest.fixture
+def served(monkeypatch):
+    root = short_tmpdir()
+    memoryd_home = root / "mh"
+    monkeypatch.setenv("MEMORYD_HOME", str(memoryd_home))
+    (memoryd_home / "h").mkdir(parents=True)
+    daemon = DaemonProcess(root, socket_path=memoryd_home / "state" / "memoryd.sock", board=make_board(root))
+    try:
+        daemon.start()
+        wait_engine_ready(daemon)
+        yield daemon
+    finally:
+        daemon.kill()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def break_files(board: Path) -> dict[str, str]:
+    """One broken file of each kind, written while the daemon runs: board path -> a word of its reason."""
+    memory = "0" * 64
+    (board / "memories").mkdir(exist_ok=True)
+    (board / "memories" / f"{memory}.md").write_text("---\ntags: [unclosed\n---\nbody\n")
+    (board / "memories" / "notes.md").write_text("not a memory\n")
+    (board / "tasks" / f"{BROKEN_TASK}.json").write_text('{"id": "' + BROKEN_TASK + '", ')
+    (board / "briefs" / BROKEN_BRIEF).mkdir()
+    (board / "briefs" / BROKEN_BRIEF / "said.txt").write_text("hello there")
+    (board / "briefs" / BROKEN_BRIEF / "brief.json").write_text('{"id": "' + BROKEN_BRIEF + '", "task": ')
+    (board / "briefs" / BRIEF / "outcome.md").write_bytes(b"## Did\n- caf\xe9\n")
+    return {
+        f"memories/{memory}.md": "YAML",
+        "memories/notes.md": "name",
+        f"tasks/{BROKEN_TASK}.json": "JSON",
+        f"briefs/{BROKEN_BRIEF}/brief.json": "JSON",
+        f"briefs/{BRIEF}/outcome.md": "UTF-8",
+    }
+
+
+def test_files_broken_while_the_daemon_runs_are_reported_at_once_and_forgotten_once_fixed(served):
+    board = served.board
+    broken = break_files(board)
+    wait_for(lambda: status()["skipped_files"] == len(broken), "every broken file counted")
+    shown = {s["path"]: s["reason"] for s in status()["skipped"]}
+    assert shown.keys() == broken.keys(), shown
+    for path, word in broken.items():
+        assert word in shown[path], (path, shown[path])
+
+    shutil.rmtree(board / "memories")
+    shutil.rmtree(board / "briefs" / BROKEN_BRIEF)
+    (board / "briefs" / BRIEF / "outcome.md").unlink()
+    task = {"id": BROKEN_TASK, "title": "Login loop", "project": "shopfront", "status": "open",
+            "created_at": "2026-12-01T09:00:00Z"}  # fmt: skip
+    (board / "tasks" / f"{BROKEN_TASK}.json").write_text(json.dumps(task))
+    wait_for(lambda: status()["skipped_files"] == 0, "every fixed or removed file forgotten")
+    assert status()["tasks"] == 2
+
+
+def test_a_misnamed_entry_in_briefs_or_tasks_is_reported_while_it_exists(served):
+    board = served.board
+    (board / "briefs" / "junk").mkdir()
+    (board / "tasks" / "README.txt").write_text("my notes\n")
+    (board / "tasks" / ".hidden.json").write_text("{")  # dot files are not board files: never reported
+    wait_for(lambda: status()["skipped_files"] == 2, "both misnamed entries counted")
+    assert {s["path"] for s in status()["skipped"]} == {"briefs/junk", "tasks/README.txt"}
+    (board / "briefs" / "junk").rmdir()
+    (board / "tasks" / "README.txt").unlink()
+    wait_for(lambda: status()["skipped_files"] == 0, "removed entries forgotten")
