@@ -112,6 +112,11 @@ def test_files_broken_while_the_daemon_runs_are_reported_at_once_and_forgotten_o
     assert shown.keys() == broken.keys(), shown
     for path, word in broken.items():
         assert word in shown[path], (path, shown[path])
+    # a brief folder whose brief.json is broken is a board file to fix, not an index behind the board
+    found = checks()
+    assert found["index"]["state"] == "ok", found["index"]
+    assert found["board files"]["state"] == "problem"
+    assert f"briefs/{BROKEN_BRIEF}/brief.json" in found["board files"]["detail"]
 
     shutil.rmtree(board / "memories")
     shutil.rmtree(board / "briefs" / BROKEN_BRIEF)
@@ -121,6 +126,7 @@ def test_files_broken_while_the_daemon_runs_are_reported_at_once_and_forgotten_o
     (board / "tasks" / f"{BROKEN_TASK}.json").write_text(json.dumps(task))
     wait_for(lambda: status()["skipped_files"] == 0, "every fixed or removed file forgotten")
     assert status()["tasks"] == 2
+    assert "board files" not in checks()
 
 
 def test_a_misnamed_entry_in_briefs_or_tasks_is_reported_while_it_exists(served):
@@ -133,3 +139,19 @@ def test_a_misnamed_entry_in_briefs_or_tasks_is_reported_while_it_exists(served)
     (board / "briefs" / "junk").rmdir()
     (board / "tasks" / "README.txt").unlink()
     wait_for(lambda: status()["skipped_files"] == 0, "removed entries forgotten")
+
+
+def test_doctor_without_a_daemon_reads_the_board_and_names_each_broken_file(tmp_path, monkeypatch):
+    """No daemon runs: doctor does not say "all good" about a board a daemon would skip files of."""
+    monkeypatch.setenv("MEMORYD_HOME", str(tmp_path / "mh"))
+    monkeypatch.setenv("MEMORYD_BOARD", str(make_board(tmp_path)))
+    assert checks()["board files"]["state"] == "ok"
+    broken = break_files(tmp_path / "board")
+    done = cli("doctor", "--json")
+    assert done.returncode == 1, done.stdout
+    check = {c["name"]: c for c in json.loads(done.stdout)["checks"]}["board files"]
+    assert check["state"] == "problem" and check["detail"].startswith("5 files"), check
+    for path in broken:
+        assert path in check["detail"], (path, check)
+    assert check["fix"] == "fix or remove each file named" and check["command"] is None
+    assert "daemon" not in {c["name"] for c in json.loads(done.stdout)["checks"] if c["state"] == "problem"}

@@ -37,7 +37,7 @@ import os
 import re
 import stat
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeVar
@@ -447,6 +447,13 @@ class BriefSource:
             why = "name is not a brief id" if folder == BRIEFS_DIR else "name is not <task-id>.json"
             self.reader._skip(batch.skipped, origin, why)
         batch.origins.setdefault(origin, ())
+
+
+def unloaded_briefs(skipped: Iterable[Skipped], loaded: Collection[str]) -> int:
+    """How many brief folders (brief-id names) a skipped file belongs to whose brief is not in ``loaded``
+    (ids): folders on the board that are not briefs until a file is fixed (a broken ``brief.json``)."""
+    ids = {parts[1] for s in skipped if len(parts := s.path.split("/")) > 1 and parts[0] == BRIEFS_DIR}
+    return len({i for i in ids if is_brief_id(i)} - set(loaded))
 
 
 def _is_task_file(name: str) -> bool:
