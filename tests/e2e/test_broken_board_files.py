@@ -155,3 +155,16 @@ def test_doctor_without_a_daemon_reads_the_board_and_names_each_broken_file(tmp_
         assert path in check["detail"], (path, check)
     assert check["fix"] == "fix or remove each file named" and check["command"] is None
     assert "daemon" not in {c["name"] for c in json.loads(done.stdout)["checks"] if c["state"] == "problem"}
+
+
+def test_memoryd_tasks_says_which_task_files_could_not_be_read(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMORYD_HOME", str(tmp_path / "mh"))
+    monkeypatch.setenv("MEMORYD_BOARD", str(make_board(tmp_path)))
+    whole = cli("tasks")
+    assert whole.returncode == 0 and whole.stdout.startswith("2 tasks"), whole
+    (tmp_path / "board" / "tasks" / f"{BROKEN_TASK}.json").write_text('{"id": "' + BROKEN_TASK + '", ')
+    done = cli("tasks")
+    assert done.returncode == 1, done
+    assert done.stdout.startswith("1 task on") and TASK in done.stdout and BROKEN_TASK not in done.stdout
+    assert "1 task file could not be read" in done.stderr, done.stderr
+    assert f"tasks/{BROKEN_TASK}.json: bad JSON" in done.stderr, done.stderr
