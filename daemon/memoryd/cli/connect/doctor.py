@@ -52,7 +52,7 @@ class Check:
 
 
 # Fixes that start like this are instructions in words, not a command line.
-_PROSE = ("stop ", "fix ", "free ", "reinstall ", "set ", "remove ", "start ")
+_PROSE = ("stop ", "fix ", "free ", "reinstall ", "set ", "remove ", "start ", "make ")
 
 
 def _me(args: str) -> str:
@@ -129,7 +129,7 @@ def _socket_checks(
     sock = status.get("socket") or {}
     problem = rendezvous.socket_dir_problem(str(socket_path.parent))
     if problem:
-        checks.append(Check("socket", PROBLEM, problem, f"chmod 700 {socket_path.parent}"))
+        checks.append(Check("socket", PROBLEM, problem, _socket_dir_fix(socket_path.parent)))
     elif sock.get("mode") not in (None, "0600") or sock.get("owner_uid") not in (None, os.getuid()):
         checks.append(
             Check(
@@ -142,6 +142,21 @@ def _socket_checks(
     else:
         checks.append(Check("socket", OK, f"mode {sock.get('mode')}, directory 0700, owned by you"))
     return checks
+
+
+def _socket_dir_fix(directory: Path) -> str:
+    """``chmod 700`` for a folder memoryd made (its state folder) or one of the user's own no one else may
+    write to; for a shared one such as /tmp, a private folder instead (never a chmod of it)."""
+    from memoryd.serve.socketfile import PRIVATE_DIR, is_memoryd_dir, shared_dir
+
+    with contextlib.suppress(OSError):
+        if is_memoryd_dir(directory) or not shared_dir(directory.lstat()):
+            return f"chmod 700 {directory}"
+    return (
+        f"make a folder only you can open: mkdir -m 700 {PRIVATE_DIR}   (then serve on "
+        f"{PRIVATE_DIR}/memoryd.sock with --socket or MEMORYD_SOCKET; or set neither: the default socket "
+        f"is private)"
+    )
 
 
 def _versions(status: dict[str, Any] | None, service: bool) -> Check:
