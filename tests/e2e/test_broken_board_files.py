@@ -168,3 +168,24 @@ def test_memoryd_tasks_says_which_task_files_could_not_be_read(tmp_path, monkeyp
     assert done.stdout.startswith("1 task on") and TASK in done.stdout and BROKEN_TASK not in done.stdout
     assert "1 task file could not be read" in done.stderr, done.stderr
     assert f"tasks/{BROKEN_TASK}.json: bad JSON" in done.stderr, done.stderr
+    assert done.stderr.count(f"tasks/{BROKEN_TASK}.json") == 1, done.stderr  # said once, not also logged
+    assert_sentences("memoryd tasks", done.stderr)
+
+
+def assert_sentences(prog: str, stderr: str) -> None:
+    """What a CLI command writes on stderr is sentences for a person, never JSON log lines."""
+    for line in stderr.splitlines():
+        assert line.startswith((f"{prog}: ", "  ", "(")) and not line.lstrip().startswith("{"), stderr
+
+
+def test_cli_commands_say_broken_board_files_in_sentences_not_json_log_lines(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMORYD_HOME", str(tmp_path / "mh"))
+    monkeypatch.setenv("MEMORYD_BOARD", str(make_board(tmp_path)))
+    break_files(tmp_path / "board")
+    found = cli("search", "customers complain", "--model", "none")  # no daemon: searches in-process
+    assert found.returncode == 0 and TASK in found.stdout, found
+    assert_sentences("memoryd search", found.stderr)
+    assert f"memoryd search: skipped tasks/{BROKEN_TASK}.json: bad JSON" in found.stderr, found.stderr
+    doctor = cli("doctor")
+    assert "5 files on" in doctor.stdout, doctor.stdout
+    assert doctor.stderr == "", doctor.stderr  # the board files check names them: no line besides

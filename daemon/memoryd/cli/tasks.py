@@ -89,7 +89,9 @@ def cmd_move(args) -> int:
 
 def cmd_list(args) -> int:
     from memoryd.kinds.briefs.source import BoardReader, BoardUnreadable
+    from memoryd.logs import hush
 
+    hush("board.file_skipped")  # said below, once, as part of the answer
     board = served_board(timeout=1.0)
     try:
         snap = BoardReader(board).load()
@@ -116,10 +118,17 @@ def cmd_list(args) -> int:
 
 def _unread_tasks(skipped) -> int:
     """Say on stderr which task files could not be read (their tasks are missing from the list, their briefs
-    are not); the exit status: 1 when there are any."""
+    are not), and how many other board files (briefs: missing from the counts); the exit status: 1 when a
+    task file could not be read."""
     from memoryd.kinds.briefs.source import TASKS_DIR
 
     unread = [s for s in skipped if s.path.startswith(f"{TASKS_DIR}/")]
+    if len(skipped) > len(unread):
+        print(
+            f"memoryd tasks: {counted(len(skipped) - len(unread), 'brief file')} could not be read "
+            "(`memoryd doctor` names each)",
+            file=sys.stderr,
+        )
     if not unread:
         return EXIT_OK
     print(

@@ -86,9 +86,11 @@ def _scanned(board: Path) -> Check | None:
     them (each record source's full load; nothing is written). None when the board does not exist yet."""
     from memoryd.core.sources import make_sources
     from memoryd.kinds.briefs.source import BoardUnreadable
+    from memoryd.logs import hush
 
     if not board.is_dir():
         return None
+    hush("board.file_skipped", "sessions.line_skipped", "sessions.summary_skipped")  # the check names them
     skipped = []
     try:
         for src in make_sources(board):
