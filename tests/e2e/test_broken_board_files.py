@@ -112,6 +112,8 @@ def test_files_broken_while_the_daemon_runs_are_reported_at_once_and_forgotten_o
     assert shown.keys() == broken.keys(), shown
     for path, word in broken.items():
         assert word in shown[path], (path, shown[path])
+    text = cli("status")
+    assert "5 files skipped:" in text.stdout and all(f"{p}: " in text.stdout for p in broken), text.stdout
     # a brief folder whose brief.json is broken is a board file to fix, not an index behind the board
     found = checks()
     assert found["index"]["state"] == "ok", found["index"]
