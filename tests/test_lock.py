@@ -214,6 +214,22 @@ def test_a_loose_socket_dir_is_tightened_only_when_it_is_ours(short_dir):
     assert stat.S_IMODE(loose.stat().st_mode) == 0o700
 
 
+def test_serve_on_a_shared_sticky_folder_suggests_a_private_folder_never_a_chmod_of_it(short_dir):
+    """``memoryd serve --socket /tmp/x.sock``: /tmp is everyone's; the fix is a folder of one's own."""
+    shared = short_dir / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    env = {**os.environ, "MEMORYD_HOME": str(short_dir / "mh")}
+    done = subprocess.run([sys.executable, "-m", "memoryd", "serve", "--socket", str(shared / "md2.sock"),
+                           "--model", "none"], capture_output=True, text=True, env=env, timeout=60)  # fmt: skip
+    assert done.returncode == 1, done
+    said = [line for line in done.stderr.splitlines() if line.startswith("memoryd: ")]
+    assert len(said) == 1 and "mode 1777" in said[0], done.stderr
+    assert "mkdir -m 700 ~/.memoryd" in said[0] and "--socket ~/.memoryd/memoryd.sock" in said[0], said
+    assert "chmod" not in said[0], said
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o1777 and not (shared / "md2.sock").exists()
+
+
 def test_a_symlinked_socket_dir_is_refused(short_dir):
     real = short_dir / "real"
     real.mkdir(mode=0o700)

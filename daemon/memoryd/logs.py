@@ -41,11 +41,15 @@ _log_file: Path | None = None
 
 
 def configure(
-    level: str | None = None, stream: TextIO | None = None, log_file: str | os.PathLike[str] | None = None
+    level: str | None = None,
+    stream: TextIO | None = None,
+    log_file: str | os.PathLike[str] | None = None,
+    plain: str | None = None,
 ) -> None:
     """Route structlog and stdlib logging to JSON lines on ``stream`` (default: ``sys.stderr`` at each
     line) and, with ``log_file``, to that rotating file as well (stderr then keeps warnings and errors only).
-    Idempotent; raises ``OSError`` when ``log_file`` cannot be opened."""
+    ``plain``: a command's name (``"memoryd tasks"``): stream lines are sentences it starts instead of JSON
+    (:class:`Sentence`). Idempotent; raises ``OSError`` when ``log_file`` cannot be opened."""
     global _configured, _log_file
     os.environ.setdefault("LANCEDB_LOG", "error")  # LanceDB's plain-text warnings stay out of our logs
     name = (level or os.environ.get("MEMORYD_LOG_LEVEL") or "info").upper()
@@ -59,7 +63,14 @@ def configure(
         ],
     )
     handler = logging.StreamHandler(stream) if stream is not None else _Stderr()
-    handler.setFormatter(formatter)
+    handler.setFormatter(
+        formatter
+        if plain is None
+        else structlog.stdlib.ProcessorFormatter(
+            processor=Sentence(plain), foreign_pre_chain=[structlog.stdlib.add_log_level]
+        )
+    )
+    handler.addFilter(_hush)
     handlers: list[logging.Handler] = [handler]
     if log_file is not None:
         path = Path(log_file)
@@ -96,6 +107,47 @@ def configure(
         cache_logger_on_first_use=False,
     )
     _configured = True
+
+
+class Sentence:
+    """Renders a log line for a person at a terminal: ``memoryd tasks: skipped tasks/x.json: bad JSON``.
+
+    A command's warnings are about what it just did, so the time, the logger and the board are left out;
+    an ``*_skipped`` event with a ``path`` and a ``reason`` reads "skipped <path>: <reason>", any other
+    "<event in words> (<key> <value>, ...)"; an error says so first, and an exception adds its last line."""
+
+    def __init__(self, prog: str) -> None:
+        self.prog = prog
+
+    def __call__(self, _logger: Any, _name: str, event_dict: Mapping[str, Any]) -> str:
+        ev = {k: v for k, v in event_dict.items() if k not in ("logger", "timestamp", "board", "_record")}
+        ev.pop("_from_structlog", None)
+        level = str(ev.pop("level", ""))
+        words = str(ev.pop("event", "")).rsplit(".", 1)[-1].replace("_", " ")
+        exc = ev.pop("exception", None) or ev.pop("exc_info", None)
+        if words.endswith("skipped") and "path" in ev and "reason" in ev:
+            text = f"skipped {ev.pop('path')}: {ev.pop('reason')}"
+        else:
+            text = words
+        if ev:
+            text += " (" + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in ev.items()) + ")"
+        if isinstance(exc, str) and exc.strip():
+            text += f": {exc.strip().splitlines()[-1]}"
+        return f"{self.prog}: {'error: ' if level in ('error', 'critical') else ''}{text}"
+
+
+_hushed: set[str] = set()
+
+
+def _hush(record: logging.LogRecord) -> bool:
+    """The stream handler's filter: False for an event :func:`hush` silenced."""
+    return not (isinstance(record.msg, dict) and record.msg.get("event") in _hushed)
+
+
+def hush(*events: str) -> None:
+    """Stop writing these events on stderr (a command whose output lists what they say); the log file, when
+    there is one, keeps them."""
+    _hushed.update(events)
 
 
 class _Stderr(logging.StreamHandler):

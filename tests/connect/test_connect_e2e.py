@@ -198,8 +198,8 @@ def test_doctor_after_a_deliberate_disconnect_reports_no_failure(tmp_path, monke
 
 
 def test_doctor_fixes_for_a_running_daemon_work_without_a_service(monkeypatch):
-    """With a daemon a shim (or a person) started and no service installed, a restart is a clean stop of
-    that pid, never ``memoryd service restart``; a socket folder others can enter gets a chmod that works."""
+    """With a daemon a shim (or a person) started and no service installed, a restart is ``memoryd stop``
+    (the next agent call starts it again), never ``memoryd service restart``; a socket folder others can enter gets a chmod that works."""
     root = short_tmpdir()
     memoryd_home = root / "mh"
     monkeypatch.setenv("MEMORYD_HOME", str(memoryd_home))
@@ -216,6 +216,7 @@ def test_doctor_fixes_for_a_running_daemon_work_without_a_service(monkeypatch):
         checks = checks_of(doctor(home))
         model = checks["model"]
         assert model["state"] == "problem" and "service" not in model["fix"], model
+        assert model["command"].endswith("memoryd stop") and "kill" not in model["fix"], model
         assert checks["socket"]["state"] == "problem", checks["socket"]
         run_fix(home, checks["socket"])
         assert checks_of(doctor(home))["socket"]["state"] == "ok"

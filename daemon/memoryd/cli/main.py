@@ -46,9 +46,12 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from memoryd.logs import configure
 
-    # The daemon logs its life at info; a command run at a terminal shows only warnings and errors.
+    # The daemon logs its life at info, in JSON; a command run at a terminal shows only warnings and errors,
+    # as sentences of its own (a command that lists a problem itself hushes its log line: logs.hush).
+    daemon = getattr(args, "logs_at_info", False)
     configure(
-        None if getattr(args, "logs_at_info", False) else os.environ.get("MEMORYD_LOG_LEVEL") or "warning"
+        None if daemon else os.environ.get("MEMORYD_LOG_LEVEL") or "warning",
+        plain=None if daemon else f"memoryd {args.command}",
     )
     from memoryd.settings import SettingsError
 

@@ -149,15 +149,14 @@ def render(s: dict[str, Any]) -> str:
         lines.append(f"  board     {s['board']}")
         lines.append(f"  index     {s['index']}")
     else:
-        skipped = (
-            f", {counted(s['skipped_files'], 'file')} skipped (see the log)" if s["skipped_files"] else ""
-        )
+        skipped = f", {counted(s['skipped_files'], 'file')} skipped:" if s["skipped_files"] else ""
         fresh = s["index_freshness"]
         model = s["model"] or {}
         mode = "hybrid search" if s["search_mode"] == "hybrid" else "keyword-only search"
         detail = f" ({model['detail']})" if model.get("detail") else ""
         lines += [
             f"  board     {s['board']}: {counted(s['tasks'], 'task')}, {counted(s['briefs'], 'brief')}{skipped}",
+            *_skipped_lines(s),
             f"  index     {s['index']}: {counted(s['records'], 'record')}; last write "
             f"{_ago(fresh['last_indexed_age_s'])}, last compaction {_ago(fresh['last_optimize_age_s'])}",
             f"  model     {model.get('name')}: {model.get('state')}{detail}, {mode}",
@@ -191,6 +190,16 @@ def render(s: dict[str, Any]) -> str:
     else:
         lines.append("  http      off (`memoryd open` says how to turn it on)")
     return "\n".join(lines)
+
+
+def _skipped_lines(s: dict[str, Any]) -> list[str]:
+    """The board files the daemon does not load, as many as its status names, each with its reason."""
+    shown = s.get("skipped") or []
+    lines = [f"            {k['path']}: {k['reason']}" for k in shown]
+    more = (s.get("skipped_files") or 0) - len(shown)
+    if more > 0:
+        lines.append(f"            and {more} more (the daemon's log names each)")
+    return lines
 
 
 def settings_lines(problems: list[dict[str, str]]) -> list[str]:

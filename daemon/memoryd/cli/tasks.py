@@ -7,7 +7,8 @@ daemon serves when one answers, else this install's; a running daemon's watcher 
 does for any edit, and a stopped one at its next start.
 
 Exit status: 0 done (also when nothing needed to change), 1 a problem (no such task or brief, a broken
-file, an unreadable board), 2 usage.
+file, an unreadable board; for the list: a task file that could not be read, named on stderr with its
+reason, while the readable tasks are listed), 2 usage.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import sys
 
 from memoryd.cli.options import EXIT_OK, EXIT_PROBLEM, command
 from memoryd.serve.control import served_board
+from memoryd.wording import counted
 
 
 def register(sub) -> None:
@@ -87,8 +89,9 @@ def cmd_move(args) -> int:
 
 def cmd_list(args) -> int:
     from memoryd.kinds.briefs.source import BoardReader, BoardUnreadable
-    from memoryd.wording import counted
+    from memoryd.logs import hush
 
+    hush("board.file_skipped")  # said below, once, as part of the answer
     board = served_board(timeout=1.0)
     try:
         snap = BoardReader(board).load()
@@ -110,4 +113,29 @@ def cmd_list(args) -> int:
         print(
             f"{task.id}  {task.status:<4}  {last[:10]}  {n:>3} brief{'' if n == 1 else 's'}  [{task.project}] {task.title}"
         )
-    return EXIT_OK
+    return _unread_tasks(snap.skipped)
+
+
+def _unread_tasks(skipped) -> int:
+    """Say on stderr which task files could not be read (their tasks are missing from the list, their briefs
+    are not), and how many other board files (briefs: missing from the counts); the exit status: 1 when a
+    task file could not be read."""
+    from memoryd.kinds.briefs.source import TASKS_DIR
+
+    unread = [s for s in skipped if s.path.startswith(f"{TASKS_DIR}/")]
+    if len(skipped) > len(unread):
+        print(
+            f"memoryd tasks: {counted(len(skipped) - len(unread), 'brief file')} could not be read "
+            "(`memoryd doctor` names each)",
+            file=sys.stderr,
+        )
+    if not unread:
+        return EXIT_OK
+    print(
+        f"memoryd tasks: {counted(len(unread), 'task file')} could not be read, so not listed "
+        "(fix or remove each; `memoryd doctor` names every board file that does not load):",
+        file=sys.stderr,
+    )
+    for s in unread:
+        print(f"  {s.path}: {s.reason}", file=sys.stderr)
+    return EXIT_PROBLEM

@@ -33,6 +33,7 @@ from memoryd.kinds.briefs.source import (
     BriefSource,
     brief_origin,
     task_path,
+    unloaded_briefs,
 )
 from memoryd.kinds.briefs.writer import ensure_board
 from memoryd.kinds.memories.api import Memories
@@ -251,6 +252,8 @@ class Engine:
             "tasks": len(self.brief_source.snapshot.tasks) if idx else 0,
             "memories": self.memories.count(),
             "skipped_files": len(idx.skipped()) if idx else 0,
+            # brief folders on the board that are no brief while a file of theirs is broken
+            "briefs_skipped": unloaded_briefs(idx.skipped(), self.brief_source.snapshot.briefs) if idx else 0,
             # the first few by name, so status and doctor can say which file to fix
             "skipped": [{"path": k.path, "reason": k.reason} for k in idx.skipped()[:SKIPPED_SHOWN]]
             if idx

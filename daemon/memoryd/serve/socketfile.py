@@ -52,8 +52,8 @@ def ensure_socket_dir(directory: Path, *, ours: bool) -> None:
         raise SocketPathError(f"socket directory {directory} is not a real directory (a symlink or a file)")
     if st.st_uid != os.getuid():
         raise SocketPathError(
-            f"socket directory {directory} is owned by uid {st.st_uid}, not by this user (uid {os.getuid()}); "
-            "choose another --socket"
+            f"socket directory {directory} is owned by uid {st.st_uid}, not by this user (uid {os.getuid()}). "
+            f"{private_dir_fix(directory, st)}"
         )
     loose = stat.S_IMODE(st.st_mode) & 0o077
     if loose and ours:
@@ -61,8 +61,33 @@ def ensure_socket_dir(directory: Path, *, ours: bool) -> None:
     elif loose:
         raise SocketPathError(
             f"socket directory {directory} has mode {stat.S_IMODE(st.st_mode):04o}; other users could reach "
-            f"the socket. Run `chmod 700 {directory}` or choose another --socket"
+            f"the socket. {private_dir_fix(directory, st)}"
         )
+
+
+#: A folder only the user can open, for a socket of their choosing (the default needs no --socket at all).
+PRIVATE_DIR = "~/.memoryd"
+
+
+def private_dir_fix(directory: Path, st: os.stat_result) -> str:
+    """What to do about a socket ``directory`` others can reach (``st``: its lstat), as a sentence.
+
+    Never a chmod of a shared folder (sticky or writable by others, like ``/tmp``) or of one owned by
+    someone else: that would change the folder for everyone using it. Suggested first: a new folder only
+    the user can open; a chmod is offered only besides that, for a folder the user owns that no one else
+    may write to, and only if memoryd alone uses it."""
+    fix = (
+        f"Make a folder only you can open for it: `mkdir -m 700 {PRIVATE_DIR}` and use "
+        f"`--socket {PRIVATE_DIR}/memoryd.sock` (or leave out --socket: the default socket is private)"
+    )
+    if shared_dir(st):
+        return fix + "."
+    return fix + f"; or, if only memoryd uses {directory}, `chmod 700 {directory}`."
+
+
+def shared_dir(st: os.stat_result) -> bool:
+    """A folder others use too (``st``: its lstat): sticky, writable by group or others, or not the user's."""
+    return bool(st.st_mode & (stat.S_ISVTX | stat.S_IWOTH | stat.S_IWGRP)) or st.st_uid != os.getuid()
 
 
 def is_memoryd_dir(directory: Path) -> bool:

@@ -9,14 +9,17 @@ daemon serves that port, :mod:`memoryd.cli.connect.httpcheck`), and disk use.
 Exit code 0 when nothing is wrong, 1 when at least one problem was found. A warning (``warn``: something
 that depends on the folder, or that memoryd cannot verify, such as an agent's trust in a folder or a hook)
 is printed with its fix and does not change the exit code. The capture hooks' checks are in
-:mod:`memoryd.cli.connect.capturecheck`; this shell's ``MEMORYD_*`` variables are checked too.
+:mod:`memoryd.cli.connect.capturecheck`, the index's and the board files' in :mod:`memoryd.cli.connect.boardcheck`; this shell's ``MEMORYD_*`` variables are checked too.
 
 What counts as a problem: something that keeps memoryd from working as set up. Not a problem (``info``):
 no service installed (an agent's shim starts the daemon on demand), hence no daemon running yet; an agent
 that is not connected (after ``memoryd disconnect`` that is what you asked for), unless you name it
 (``memoryd doctor cursor``). Every fix printed is a command that works here as printed: ``memoryd`` is
 spelled the way this shell finds this install (:func:`memoryd.paths.memoryd_command`), and a
-restart names ``memoryd service restart`` only when a service is installed (else the daemon's pid).
+restart names ``memoryd service restart`` only when a service is installed (else ``memoryd stop``: the next
+agent call starts the daemon again). With no daemon running, the board files are checked by reading the
+board the way the daemon does at its start (every record source's full load), so a broken file is named
+before any daemon runs.
 ``command`` in ``--json`` is that runnable command line (``None`` when the fix needs a person's hands).
 """
 
@@ -31,12 +34,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from memoryd.wording import counted
-
 OK, PROBLEM, WARN, INFO = "ok", "problem", "warn", "info"
-#: How far the newest board file may be ahead of the last index write before the index counts as behind
-#: (the watcher debounces per brief, and a save is indexed within seconds).
-INDEX_SLACK_S = 30.0
 LOW_DISK_BYTES = 512 << 20
 
 
@@ -54,7 +52,7 @@ class Check:
 
 
 # Fixes that start like this are instructions in words, not a command line.
-_PROSE = ("stop ", "fix ", "free ", "reinstall ", "set ", "remove ", "start ")
+_PROSE = ("stop ", "fix ", "free ", "reinstall ", "set ", "remove ", "start ", "make ")
 
 
 def _me(args: str) -> str:
@@ -94,15 +92,14 @@ def _service() -> tuple[list[Check], bool]:
     return [Check("service", OK, f"{detail} ({manager})")], True
 
 
-def _restart(status: dict[str, Any] | None, service: bool, why: str = "") -> str:
-    """The command that restarts the running daemon: the service's restart, else a clean stop of the
+def _restart(service: bool, why: str = "") -> str:
+    """The command that restarts the running daemon: the service's restart, else ``memoryd stop`` of the
     daemon a shim started (the next agent call starts it again)."""
     note = f"   ({why})" if why else ""
     if service:
         return _me("service restart") + note
-    pid = (status or {}).get("pid")
     then = "; the next agent call starts it again, or run " + _me("serve")
-    return f"kill {pid}   (stops the daemon cleanly{then}{'; ' + why if why else ''})"
+    return f"{_me('stop')}   (stops the daemon cleanly{then}{'; ' + why if why else ''})"
 
 
 def _socket_checks(
@@ -132,7 +129,7 @@ def _socket_checks(
     sock = status.get("socket") or {}
     problem = rendezvous.socket_dir_problem(str(socket_path.parent))
     if problem:
-        checks.append(Check("socket", PROBLEM, problem, f"chmod 700 {socket_path.parent}"))
+        checks.append(Check("socket", PROBLEM, problem, _socket_dir_fix(socket_path.parent)))
     elif sock.get("mode") not in (None, "0600") or sock.get("owner_uid") not in (None, os.getuid()):
         checks.append(
             Check(
@@ -145,6 +142,21 @@ def _socket_checks(
     else:
         checks.append(Check("socket", OK, f"mode {sock.get('mode')}, directory 0700, owned by you"))
     return checks
+
+
+def _socket_dir_fix(directory: Path) -> str:
+    """``chmod 700`` for a folder memoryd made (its state folder) or one of the user's own no one else may
+    write to; for a shared one such as /tmp, a private folder instead (never a chmod of it)."""
+    from memoryd.serve.socketfile import PRIVATE_DIR, is_memoryd_dir, shared_dir
+
+    with contextlib.suppress(OSError):
+        if is_memoryd_dir(directory) or not shared_dir(directory.lstat()):
+            return f"chmod 700 {directory}"
+    return (
+        f"make a folder only you can open: mkdir -m 700 {PRIVATE_DIR}   (then serve on "
+        f"{PRIVATE_DIR}/memoryd.sock with --socket or MEMORYD_SOCKET; or set neither: the default socket "
+        f"is private)"
+    )
 
 
 def _versions(status: dict[str, Any] | None, service: bool) -> Check:
@@ -163,9 +175,7 @@ def _versions(status: dict[str, Any] | None, service: bool) -> Check:
             f"reinstall memoryd into {sys.executable} (`make setup` in a checkout)",
         )
     if running and running != daemon_version:
-        return Check(
-            "versions", PROBLEM, detail + " (the running daemon is older)", _restart(status, service)
-        )
+        return Check("versions", PROBLEM, detail + " (the running daemon is older)", _restart(service))
     return Check("versions", OK, detail)
 
 
@@ -185,61 +195,7 @@ def _model(status: dict[str, Any] | None, service: bool) -> Check | None:
         "model",
         PROBLEM,
         f"{model.get('name')}: {state} ({model.get('detail') or engine.get('error')})",
-        _restart(status, service, "retries loading the model; the daemon's log says why it failed"),
-    )
-
-
-def _board_facts(board: Path) -> tuple[int, float]:
-    """(brief folders on the board, newest mtime of any board file)."""
-    from memoryd.cli.connect.hook import BRIEF_ID
-
-    briefs_dir = board / "briefs"
-    count = sum(1 for p in briefs_dir.iterdir() if BRIEF_ID.fullmatch(p.name)) if briefs_dir.is_dir() else 0
-    newest = 0.0
-    for root, _dirs, files in os.walk(board):
-        for name in files:
-            with contextlib.suppress(OSError):
-                newest = max(newest, os.stat(os.path.join(root, name)).st_mtime)
-    return count, newest
-
-
-def _index(status: dict[str, Any] | None, service: bool) -> Check | None:
-    engine = (status or {}).get("engine") or {}
-    if status is None or engine.get("briefs") is None or not status.get("board"):
-        return None
-    board = Path(status["board"])
-    count, newest = _board_facts(board)
-    indexed_at = engine.get("last_indexed_at") or 0.0
-    fix = _restart(status, service, "the daemon reconciles the index with the board when it starts")
-    if engine.get("watcher") not in (None, "alive"):
-        return Check("index", PROBLEM, f"the board watcher is {engine.get('watcher')}", fix)
-    behind = newest - indexed_at if indexed_at else None
-    if count != engine.get("briefs") or (behind is not None and behind > INDEX_SLACK_S):
-        return Check(
-            "index",
-            PROBLEM,
-            f"behind the board: {counted(engine.get('briefs') or 0, 'brief')} indexed, {count} on {board}",
-            fix,
-        )
-    records, briefs = counted(engine.get("records") or 0, "record"), counted(count, "brief")
-    return Check("index", OK, f"{records}, in step with {briefs} on the board")
-
-
-def _skipped(status: dict[str, Any] | None) -> Check | None:
-    """Board files the daemon could not load: their records are missing from every search."""
-    engine = (status or {}).get("engine") or {}
-    n = engine.get("skipped_files") or 0
-    if not n:
-        return None
-    named = "; ".join(f"{s['path']} ({s['reason']})" for s in engine.get("skipped") or [])
-    more = n - len(engine.get("skipped") or [])
-    detail = f"{counted(n, 'file')} on the board not loaded: {named or 'see the daemon log'}"
-    detail += f"; and {more} more (the daemon log names each)" if more > 0 and named else ""
-    return Check(
-        "board files",
-        PROBLEM,
-        detail,
-        "fix or remove each file named   (the daemon loads a file again when it is saved)",
+        _restart(service, "retries loading the model; the daemon's log says why it failed"),
     )
 
 
@@ -345,10 +301,12 @@ def run_checks(agents: tuple[str, ...] = ()) -> list[Check]:
         error = str(exc)
     checks, service = _service()
     checks += _socket_checks(status, locations.socket, error, service) + [_versions(status, service)]
+    from memoryd.cli.connect import boardcheck, capturecheck, httpcheck
+
+    board = boardcheck.files(status, locations.board, scan=status is None and error is None)
     checks += [
-        c for c in (_model(status, service), _index(status, service), _skipped(status)) if c is not None
+        c for c in (_model(status, service), boardcheck.index(status, service), board) if c is not None
     ]
-    from memoryd.cli.connect import capturecheck, httpcheck
 
     agent_checks, connected = _agents(agents)
     agent_checks += httpcheck.run(status if error is None else None)

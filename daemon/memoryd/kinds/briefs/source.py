@@ -33,10 +33,11 @@ writer runs in a worker thread, so those dicts are never changed in place.
 
 from __future__ import annotations
 
+import os
 import re
 import stat
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeVar
@@ -149,15 +150,18 @@ class BoardReader:
         )
         return snap
 
-    def read_task(self, task_id: str) -> Task | None:
-        """The task, or None when absent or broken (logged). Raises InvalidId first, BoardUnreadable for the root."""
+    def read_task(self, task_id: str, skipped: list[Skipped] | None = None) -> Task | None:
+        """The task, or None when absent or broken (logged, and appended to ``skipped`` when given). Raises
+        InvalidId first, BoardUnreadable for the root."""
         check_task_id(task_id)
-        return self._read_one(TASKS_DIR, f"{TASKS_DIR}/{task_id}.json", self._task, task_id)
+        return self._read_one(TASKS_DIR, f"{TASKS_DIR}/{task_id}.json", self._task, task_id, skipped)
 
-    def read_brief(self, brief_id: str) -> Brief | None:
-        """The brief, or None when absent or broken (logged). Raises InvalidId first, BoardUnreadable for the root."""
+    def read_brief(self, brief_id: str, skipped: list[Skipped] | None = None) -> Brief | None:
+        """The brief, or None when absent or broken; every file of it skipped (a broken ``brief.json``, or an
+        optional file such as ``outcome.md`` that the brief loads without) is logged, and appended to
+        ``skipped`` when given. Raises InvalidId first, BoardUnreadable for the root."""
         check_brief_id(brief_id)
-        return self._read_one(BRIEFS_DIR, f"{BRIEFS_DIR}/{brief_id}", self._brief, brief_id)
+        return self._read_one(BRIEFS_DIR, f"{BRIEFS_DIR}/{brief_id}", self._brief, brief_id, skipped)
 
     def brief_ids(self) -> list[str]:
         """Ids of brief folders (real directories with a brief-id name), sorted; contents are not read."""
@@ -200,10 +204,16 @@ class BoardReader:
         return None
 
     def _read_one(
-        self, sub: str, path: str, read: Callable[[SafeDir, str, list[Skipped]], T | None], name: str
+        self,
+        sub: str,
+        path: str,
+        read: Callable[[SafeDir, str, list[Skipped]], T | None],
+        name: str,
+        skipped: list[Skipped] | None,
     ) -> T | None:
-        """``read`` of entry ``name`` of folder ``sub`` (its board path: ``path``); None when absent or broken."""
-        skipped: list[Skipped] = []
+        """``read`` of entry ``name`` of folder ``sub`` (its board path: ``path``); None when absent or broken.
+        What it skips goes to ``skipped`` (a throwaway list when None)."""
+        skipped = [] if skipped is None else skipped
         with open_board(self.root) as root:
             d = self._subdir(root, sub, skipped)
             if d is None:
@@ -387,20 +397,30 @@ class BriefSource:
         folders themselves (created, deleted or moved wholesale) are a full load."""
         briefs: set[str] = set()
         tasks: set[str] = set()
+        misnamed: set[str] = set()
         for path in paths:
             parts = path.split("/")
             if len(parts) == 1:
                 if parts[0] in self.folders:
                     return self.load_all()
+            elif _ignored(parts[1]):
+                continue
             elif parts[0] == BRIEFS_DIR and is_brief_id(parts[1]):
                 briefs.add(parts[1])
-            elif parts[0] == TASKS_DIR and len(parts) == 2 and _is_task_file(parts[1]):
-                tasks.add(parts[1][:-5])
+            elif parts[0] == BRIEFS_DIR:
+                misnamed.add(path)
+            elif parts[0] == TASKS_DIR:
+                if len(parts) == 2 and _is_task_file(parts[1]):
+                    tasks.add(parts[1][:-5])
+                else:
+                    misnamed.add(path)
         old = self.snapshot
         snap = BoardSnapshot(tasks=dict(old.tasks), briefs=dict(old.briefs), skipped=old.skipped)
         batch = SourceBatch()
+        for path in sorted(misnamed):
+            self._misnamed(path, batch)
         for task_id in sorted(tasks):
-            task = self.reader.read_task(task_id)
+            task = self.reader.read_task(task_id, batch.skipped)
             if task is None:
                 snap.tasks.pop(task_id, None)
             else:
@@ -408,7 +428,7 @@ class BriefSource:
             batch.origins[task_path(task_id)] = ()
             briefs.update(b.id for b in snap.briefs.values() if b.task == task_id)
         for brief_id in sorted(briefs):
-            brief = self.reader.read_brief(brief_id)
+            brief = self.reader.read_brief(brief_id, batch.skipped)
             if brief is None:
                 snap.briefs.pop(brief_id, None)
                 batch.add(brief_origin(brief_id), [])
@@ -417,6 +437,23 @@ class BriefSource:
                 batch.add(brief_origin(brief_id), [brief_record(brief, snap.tasks.get(brief.task))])
         self.snapshot = snap
         return batch
+
+    def _misnamed(self, path: str, batch: SourceBatch) -> None:
+        """An entry of ``briefs/`` or ``tasks/`` whose name is no brief's or task's: skipped while it exists,
+        as a full load skips it (its origin is the entry, so removing it clears the skip)."""
+        folder, name = path.split("/")[:2]
+        origin = f"{folder}/{name}"
+        if os.path.lexists(self.board / origin):
+            why = "name is not a brief id" if folder == BRIEFS_DIR else "name is not <task-id>.json"
+            self.reader._skip(batch.skipped, origin, why)
+        batch.origins.setdefault(origin, ())
+
+
+def unloaded_briefs(skipped: Iterable[Skipped], loaded: Collection[str]) -> int:
+    """How many brief folders (brief-id names) a skipped file belongs to whose brief is not in ``loaded``
+    (ids): folders on the board that are not briefs until a file is fixed (a broken ``brief.json``)."""
+    ids = {parts[1] for s in skipped if len(parts := s.path.split("/")) > 1 and parts[0] == BRIEFS_DIR}
+    return len({i for i in ids if is_brief_id(i)} - set(loaded))
 
 
 def _is_task_file(name: str) -> bool:

@@ -1,0 +1,193 @@
+"""Broken board files, as a person meets them: a real daemon, files broken by hand while it runs, and the
+real ``memoryd status`` / ``doctor`` / ``tasks`` commands.
+
+Every record kind reports a file it cannot load at once (not only after a restart), by name and reason, and
+forgets it once the file is fixed or removed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from support.briefs import wait_engine_ready
+from support.daemon import DaemonProcess, short_tmpdir
+
+TASK = "t-20261201-c0ffee"
+BRIEF = "b-20261201-5eed42"
+BROKEN_BRIEF = "b-20261202-abcdef"
+BROKEN_TASK = "t-20261201-badbad"
+PICKUP_S = 30.0  # catches a change never picked up; not a speed figure
+
+
+def make_board(root: Path) -> Path:
+    """Two tasks with one brief each, all readable."""
+    board = root / "board"
+    for task_id, brief_id, title in (
+        (TASK, BRIEF, "Checkout double charge"),
+        (BROKEN_TASK, "b-20261201-0b0b0b", "Login loop"),
+    ):
+        (board / "briefs" / brief_id).mkdir(parents=True)
+        (board / "tasks").mkdir(exist_ok=True)
+        task = {"id": task_id, "title": title, "project": "shopfront", "status": "open",
+                "created_at": "2026-12-01T09:00:00Z"}  # fmt: skip
+        brief = {"id": brief_id, "task": task_id, "project": "shopfront", "created_at": "2026-12-01T09:01:00Z",
+                 "title": title, "summary": "A summary."}  # fmt: skip
+        (board / "tasks" / f"{task_id}.json").write_text(json.dumps(task))
+        (board / "briefs" / brief_id / "brief.json").write_text(json.dumps(brief))
+        (board / "briefs" / brief_id / "said.txt").write_text(f"{title}: customers complain")
+    return board
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "memoryd", *args], capture_output=True, text=True, timeout=120,
+                          cwd="/", env={**os.environ, "HOME": os.environ["MEMORYD_HOME"]})  # fmt: skip
+
+
+def status() -> dict:
+    done = cli("status", "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads(done.stdout)
+
+
+def checks() -> dict[str, dict]:
+    return {c["name"]: c for c in json.loads(cli("doctor", "--json").stdout)["checks"]}
+
+
+def wait_for(predicate, what: str) -> None:
+    deadline = time.monotonic() + PICKUP_S
+    while not predicate():
+        assert time.monotonic() < deadline, f"not within {PICKUP_S} s: {what}; status: {status()}"
+        time.sleep(0.3)
+
+
+@pytest.fixture
+def served(monkeypatch):
+    root = short_tmpdir()
+    memoryd_home = root / "mh"
+    monkeypatch.setenv("MEMORYD_HOME", str(memoryd_home))
+    (memoryd_home / "h").mkdir(parents=True)
+    daemon = DaemonProcess(root, socket_path=memoryd_home / "state" / "memoryd.sock", board=make_board(root))
+    try:
+        daemon.start()
+        wait_engine_ready(daemon)
+        yield daemon
+    finally:
+        daemon.kill()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def break_files(board: Path) -> dict[str, str]:
+    """One broken file of each kind, written while the daemon runs: board path -> a word of its reason."""
+    memory = "0" * 64
+    (board / "memories").mkdir(exist_ok=True)
+    (board / "memories" / f"{memory}.md").write_text("---\ntags: [unclosed\n---\nbody\n")
+    (board / "memories" / "notes.md").write_text("not a memory\n")
+    (board / "tasks" / f"{BROKEN_TASK}.json").write_text('{"id": "' + BROKEN_TASK + '", ')
+    (board / "briefs" / BROKEN_BRIEF).mkdir()
+    (board / "briefs" / BROKEN_BRIEF / "said.txt").write_text("hello there")
+    (board / "briefs" / BROKEN_BRIEF / "brief.json").write_text('{"id": "' + BROKEN_BRIEF + '", "task": ')
+    (board / "briefs" / BRIEF / "outcome.md").write_bytes(b"## Did\n- caf\xe9\n")
+    return {
+        f"memories/{memory}.md": "YAML",
+        "memories/notes.md": "name",
+        f"tasks/{BROKEN_TASK}.json": "JSON",
+        f"briefs/{BROKEN_BRIEF}/brief.json": "JSON",
+        f"briefs/{BRIEF}/outcome.md": "UTF-8",
+    }
+
+
+def test_files_broken_while_the_daemon_runs_are_reported_at_once_and_forgotten_once_fixed(served):
+    board = served.board
+    broken = break_files(board)
+    wait_for(lambda: status()["skipped_files"] == len(broken), "every broken file counted")
+    shown = {s["path"]: s["reason"] for s in status()["skipped"]}
+    assert shown.keys() == broken.keys(), shown
+    for path, word in broken.items():
+        assert word in shown[path], (path, shown[path])
+    text = cli("status")
+    assert "5 files skipped:" in text.stdout and all(f"{p}: " in text.stdout for p in broken), text.stdout
+    # a brief folder whose brief.json is broken is a board file to fix, not an index behind the board
+    found = checks()
+    assert found["index"]["state"] == "ok", found["index"]
+    assert found["board files"]["state"] == "problem"
+    assert f"briefs/{BROKEN_BRIEF}/brief.json" in found["board files"]["detail"]
+
+    shutil.rmtree(board / "memories")
+    shutil.rmtree(board / "briefs" / BROKEN_BRIEF)
+    (board / "briefs" / BRIEF / "outcome.md").unlink()
+    task = {"id": BROKEN_TASK, "title": "Login loop", "project": "shopfront", "status": "open",
+            "created_at": "2026-12-01T09:00:00Z"}  # fmt: skip
+    (board / "tasks" / f"{BROKEN_TASK}.json").write_text(json.dumps(task))
+    wait_for(lambda: status()["skipped_files"] == 0, "every fixed or removed file forgotten")
+    assert status()["tasks"] == 2
+    assert "board files" not in checks()
+
+
+def test_a_misnamed_entry_in_briefs_or_tasks_is_reported_while_it_exists(served):
+    board = served.board
+    (board / "briefs" / "junk").mkdir()
+    (board / "tasks" / "README.txt").write_text("my notes\n")
+    (board / "tasks" / ".hidden.json").write_text("{")  # dot files are not board files: never reported
+    wait_for(lambda: status()["skipped_files"] == 2, "both misnamed entries counted")
+    assert {s["path"] for s in status()["skipped"]} == {"briefs/junk", "tasks/README.txt"}
+    (board / "briefs" / "junk").rmdir()
+    (board / "tasks" / "README.txt").unlink()
+    wait_for(lambda: status()["skipped_files"] == 0, "removed entries forgotten")
+
+
+def test_doctor_without_a_daemon_reads_the_board_and_names_each_broken_file(tmp_path, monkeypatch):
+    """No daemon runs: doctor does not say "all good" about a board a daemon would skip files of."""
+    monkeypatch.setenv("MEMORYD_HOME", str(tmp_path / "mh"))
+    monkeypatch.setenv("MEMORYD_BOARD", str(make_board(tmp_path)))
+    assert checks()["board files"]["state"] == "ok"
+    broken = break_files(tmp_path / "board")
+    done = cli("doctor", "--json")
+    assert done.returncode == 1, done.stdout
+    check = {c["name"]: c for c in json.loads(done.stdout)["checks"]}["board files"]
+    assert check["state"] == "problem" and check["detail"].startswith("5 files"), check
+    for path in broken:
+        assert path in check["detail"], (path, check)
+    assert check["fix"] == "fix or remove each file named" and check["command"] is None
+    assert "daemon" not in {c["name"] for c in json.loads(done.stdout)["checks"] if c["state"] == "problem"}
+
+
+def test_memoryd_tasks_says_which_task_files_could_not_be_read(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMORYD_HOME", str(tmp_path / "mh"))
+    monkeypatch.setenv("MEMORYD_BOARD", str(make_board(tmp_path)))
+    whole = cli("tasks")
+    assert whole.returncode == 0 and whole.stdout.startswith("2 tasks"), whole
+    (tmp_path / "board" / "tasks" / f"{BROKEN_TASK}.json").write_text('{"id": "' + BROKEN_TASK + '", ')
+    done = cli("tasks")
+    assert done.returncode == 1, done
+    assert done.stdout.startswith("1 task on") and TASK in done.stdout and BROKEN_TASK not in done.stdout
+    assert "1 task file could not be read" in done.stderr, done.stderr
+    assert f"tasks/{BROKEN_TASK}.json: bad JSON" in done.stderr, done.stderr
+    assert done.stderr.count(f"tasks/{BROKEN_TASK}.json") == 1, done.stderr  # said once, not also logged
+    assert_sentences("memoryd tasks", done.stderr)
+
+
+def assert_sentences(prog: str, stderr: str) -> None:
+    """What a CLI command writes on stderr is sentences for a person, never JSON log lines."""
+    for line in stderr.splitlines():
+        assert line.startswith((f"{prog}: ", "  ", "(")) and not line.lstrip().startswith("{"), stderr
+
+
+def test_cli_commands_say_broken_board_files_in_sentences_not_json_log_lines(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMORYD_HOME", str(tmp_path / "mh"))
+    monkeypatch.setenv("MEMORYD_BOARD", str(make_board(tmp_path)))
+    break_files(tmp_path / "board")
+    found = cli("search", "customers complain", "--model", "none")  # no daemon: searches in-process
+    assert found.returncode == 0 and TASK in found.stdout, found
+    assert_sentences("memoryd search", found.stderr)
+    assert f"memoryd search: skipped tasks/{BROKEN_TASK}.json: bad JSON" in found.stderr, found.stderr
+    doctor = cli("doctor")
+    assert "5 files on" in doctor.stdout, doctor.stdout
+    assert doctor.stderr == "", doctor.stderr  # the board files check names them: no line besides
