@@ -32,12 +32,12 @@ libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
 libc.free.argtypes = [ctypes.c_void_p]
 def rss_mb():
     return int(Path("/proc/self/statm").read_text().split()[1]) * 4096 / 2**20
-libc.free(libc.malloc(8 << 20))  # by default glibc now raises its threshold to 8 MiB
+libc.free(libc.malloc(16 << 20))  # by default glibc now raises its threshold to 16 MiB
 before = rss_mb()
 blocks = []
-for _ in range(64):  # 2 MiB buffers, each followed by a smaller block that outlives it
-    blocks.append(libc.malloc(2 << 20))
-    ctypes.memset(blocks[-1], 1, 2 << 20)
+for _ in range(24):  # 6 MiB buffers, each followed by a smaller block that outlives it
+    blocks.append(libc.malloc(6 << 20))
+    ctypes.memset(blocks[-1], 1, 6 << 20)
     libc.malloc(256 << 10)  # from the heap either way, after the buffer
 for block in blocks:
     libc.free(block)
@@ -47,7 +47,7 @@ print(rss_mb() - before)
 
 @pytest.mark.skipif(memory._MALLOPT is None, reason="glibc's mallopt is not available on this platform")
 def test_large_blocks_leave_the_process_when_freed():
-    """128 MiB of 2 MiB buffers freed between smaller live blocks: from glibc's heap they would stay
+    """144 MiB of 6 MiB buffers freed between smaller live blocks: from glibc's heap they would stay
     resident until a trim; mapped alone they are unmapped at once."""
     out = subprocess.run([sys.executable, "-c", _LARGE_BLOCKS], capture_output=True, text=True, check=True)
     applied, kept_mb = out.stdout.split()

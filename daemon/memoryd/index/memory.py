@@ -20,11 +20,13 @@ _M_MMAP_THRESHOLD = -3
 #: Blocks from this size on get a mapping of their own, unmapped when freed. glibc's default starts at
 #: 128 KiB and rises to the largest block freed (up to 32 MiB), so the large buffers of LanceDB's writes,
 #: compactions and index refreshes and of onnxruntime's arena then come from the heaps, where the small
-#: blocks allocated between them pin their pages until a trim, and some after it. Measured: a daemon
-#: after 3,000 memories 452 MB instead of 515 (with the model's arena), idle after 1,000 briefs and
-#: 16 agents 518 instead of 526; a store alone, 18,000 rows and 9 refreshes, 352 instead of 370 MB
-#: after a trim, 366 instead of 425 before it; no slower keyword search, embedding or query.
-MMAP_THRESHOLD = 1 << 20
+#: blocks allocated between them pin their pages until a trim, and some after it. Measured with 1 MiB: a
+#: daemon after 3,000 memories 452 MB instead of 515 (with the model's arena); a store alone, 18,000 rows
+#: and 9 refreshes, 352 instead of 370 MB after a trim, 366 instead of 425 before it. But 1 MiB made every
+#: ``search_memories`` map and fault a buffer: p50 ~12 ms instead of ~9 through the shim at 200 memories
+#: (4 runs each); 4 MiB: 6.3-10.0 ms, and the daemon's RSS after 200 memories 446 MB (1 MiB: 441, glibc's
+#: own threshold: 468-473).
+MMAP_THRESHOLD = 4 << 20
 
 
 def _glibc(name: str):
