@@ -5,7 +5,7 @@ tests' :class:`support.daemon.DaemonProcess` with the model and this environment
 Every benchmark script builds a :class:`Report` (rows of figures, each with an optional baseline measured
 in the same run, a target and whether it was met), prints it as a table, and with ``--out FILE`` writes
 it as JSON for ``bench/run_all.py``, which renders the same rows into ``docs/benchmarks.md``.
-Speed and memory are measured here only, never asserted in tests.
+Speed and memory figures are measured here only; tests assert behaviour, never a timing or a figure.
 """
 
 from __future__ import annotations

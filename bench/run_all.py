@@ -223,8 +223,9 @@ def summary(
         "Written by `make bench` (`bench/run_all.py`"
         + (" --quick" if quick else "")
         + "): each benchmark's section between `<!-- bench:... -->` markers is replaced when it runs; the "
-        "text outside the markers is hand-written analysis and stays. Speed and memory are measured here "
-        "only, never asserted in tests. Every ratio is to a baseline measured in the same run (plain BM25 = "
+        "text outside the markers is hand-written analysis and stays. Speed and memory figures are measured "
+        "here only: tests assert behaviour (a freed buffer leaves the process, a cache stays within its "
+        "bound), never a timing or a figure of this page. Every ratio is to a baseline measured in the same run (plain BM25 = "
         "the same search keyword-only, `search(..., embedder=None)`; or the figure named in the baseline column).",
         "",
         f"- last run: {now}" + (" (quick run: smaller sizes)" if quick else "") + f"; measured: {names}",

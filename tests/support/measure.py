@@ -1,6 +1,7 @@
 """What the benchmarks read off a running :class:`~support.daemon.DaemonProcess`: readiness predicates over
 its ``memoryd status --json`` object (for :meth:`~support.daemon.DaemonProcess.wait_until`) and a process's
-RSS from ``/proc`` (Linux). Figures are measured in ``bench/`` only, never asserted in tests.
+RSS from ``/proc`` (Linux). Figures of record are measured in ``bench/`` only; tests use these to check a
+mechanism (a freed buffer leaves the process), never a timing.
 """
 
 from __future__ import annotations
