@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import shutil
 import sys
 import tempfile
@@ -24,7 +23,7 @@ import time
 from pathlib import Path
 
 from _util import MODELS, daemon, load_average, quiet_env
-from bench_memories import BATCH, MemShim, memory_text
+from bench_memories import BATCH, MemShim, memory_items
 from support.measure import engine_ready, hybrid_ready
 
 
@@ -50,13 +49,7 @@ def main() -> int:
     embedder, status = load_embedder(None, MODELS)
     if embedder is None:
         raise SystemExit(f"model unavailable: {status.detail}")
-    rng = random.Random(11)
-    made = [0]
-
-    def item() -> dict:
-        mtype, content, tags = memory_text(rng, made[0])
-        made[0] += 1
-        return {"content": content, "tags": tags or ["bench"], "memory_type": mtype, "importance": 3}
+    item = memory_items()
 
     work = Path(tempfile.mkdtemp(prefix="md-bcpu-"))
     (work / "board").mkdir()

@@ -32,6 +32,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from _util import MODELS, Report, RssSampler, arg_parser, daemon, quiet_env, summary
@@ -185,6 +186,18 @@ def memory_text(rng: random.Random, n: int) -> tuple[str, str, list[str]]:
     mtype, template = TEMPLATES[rng.randrange(len(TEMPLATES))]
     text = template.format(c=rng.choice(COMPONENTS), t=rng.choice(TECH), x=rng.choice(CONDITIONS))
     return mtype, f"{text} (ref MEM-{n})", rng.sample(TAGS, rng.randrange(0, 3))
+
+
+def memory_items(seed: int = 11) -> Callable[[], dict]:
+    """A function that returns the next synthetic memory's ``store_memory`` arguments on each call
+    (memory 0, 1, 2, ... of :func:`memory_text` with ``random.Random(seed)``; "bench" when it has no tag)."""
+    rng, made = random.Random(seed), itertools.count()
+
+    def item() -> dict:
+        mtype, content, tags = memory_text(rng, next(made))
+        return {"content": content, "tags": tags or ["bench"], "memory_type": mtype, "importance": 3}
+
+    return item
 
 
 def queries(count: int, seed: int = 7) -> list[str]:

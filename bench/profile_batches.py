@@ -22,7 +22,6 @@ import collections
 import cProfile
 import os
 import pstats
-import random
 import shutil
 import sys
 import tempfile
@@ -31,7 +30,7 @@ import time
 from pathlib import Path
 
 from _util import load_average, quiet_env
-from bench_memories import BATCH, memory_text
+from bench_memories import BATCH, memory_items
 
 TIMES: dict[str, list[float]] = collections.defaultdict(list)
 CPU: dict[str, list[float]] = collections.defaultdict(list)  # the calling thread's CPU ms per call
@@ -149,13 +148,7 @@ def main() -> int:
     embedder, status = load_embedder(None, MODELS)
     if embedder is None:
         raise SystemExit(f"model unavailable: {status.detail}")
-    rng = random.Random(11)
-    made = [0]
-
-    def item() -> dict:
-        mtype, content, tags = memory_text(rng, made[0])
-        made[0] += 1
-        return {"content": content, "tags": tags or ["bench"], "memory_type": mtype, "importance": 3}
+    item = memory_items()
 
     root = Path(tempfile.mkdtemp(prefix="md-prof-"))
     daemon = InprocessDaemon(root, model="", env={"MEMORYD_LOG_LEVEL": "error"}).start(timeout=600)
