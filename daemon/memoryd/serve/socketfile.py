@@ -67,6 +67,11 @@ def ensure_socket_dir(directory: Path, *, ours: bool) -> None:
 
 #: A folder only the user can open, for a socket of their choosing (the default needs no --socket at all).
 PRIVATE_DIR = "~/.memoryd"
+#: The fix for a socket folder others can reach, in words (the serve error and ``memoryd doctor`` say it).
+PRIVATE_DIR_ADVICE = (
+    f"make a folder only you can open for it: `mkdir -m 700 {PRIVATE_DIR}` and use "
+    f"`--socket {PRIVATE_DIR}/memoryd.sock` (or leave out --socket: the default socket is private)"
+)
 
 
 def private_dir_fix(directory: Path, st: os.stat_result) -> str:
@@ -76,13 +81,9 @@ def private_dir_fix(directory: Path, st: os.stat_result) -> str:
     someone else: that would change the folder for everyone using it. Suggested first: a new folder only
     the user can open; a chmod is offered only besides that, for a folder the user owns that no one else
     may write to, and only if memoryd alone uses it."""
-    fix = (
-        f"Make a folder only you can open for it: `mkdir -m 700 {PRIVATE_DIR}` and use "
-        f"`--socket {PRIVATE_DIR}/memoryd.sock` (or leave out --socket: the default socket is private)"
-    )
     if shared_dir(st):
-        return fix + "."
-    return fix + f"; or, if only memoryd uses {directory}, `chmod 700 {directory}`."
+        return f"To fix: {PRIVATE_DIR_ADVICE}."
+    return f"To fix: {PRIVATE_DIR_ADVICE}; or, if only memoryd uses {directory}, `chmod 700 {directory}`."
 
 
 def shared_dir(st: os.stat_result) -> bool:

@@ -147,16 +147,12 @@ def _socket_checks(
 def _socket_dir_fix(directory: Path) -> str:
     """``chmod 700`` for a folder memoryd made (its state folder) or one of the user's own no one else may
     write to; for a shared one such as /tmp, a private folder instead (never a chmod of it)."""
-    from memoryd.serve.socketfile import PRIVATE_DIR, is_memoryd_dir, shared_dir
+    from memoryd.serve.socketfile import PRIVATE_DIR_ADVICE, is_memoryd_dir, shared_dir
 
     with contextlib.suppress(OSError):
         if is_memoryd_dir(directory) or not shared_dir(directory.lstat()):
             return f"chmod 700 {directory}"
-    return (
-        f"make a folder only you can open: mkdir -m 700 {PRIVATE_DIR}   (then serve on "
-        f"{PRIVATE_DIR}/memoryd.sock with --socket or MEMORYD_SOCKET; or set neither: the default socket "
-        f"is private)"
-    )
+    return PRIVATE_DIR_ADVICE
 
 
 def _versions(status: dict[str, Any] | None, service: bool) -> Check:
