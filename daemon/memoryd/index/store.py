@@ -345,7 +345,7 @@ class IndexStore:
         docs = max(self.stats.docs, 1)
         avg = [n / docs for n in self.stats.lengths]
         coro = keyword.search(
-            inner, self.tail, q, query_terms, sql, limit, self.stats.idf, keep, TEXT_COLUMNS[0], avg
+            inner, self.tail, q, query_terms, sql, limit, self.stats.idf, keep, TEXT_COLUMNS[0], avg, docs
         )
         return asyncio.run_coroutine_threadsafe(coro, LOOP.loop)
 
