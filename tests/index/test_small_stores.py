@@ -66,11 +66,19 @@ ELSEWHERE = [
 ]
 
 
-def memory_store(tmp_path, embedder, notes) -> IndexStore:
+def memory_store(tmp_path, embedder, notes, optimize: bool = True) -> IndexStore:
+    """A store of ``notes``; ``optimize=False``: the text indexes cover the first note only, the others
+    are in the keyword tail (as in a daemon between two refreshes)."""
     store = IndexStore(tmp_path / "index")
     records = [memory_record(Memory.new(text, tags=tags)) for text, tags in notes]
+    if not optimize:
+        sync_records(store, records[:1], embedder, kinds=("memory",))
+        store.optimize()
     sync_records(store, records, embedder, kinds=("memory",))
-    store.optimize()
+    if optimize:
+        store.optimize()
+    else:
+        assert len(store.tail) == len(records) - 1
     return store
 
 
@@ -146,3 +154,43 @@ def test_small_slices_of_the_labelled_data(embedder):
             assert c["foreign_returned"] <= (0.3 if size == 50 else 0.05) * c["foreign"], (name, size, c)
         if name != "locomo":  # one LoCoMo turn shares its speakers with every question of its conversation
             assert per_size[1]["unrelated_returned"] <= 0.1 * per_size[1]["unrelated"], (name, per_size[1])
+
+
+#: A new user's ten notes, one of them misspelled as it was typed.
+TEN = [
+    ("The web repo uses pnpm as its package manager, not npm", ["web", "tooling"]),
+    STAGING,
+    DEPLOYS,
+    TLS,
+    ("Database passwords are rotated every 90 days by the ops/rotate-secrets script", ["security"]),
+    (
+        "The login redirect loop on the dashboard came from a stale session cookie on the auth domain",
+        ["auth"],
+    ),
+    ("Teh nightly backpu job runs at 2am and copies the Postgres dump to S3", ["ops"]),
+    ("Postgres connection pool size is 20 per API worker", ["db"]),
+    ("Payment webhook retries: Stripe retries failed deliveries 5 times with backoff", ["billing"]),
+    ("The staging database is reset every Sunday night from an anonymised prod snapshot", ["staging"]),
+]
+#: misspelled query -> the note it means (found nothing before typos were looked up, but the last two).
+MISSPELLED = {
+    "pakage manger for frontend": TEN[0],
+    "pasword rotaton": TEN[4],
+    "stagng databse": TEN[9],
+    "lgoin redirct loop": TEN[5],
+    "lgoin redirct": TEN[5],
+    "backup": TEN[6],  # spelled right; the note is not
+    "postgress pool size": TEN[7],
+    "paymnt webhok retrys": TEN[8],
+}
+
+
+@pytest.mark.parametrize("optimize", [True, False], ids=["indexed", "tail"])
+def test_a_misspelled_question_finds_its_note_and_nonsense_still_nothing(tmp_path, embedder, optimize):
+    """Both keyword halves (LanceDB's index, and the tail of rows written since its refresh) are asked for
+    the terms a misspelled word may stand for."""
+    store = memory_store(tmp_path, embedder, TEN, optimize)
+    for query, (text, _) in MISSPELLED.items():
+        assert found(store, embedder, query)[:1] == [text], query
+    for query in [*ELSEWHERE, "who won the match yesterday", "When did Melanie go on a hike?"]:
+        assert found(store, embedder, query) == [], query

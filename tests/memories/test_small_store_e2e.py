@@ -12,8 +12,9 @@ unrelated ones, though ``search_briefs`` found the English brief for the same Ja
 
 from __future__ import annotations
 
+from support.board import BRIEF, write_brief, write_task
 from support.inprocess_daemon import InprocessMemShim
-from support.memories import warm_daemon
+from support.memories import poll, warm_daemon
 
 PNPM = "Use pnpm not npm in the web repo"
 STAGING = "The staging DB password is in the team password manager under 'staging-db'"
@@ -106,6 +107,71 @@ def test_a_question_in_japanese_hinglish_or_other_words_finds_the_english_memory
             "recipe for banana bread",
         ]:
             assert contents(s, query) == [], query
+
+
+#: A new user's ten notes as stored in a trial, one misspelled as it was typed ("Teh nightly backpu job").
+TRIAL = [
+    "The web repo uses pnpm as its package manager, not npm",
+    STAGING,
+    DEPLOYS,
+    MEMO,
+    "Database passwords are rotated every 90 days by the ops/rotate-secrets script",
+    "The login redirect loop on the dashboard came from a stale session cookie on the auth domain",
+    "Teh nightly backpu job runs at 2am and copies the Postgres dump to S3",
+    "Postgres connection pool size is 20 per API worker",
+    "Payment webhook retries: Stripe retries failed deliveries 5 times with backoff",
+    "The staging database is reset every Sunday night from an anonymised prod snapshot",
+]
+#: The trial's queries that found nothing (the first five), and two that did: query -> the note meant.
+TYPOS = {
+    "pakage manger for frontend": TRIAL[0],
+    "pasword rotaton": TRIAL[4],
+    "stagng databse": TRIAL[9],
+    "lgoin redirct loop": TRIAL[5],
+    "backup": TRIAL[6],
+    "postgress pool size": TRIAL[7],
+    "paymnt webhok retrys": TRIAL[8],
+}
+
+
+def test_misspelled_questions_find_the_memory_they_mean_and_nonsense_finds_nothing(models_dir):
+    with (
+        warm_daemon(models_dir) as daemon,
+        InprocessMemShim(daemon, tools="memories,briefs").initialize() as s,
+    ):
+        for text in TRIAL:
+            s.ok("store_memory", content=text, tags=["notes"])
+        for query, note in TYPOS.items():
+            assert contents(s, query)[:1] == [note], query
+        for query in [
+            *NONSENSE,
+            "recipe for banana bread",
+            "who won the match yesterday",
+            "how many turtles does Nate have?",
+            "When did Melanie go on a hike?",
+        ]:
+            assert contents(s, query) == [], query
+
+        # a brief, saved on the board and picked up by the watcher, is found by the same misspelling
+        (daemon.board / "tasks").mkdir(exist_ok=True)
+        write_task(daemon.board)
+        write_brief(
+            daemon.board,
+            said="after signing in the dashboard sends me back to the sign-in page, a login redirect loop",
+            title="Login redirect loop",
+            summary="Signing in loops back to the login page.",
+        )
+        assert poll(lambda: briefs(s, "login redirect"), "the brief indexed") == [BRIEF]
+        assert briefs(s, "lgoin redirct") == [BRIEF]
+        for query in NONSENSE:
+            assert briefs(s, query) == [], query
+
+
+def briefs(s, query: str) -> list[str]:
+    """The brief ids ``search_briefs`` answers for ``query``, best first."""
+    answer = s.call("search_briefs", query=query)["result"]
+    assert answer.get("isError") is False, answer
+    return [r["brief_id"] for r in answer["structuredContent"]["results"]]
 
 
 def contents(s, query: str) -> list[str]:

@@ -219,21 +219,26 @@ async def search(
     keep: Callable[[list[str]], set[str]],
     column: str,
     avg: Sequence[float] | None = None,
+    rows: int = 0,
 ) -> list[tuple[str, float]]:
     """``[(id, score)]`` best first, at most ``limit``: indexed rows from LanceDB (``query`` None: the
     indexes do not exist yet and the tail holds every row) and tail rows scored in memory.
 
     ``idf``: a query term's IDF; ``keep``: which of some tail ids pass ``where``; ``avg``: tokens per row
-    of each text column over every row (LanceDB scores rows outside its indexes with those)."""
+    of each text column over every row (LanceDB scores rows outside its indexes with those); ``rows``: rows
+    in the table. When the tail holds at least as many rows as the indexes cover (a new store between two
+    refreshes), LanceDB's hits are scored in memory as well: its figures come from the few rows it indexed
+    (a term in 1 of 1 indexed rows weighs ~0.3 instead of ~2 among 10), so they would not compare with the
+    tail's."""
     # The tail first, as one snapshot: a row it holds is scored from it (LanceDB's answer for it is
     # dropped), and a row it no longer holds left it after a refresh had put it in the indexes, which
     # LanceDB, asked afterwards, then covers. Asked the other way round, a refresh ending between the two
     # would lose the row from both.
     held: frozenset[str] = frozenset()
     newer: list[tuple[str, float]] = []
+    weights: dict[str, float] = {}
     if len(tail):
         terms = query_terms.split()
-        weights: dict[str, float] = {}
         for term, toks in zip(terms, await tokenize_many(table, terms, column), strict=True):
             for tok in toks:
                 weights[tok] = max(weights.get(tok, 0.0), idf(term))
@@ -247,10 +252,30 @@ async def search(
         got = await q.to_arrow()
         pairs = zip(got.column("id").to_pylist(), got.column("_score").to_pylist(), strict=True)
         indexed = [(i, float(s)) for i, s in pairs if i not in held]
+        if indexed and held and len(held) >= rows - len(held):
+            indexed = await _rescored(table, tail, [i for i, _ in indexed], weights, avg)
     if not newer:
         return indexed[:limit]
     merged = sorted([*indexed, *newer], key=lambda e: (-e[1], e[0]))
     return merged[:limit]
+
+
+async def _rescored(
+    table: AsyncTable,
+    tail: KeywordTail,
+    ids: list[str],
+    weights: dict[str, float],
+    avg: Sequence[float] | None,
+) -> list[tuple[str, float]]:
+    """Indexed rows ``ids`` scored as the tail scores its own (same tokens, IDFs and lengths), best first."""
+    in_list = ", ".join("'" + i.replace("'", "''") + "'" for i in ids)
+    got = await table.query().where(f"id IN ({in_list})").select(["id", *tail.columns]).to_arrow()
+    found = got.column("id").to_pylist()
+    per_column = [await tokenize_many(table, got.column(c).to_pylist(), c) for c in tail.columns]
+    scratch = KeywordTail(tail.columns, tail.boosts)
+    for n, rid in enumerate(found):
+        scratch.put(rid, [col[n] for col in per_column])
+    return scratch.score_held(weights, lambda matched: set(matched), avg)[1]
 
 
 def tokens(table, texts: Sequence[str], column: str) -> list[list[str]]:

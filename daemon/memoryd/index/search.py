@@ -110,7 +110,8 @@ class Candidates:
 
     ``bm25``: id -> raw BM25; ``ref``: BM25 of a record holding every query term once (sum of IDFs x
     main boost); ``cos``: id -> cosine; ``pool``: the cosines of the nearest-neighbour list;
-    ``known``: some query term occurs in the index (as written, or by its stem: a BM25 hit);
+    ``known``: some query term occurs in the index (as written, by its stem: a BM25 hit, or misspelled:
+    ``spelled`` maps such a term to the indexed terms asked for in its place);
     ``rows``: stored columns of every candidate;
     ``lift``: id -> cosine minus the query's mean cosine to the reference passages of the record's script
     (empty without the model); ``small``: every script group among the nearest neighbours had its statistics
@@ -130,6 +131,7 @@ class Candidates:
     projects: dict[str, float] = field(default_factory=dict)
     lift: dict[str, float] = field(default_factory=dict)
     small: bool = False
+    spelled: dict[str, list[str]] = field(default_factory=dict)
 
 
 def gather(
@@ -143,7 +145,7 @@ def gather(
     """Fetch both candidate lists for already-redacted, non-empty ``text``; ``filters`` as
     :func:`_where` gives them; ``ids``: only these records (None: any), see :data:`KEYWORD_IDS_MAX`."""
     c = Candidates(text=text)
-    qterms = term_string(text, query=True)
+    qterms, c.spelled = _respelled(store, term_string(text, query=True))
     near_filters = filters if ids is None else filters.where(id=ids)
     wide = ids is not None and len(ids) > KEYWORD_IDS_MAX
     # BM25 runs in LanceDB's threads while the query is embedded here
@@ -156,7 +158,12 @@ def gather(
         found = pending.result()
         return dict(found if not wide else [(i, v) for i, v in found if i in ids][:CANDIDATES])
 
-    c.ref = TEXT_BOOSTS[0] * sum(store.stats.idf(t) for t in set(qterms.split()))
+    # a misspelled term weighs as the term it stands for (the rarest of them), not as a term nobody wrote
+    written = set(qterms.split()) - {t for offers in c.spelled.values() for t in offers}
+    c.ref = TEXT_BOOSTS[0] * sum(
+        max(store.stats.idf(o) for o in c.spelled[t]) if t in c.spelled else store.stats.idf(t)
+        for t in written
+    )
     c.known = any(store.stats.df.get(t, 0) > 0 for t in qterms.split())
     if embedder is not None:
         qvec = embedder.embed_queries([text])[0]
@@ -209,6 +216,27 @@ def gather(
     c.months = intent.months(text, as_of or datetime.now(UTC))
     c.projects = intent.projects(set(qterms.split()), store.projects())
     return c
+
+
+def _respelled(store: IndexStore, qterms: str) -> tuple[str, dict[str, list[str]]]:
+    """``qterms`` with the indexed terms each unknown term may be a misspelling of added after it
+    (:mod:`memoryd.index.typos`), and ``{term: those terms}`` for the terms that had some."""
+    df = store.stats.df
+    unknown = [t for t in dict.fromkeys(qterms.split()) if df.get(t, 0) <= 0]
+    offers = {t: near for t in unknown if (near := store.typos.near(t, df))}
+    if not offers:
+        return qterms, {}
+    # another form of the same word ("notes" for "note") is LanceDB's stemmer's to match, not a typo
+    words = list({w for t, near in offers.items() for w in (t, *near)})
+    stems = store.stems(words)
+    if stems:
+        stem = dict(zip(words, stems, strict=True))
+        offers = {t: kept for t, near in offers.items() if (kept := [w for w in near if stem[w] != stem[t]])}
+    out: list[str] = []
+    for t in qterms.split():
+        out.append(t)
+        out.extend(offers.get(t, ()))
+    return " ".join(out), offers
 
 
 def score(

@@ -50,6 +50,7 @@ from memoryd.index.columns import COLUMNS as MEM_COLUMNS
 from memoryd.index.keyword import KeywordTail, TermStats
 from memoryd.index.lock import DEFAULT_WAIT_S, OWN_FILES, IndexLock
 from memoryd.index.records import Record
+from memoryd.index.typos import Typos
 from memoryd.logs import get_logger
 
 log = get_logger("memoryd.index.store")
@@ -150,6 +151,8 @@ class IndexStore:
         self._table = self._open_or_create()
         self._fts_ready = self._has_fts()
         self.stats = TermStats()
+        #: the indexed terms a misspelled query term may stand for, following ``stats.df``
+        self.typos = Typos()
         self.mem = Columns(dim)
         #: rows written since the text indexes were last refreshed (:mod:`memoryd.index.keyword`)
         self.tail = KeywordTail(TEXT_COLUMNS, TEXT_BOOSTS)
@@ -276,6 +279,13 @@ class IndexStore:
         got = self.rows(ids, ("id", "hash", "embed_hash", "model"))
         return {i: StoredHash(r["hash"], r["embed_hash"], r["model"]) for i, r in got.items()}
 
+    def stems(self, words: Sequence[str]) -> list[str] | None:
+        """Each of our terms ``words`` as the main text index tokenises it (stemmed, space-joined), or None
+        before the text indexes exist. One LanceDB call (~0.6 ms)."""
+        if not self._fts_ready or not words:
+            return None if not self._fts_ready else []
+        return [" ".join(t) for t in keyword.tokens(self._table, list(words), TEXT_COLUMNS[0])]
+
     def rows(self, ids: Sequence[str], columns: Sequence[str] = FILTER_COLUMNS) -> dict[str, dict]:
         """The stored columns of ``ids`` (missing ids are absent from the answer): ``{id: {column:
         value}}``; ``vector`` comes as a list of floats. Served from memory, except the keyword texts."""
@@ -335,7 +345,7 @@ class IndexStore:
         docs = max(self.stats.docs, 1)
         avg = [n / docs for n in self.stats.lengths]
         coro = keyword.search(
-            inner, self.tail, q, query_terms, sql, limit, self.stats.idf, keep, TEXT_COLUMNS[0], avg
+            inner, self.tail, q, query_terms, sql, limit, self.stats.idf, keep, TEXT_COLUMNS[0], avg, docs
         )
         return asyncio.run_coroutine_threadsafe(coro, LOOP.loop)
 
