@@ -449,6 +449,12 @@ class BriefSource:
         batch.origins.setdefault(origin, ())
 
 
+def unread_tasks(skipped: Iterable[Skipped]) -> list[Skipped]:
+    """The skipped files under ``tasks/`` (broken task files, misnamed entries): tasks missing from a list of
+    the board's tasks, in the order given."""
+    return [s for s in skipped if s.path.startswith(f"{TASKS_DIR}/")]
+
+
 def unloaded_briefs(skipped: Iterable[Skipped], loaded: Collection[str]) -> int:
     """How many brief folders (brief-id names) a skipped file belongs to whose brief is not in ``loaded``
     (ids): folders on the board that are not briefs until a file is fixed (a broken ``brief.json``)."""
