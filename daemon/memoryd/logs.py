@@ -21,9 +21,11 @@ minute, saying how many it dropped.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import logging.handlers
 import os
+import stat
 import sys
 import time
 from collections.abc import Mapping
@@ -222,3 +224,22 @@ def use_service_log(env: Mapping[str, str] | None = None) -> Path | None:
 def log_file_path() -> str | None:
     """The rotating log file in use, or ``None`` (stderr only)."""
     return str(_log_file) if _log_file is not None else None
+
+
+def stderr_file(known: str) -> str | None:
+    """Where this process's stderr is written when that is a file: ``known`` (the path a shim that started
+    the daemon appends its stderr to) when stderr is that very file, else the file's path as Linux's
+    ``/proc`` names it; ``None`` for a terminal, a pipe or the service manager's journal."""
+    try:
+        mine = os.fstat(2)
+    except OSError:
+        return None
+    if not stat.S_ISREG(mine.st_mode):
+        return None
+    with contextlib.suppress(OSError):
+        if os.path.samestat(mine, os.stat(known)):
+            return known
+    try:
+        return os.readlink("/proc/self/fd/2")
+    except OSError:
+        return None

@@ -164,6 +164,8 @@ def test_an_unrelated_prompt_starts_a_new_task_on_a_realistic_board(
         (
             "Upgrade the project to React 19 and fix whatever breaks in the build",
             "The settings page crashes when the user has no avatar",
+            # asks what is open: search_briefs lists every open task for it, filing must join none of them
+            "what's still open?",
         ),
         start=2,
     ):

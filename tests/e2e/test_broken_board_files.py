@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from support.briefs import wait_engine_ready
+from support.briefs import Shim, assert_equivalent, wait_engine_ready
 from support.daemon import DaemonProcess, short_tmpdir
 
 TASK = "t-20261201-c0ffee"
@@ -43,6 +43,7 @@ def make_board(root: Path) -> Path:
         (board / "tasks" / f"{task_id}.json").write_text(json.dumps(task))
         (board / "briefs" / brief_id / "brief.json").write_text(json.dumps(brief))
         (board / "briefs" / brief_id / "said.txt").write_text(f"{title}: customers complain")
+    (board / "sessions").mkdir()  # there from the start: a file added later is a change, not a new folder
     return board
 
 
@@ -141,6 +142,58 @@ def test_a_misnamed_entry_in_briefs_or_tasks_is_reported_while_it_exists(served)
     (board / "briefs" / "junk").rmdir()
     (board / "tasks" / "README.txt").unlink()
     wait_for(lambda: status()["skipped_files"] == 0, "removed entries forgotten")
+
+
+def test_list_tasks_counts_and_names_the_task_files_it_could_not_read(served):
+    """The MCP tool says what `memoryd tasks` and status say: which task files are missing from the list."""
+    board = served.board
+    with Shim(served.socket, served.env).initialize() as shim:
+        whole = shim.ok("list_tasks")
+        assert whole["total"] == 2 and whole["skippedFiles"] == 0 and "skipped" not in whole, whole
+        (board / "tasks" / f"{BROKEN_TASK}.json").write_text('{"id": "' + BROKEN_TASK + '", ')
+        (board / "tasks" / "README.txt").write_text("my notes\n")
+        wait_for(lambda: status()["skipped_files"] == 2, "both task files counted")
+        answer = shim.ok("list_tasks")
+        assert [t["task_id"] for t in answer["tasks"]] == [TASK] and answer["total"] == 1, answer
+        assert answer["skippedFiles"] == 2, answer
+        named = {s["path"]: s["reason"] for s in answer["skipped"]}
+        assert named.keys() == {f"tasks/{BROKEN_TASK}.json", "tasks/README.txt"}, named
+        assert "JSON" in named[f"tasks/{BROKEN_TASK}.json"] and "name" in named["tasks/README.txt"], named
+        text = shim.call("list_tasks")["result"]["content"][0]["text"]
+        assert_equivalent(answer, text)
+        assert "2 task files could not be read" in text, text
+        (board / "tasks" / "README.txt").unlink()
+        task = {"id": BROKEN_TASK, "title": "Login loop", "project": "shopfront", "status": "open",
+                "created_at": "2026-12-01T09:00:00Z"}  # fmt: skip
+        (board / "tasks" / f"{BROKEN_TASK}.json").write_text(json.dumps(task))
+        wait_for(lambda: status()["skipped_files"] == 0, "both forgotten")
+        fixed = shim.ok("list_tasks")
+        assert fixed["total"] == 2 and fixed["skippedFiles"] == 0 and "skipped" not in fixed, fixed
+
+
+def test_a_misnamed_entry_in_sessions_is_reported_while_it_exists(served):
+    sessions = served.board / "sessions"
+    (sessions / "notes.txt").write_text("my notes\n")
+    (sessions / "old").mkdir()
+    (sessions / ".hidden.jsonl").write_text("{")  # dot, temp and editor files are no board files
+    (sessions / "s1.jsonl~").write_text("{")
+    wait_for(lambda: status()["skipped_files"] == 2, "both misnamed entries counted")
+    shown = {s["path"]: s["reason"] for s in status()["skipped"]}
+    assert shown.keys() == {"sessions/notes.txt", "sessions/old"}, shown
+    assert all("name is not <session-id>.jsonl" in reason for reason in shown.values()), shown
+    assert "sessions/notes.txt" in checks()["board files"]["detail"]
+    (sessions / "notes.txt").unlink()
+    (sessions / "old").rmdir()
+    wait_for(lambda: status()["skipped_files"] == 0, "removed entries forgotten")
+
+
+def test_doctor_without_a_daemon_names_a_misnamed_session_file(tmp_path, monkeypatch):
+    """A full load of the board (as at a daemon's start) reports what the running daemon reports."""
+    monkeypatch.setenv("MEMORYD_HOME", str(tmp_path / "mh"))
+    monkeypatch.setenv("MEMORYD_BOARD", str(make_board(tmp_path)))
+    (tmp_path / "board" / "sessions" / "notes.txt").write_text("my notes\n")
+    check = checks()["board files"]
+    assert check["state"] == "problem" and "sessions/notes.txt" in check["detail"], check
 
 
 def test_doctor_without_a_daemon_reads_the_board_and_names_each_broken_file(tmp_path, monkeypatch):

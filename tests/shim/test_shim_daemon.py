@@ -193,6 +193,43 @@ def test_the_shim_starts_the_daemon_from_home_alone(world, shims):
     assert world.daemons() == [pid]  # still serving after the shim left
 
 
+def service_logs(world: Env, *args: str) -> subprocess.CompletedProcess:
+    """``memoryd service logs ARGS`` as the person whose agents started the daemon runs it."""
+    return subprocess.run([sys.executable, "-m", "memoryd", "service", "logs", *args], capture_output=True,
+                          text=True, env=world.env, cwd="/", timeout=60)  # fmt: skip
+
+
+def test_service_logs_shows_the_log_of_a_daemon_a_shim_started(world, shims):
+    """Not run as a service, the daemon a shim started writes no service log: `memoryd service logs` shows
+    the file the shim gave it, and says whose it is; with no daemon left, the last one's."""
+    shim = shims(env=world.env, cwd="/")
+    handshake(shim)
+    [pid] = world.daemons()
+    spawned = Path(world.home, "state", "memoryd-spawned.log")
+    wait_until(lambda: spawned.exists() and spawned.stat().st_size > 0, timeout=10, what="the spawn log")
+    done = service_logs(world, "-n", "3")
+    assert done.returncode == 0, done
+    assert f"(pid {pid}) was started by an agent's shim" in done.stderr and str(spawned) in done.stderr, done
+    shown = done.stdout.splitlines()
+    assert 0 < len(shown) <= 3 and all(line in spawned.read_text().splitlines() for line in shown), done
+    assert not Path(world.home, "logs", "memoryd.log").exists()  # no service log to find
+    status = subprocess.run([sys.executable, "-m", "memoryd", "status"], capture_output=True, text=True,
+                            env=world.env, cwd="/", timeout=60)  # fmt: skip
+    assert f"log       {spawned} (not run as a service)" in status.stdout, status
+    shim.close_stdin()
+    assert shim.wait() == 0
+    world.kill_all()
+    wait_until(lambda: not world.daemons(), timeout=5, what="the daemon to exit")
+    after = service_logs(world)
+    assert after.returncode == 0, after
+    assert after.stdout.splitlines() == spawned.read_text().splitlines()[-50:], after
+    assert "no daemon is running" in after.stderr and str(spawned) in after.stderr, after
+    spawned.unlink()
+    gone = service_logs(world)
+    assert gone.returncode == 1 and gone.stdout == "", gone
+    assert str(spawned) in gone.stderr and str(Path(world.home, "logs", "memoryd.log")) in gone.stderr, gone
+
+
 def test_five_shims_at_once_end_up_with_exactly_one_daemon(world, shims):
     group = [shims("--socket", world.socket, env=world.env) for _ in range(5)]
     for shim in group:

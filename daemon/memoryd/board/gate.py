@@ -62,6 +62,27 @@ class BrokenFile(UnsafePath):
     """A file that passed the gate but whose content is unusable (invalid UTF-8)."""
 
 
+#: Names no board folder holds as a record: vim's "can I write here" probe, Finder's folder settings.
+_IGNORED_NAMES = frozenset({"4913", ".DS_Store"})
+#: Suffixes of editors' backup, swap and partial files, and of our own writer's temp files.
+_IGNORED_SUFFIXES = ("~", ".swp", ".swx", ".tmp", ".bak", ".part")
+
+
+def is_ignored_name(name: str) -> bool:
+    """True for editor temp/backup/swap names and dotfiles (``.#said.txt``, ``said.txt~``, ``4913``, ...):
+    never a board file, so never read, watched or reported as skipped, whatever the folder.
+
+    Dotfiles as a whole are ignored because the board reader never reads them either; our own writer's
+    temp files are dotfiles (``.outcome.md.<hex>.tmp``).
+    """
+    return (
+        name in _IGNORED_NAMES
+        or name.startswith(".")
+        or name.endswith(_IGNORED_SUFFIXES)
+        or (name.startswith("#") and name.endswith("#"))  # Emacs auto-save
+    )
+
+
 @dataclass
 class Skipped:
     """A board file (board-relative POSIX path) that was not loaded, and why (every kind reports these)."""

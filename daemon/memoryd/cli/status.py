@@ -14,14 +14,15 @@ is not a memoryd daemon speaking this wire version.
      "socket": {"path": "/...", "exists": true, "mode": "0600", "owner_uid": 501, "owner": "me"},
      "tool_groups": ["briefs"], "tool_timeout_ms": 15000,
      "engine": {"state": "ready", "since_s": 11.9},
-     "wire": 1, "activation": "launchd", "log_file": "/.../memoryd.log",
+     "wire": 1, "activation": "launchd", "log_file": "/.../memoryd.log", "stderr_file": null,
      "http": {"url": "http://127.0.0.1:7077", "mcp": "http://127.0.0.1:7077/mcp", "port": 7077, "sessions": 0},
      "installed": {"memoryd": "0.1.0", "memoryd_shim": "0.1.0", "wire": 1}, "restart_needed": false}
 
 ``version``/``wire`` are the running daemon's; ``installed`` is what this command (and the shim beside it)
 would run now. They differ after an upgrade until the daemon restarts: ``restart_needed`` is then true
 and the text output says to run ``memoryd service restart``. ``activation`` is the service manager that
-passed the socket in (``null`` when the daemon bound it), ``log_file`` its rotating log (service only).
+passed the socket in (``null`` when the daemon bound it), ``log_file`` its rotating log (service only),
+``stderr_file`` the file its stderr goes to (an agent's shim started it: ``<state>/memoryd-spawned.log``).
 ``http`` is where the daemon serves MCP over HTTP and the page (``null`` when it does not; the token is
 never shown: ``memoryd open`` hands it to the browser, ``memoryd connect --http`` to the agents).
 
@@ -96,6 +97,7 @@ def summarize(raw: dict[str, Any], now: float | None = None) -> dict[str, Any]:
         "wire": raw.get("wire"),
         "activation": raw.get("activation"),
         "log_file": raw.get("log_file"),
+        "stderr_file": raw.get("stderr_file"),
         "http": _http(raw.get("http")),
         "installed": installed(),
         "restart_needed": raw.get("version") != __version__
@@ -175,6 +177,8 @@ def render(s: dict[str, Any]) -> str:
     if s.get("activation") or s.get("log_file"):
         via = f"socket from {s['activation']}" if s.get("activation") else "own socket"
         lines.append(f"  service   {via}; log {s.get('log_file') or 'stderr'}")
+    elif s.get("stderr_file"):
+        lines.append(f"  log       {s['stderr_file']} (not run as a service)")
     sock = s["socket"] or {}
     lines += [
         f"  sessions  {s['sessions']} connected",

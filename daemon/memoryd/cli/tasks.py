@@ -120,9 +120,9 @@ def _unread_tasks(skipped) -> int:
     """Say on stderr which task files could not be read (their tasks are missing from the list, their briefs
     are not), and how many other board files (briefs: missing from the counts); the exit status: 1 when a
     task file could not be read."""
-    from memoryd.kinds.briefs.source import TASKS_DIR
+    from memoryd.kinds.briefs.source import unread_tasks
 
-    unread = [s for s in skipped if s.path.startswith(f"{TASKS_DIR}/")]
+    unread = unread_tasks(skipped)
     if len(skipped) > len(unread):
         print(
             f"memoryd tasks: {counted(len(skipped) - len(unread), 'brief file')} could not be read "

@@ -43,6 +43,7 @@ from typing import Any
 
 from memoryd.board.gate import BRIEF_ID_PATTERN, is_task_id
 from memoryd.core.delivery import Delivered, rid_of, turn_id
+from memoryd.index.intent import open_listing
 from memoryd.index.redact import redact
 from memoryd.index.searcher import SearchQuery
 from memoryd.kinds.briefs import capture as cap
@@ -227,7 +228,9 @@ class Capture:
         """``({open task of project: best 0–1 score of its briefs}, "hybrid"|"keyword")`` for a cleaned prompt:
         what :func:`memoryd.kinds.briefs.filing.choose_task` decides on (``memoryd eval --filing`` too)."""
         open_ids = self._open_tasks(project)
-        if not open_ids:
+        if not open_ids or open_listing(text, {project}) is not None:
+            # a prompt asking only what is open ("what's still open?") continues none of the open tasks
+            # by its words: the search would list them all (or rank them by the word "open")
             return {}, self.searcher.mode
         result = await self.searcher.search(
             SearchQuery(text, project=project, kind="brief", status="open", limit=SEARCH_POOL)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memoryd import __version__
+from memoryd.board.gate import Skipped
 from memoryd.core.capture import Capture
 from memoryd.core.indexer import Indexer
 from memoryd.core.sources import RecordSource, make_sources, owners
@@ -87,7 +88,9 @@ class Engine:
         #: The one search every kind is handed (store and model are set as they become ready).
         self.searcher = Searcher(self.lock, guard=functools.partial(check_board, self.board))
         #: The kinds' APIs that their tools call, each built from the collaborators it needs.
-        self.briefs = Briefs(self.board, self.brief_source.reader, self._snapshot, self._submit_briefs)
+        self.briefs = Briefs(
+            self.board, self.brief_source.reader, self._snapshot, self._submit_briefs, self._skipped_files
+        )
         self.memories = Memories(
             self.board,
             by_folder[MEMORIES_DIR],
@@ -229,6 +232,10 @@ class Engine:
         if self.indexer is None:
             raise RuntimeError("the engine has not started")
         return self.brief_source.snapshot
+
+    def _skipped_files(self) -> list[Skipped]:
+        """Every board file the indexer skips now (each source's, as its last batch left them)."""
+        return self.indexer.skipped() if self.indexer is not None else []
 
     def _index(
         self, briefs: Sequence[str] = (), tasks: Sequence[str] = (), paths: Sequence[str] = ()

@@ -49,6 +49,7 @@ from watchdog.events import (
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 
+from memoryd.board.gate import is_ignored_name
 from memoryd.core.sources import RecordSource, watched_folders
 from memoryd.logs import get_logger
 
@@ -70,23 +71,7 @@ _EVENT_FILTER: list[type[FileSystemEvent]] = [
     FileAttribEvent,  # `touch` on an existing file
     FileClosedEvent,  # close after writing: the end of a slow write re-arms the debounce
 ]
-_IGNORED_NAMES = frozenset({"4913", ".DS_Store"})  # 4913: vim's "can I write here" probe
-_IGNORED_SUFFIXES = ("~", ".swp", ".swx", ".tmp", ".bak", ".part")
 _RESCAN = ("rescan", "")
-
-
-def is_ignored_name(name: str) -> bool:
-    """True for editor temp/backup/swap names and dotfiles (``.#said.txt``, ``said.txt~``, ``4913``, ...).
-
-    Dotfiles as a whole are ignored because the board reader never reads them either; our own writer's
-    temp files are dotfiles (``.outcome.md.<hex>.tmp``).
-    """
-    return (
-        name in _IGNORED_NAMES
-        or name.startswith(".")
-        or name.endswith(_IGNORED_SUFFIXES)
-        or (name.startswith("#") and name.endswith("#"))  # Emacs auto-save
-    )
 
 
 @dataclass(frozen=True)

@@ -270,10 +270,10 @@ class Columns:
         got = [(i, snap.pos[i]) for i in ids if i in snap.pos]
         return {i: snap.buf.vec[r].copy() for i, r in got if snap.usable[r]}
 
-    def mask(self, snap: Snapshot, where: Filter) -> np.ndarray:
-        """Rows (usable ones) that pass ``where``. Raises ValueError for a column this module does not
-        hold."""
-        m = snap.usable.copy()
+    def mask(self, snap: Snapshot, where: Filter, *, vectorless: bool = False) -> np.ndarray:
+        """Rows (usable ones; every live one with ``vectorless``) that pass ``where``. Raises ValueError
+        for a column this module does not hold."""
+        m = (snap.alive if vectorless else snap.usable).copy()
         for column, values, keep in where.terms:
             if column in snap.buf.codes:
                 codes = [snap.buf.vocab[column].code(v) for v in values]
@@ -321,6 +321,30 @@ class Columns:
         order = np.lexsort((idx, -scores))
         ids = snap.buf.plain["id"]
         return [(ids[idx[o]], float(scores[o])) for o in order]
+
+    def newest(self, where: Filter, limit: int, per: str | None = None) -> list[str]:
+        """Ids of up to ``limit`` live rows that pass ``where``, newest ``created_at`` first (ties: the
+        greater id first). With ``per`` (a categorical column such as ``task``), only the newest row of
+        each of its values; rows whose value is empty each stand alone."""
+        snap = self.snap
+        rows = np.flatnonzero(self.mask(snap, where, vectorless=True)).tolist()
+        dates, ids = snap.buf.plain["created_at"], snap.buf.plain["id"]
+        rows.sort(key=lambda r: (dates[r], ids[r]), reverse=True)
+        codes = snap.buf.codes[per] if per else None
+        empty = snap.buf.vocab[per].code("") if per else -1
+        seen: set[int] = set()
+        out: list[str] = []
+        for r in rows:
+            if codes is not None:
+                code = int(codes[r])
+                if code in seen:
+                    continue
+                if code != empty:
+                    seen.add(code)
+            out.append(ids[r])
+            if len(out) >= limit:
+                break
+        return out
 
     def distinct(self, column: str) -> set[str]:
         """Values of a categorical column among live rows (cached per snapshot)."""

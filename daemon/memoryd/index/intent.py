@@ -1,13 +1,16 @@
 """Cheap query intents that the words alone don't carry: "still open?" and "the one in August".
 
 Both are priors added to the hybrid score, never filters: a wrong guess costs a little rank, not the
-answer.
+answer. One exception: a query that asks *only* what is open ("what's still open?", no subject of its own)
+has no words to match; :func:`open_listing` tells the search to list the open work instead.
 """
 
 from __future__ import annotations
 
 import re
 from datetime import datetime, timedelta
+
+from memoryd.index.keyword import terms
 
 _OPEN = re.compile(
     r"\b(still|open|unresolved|pending|outstanding|remaining|left|todo|to-do|unfinished|not yet|yet|"
@@ -45,6 +48,47 @@ _RELATIVE = re.compile(
 def asks_open(query: str) -> bool:
     """True when the query asks what is still open / unresolved (English, Hinglish, Japanese)."""
     return bool(_OPEN.search(query))
+
+
+# fmt: off
+#: Words a question about open work uses without naming what it is about (beside the filler words the
+#: query terms drop and the words of :data:`_OPEN`): "what's left to do?", "show me the open tasks".
+_STATUS_WORDS = frozenset([
+    "s", "open", "opened", "unresolved", "pending", "outstanding", "remaining", "remain", "remains", "left",
+    "todo", "todos", "to-do", "unfinished", "undone", "incomplete", "unsolved", "ongoing", "active", "current",
+    "currently", "progress", "in-progress", "right", "working", "work", "task", "tasks", "item", "items",
+    "issue", "issues", "ticket", "tickets", "list", "show", "tell", "need", "needs", "needed", "finish",
+    "finished", "complete", "completed", "closed", "happening", "kaam", "bacha", "bache", "bachi", "tak",
+])
+# fmt: on
+_JA_STATUS_WORDS = re.compile(r"タスク|課題|作業|仕事|もの|こと|何|なに|どれ|一覧|件|未完了|進行中|終わって")
+_KANA = re.compile(r"^[\u3040-\u309f\u30fc]+$")  # hiragana alone: particles and endings, never a subject
+
+
+def subject_terms(query: str) -> set[str]:
+    """The query's keyword terms that say what it is about: every term but filler, status words ("still",
+    "open", "left", "tasks", ...) and, in Japanese, particles."""
+    text = _JA_STATUS_WORDS.sub(" ", _OPEN.sub(" ", query))
+    return {t for t in terms(text, query=True) if t not in _STATUS_WORDS and not _KANA.match(t)}
+
+
+def open_listing(query: str, known: set[str]) -> str | None:
+    """When ``query`` asks only what is still open, with no subject words (:func:`subject_terms`): ``""``,
+    or the one project of ``known`` it names in full ("what's still open in payments-api?"); None when it
+    asks something else, or about a subject ("is the refund bug still open?")."""
+    if not asks_open(query):
+        return None
+    rest = subject_terms(query)
+    if not rest:
+        return ""
+    named = [p for p in known if rest <= _name_terms(p)]
+    return named[0] if len(named) == 1 else None
+
+
+def _name_terms(project: str) -> set[str]:
+    """The terms a query may spell ``project`` with: whole, its parts, its parts joined."""
+    parts = [p for p in re.split(r"[-_. ]+", project.lower()) if p]
+    return {project.lower(), "".join(parts), *parts, *terms(project, query=True)}
 
 
 def _month_key(year: int, month: int) -> str:

@@ -14,6 +14,8 @@ count as much as a strong meaning match (lessons measured in ``shared/eval/READM
   weak, and a record matching many rare query terms scores near 1;
 * briefs vote for their task: a task whose several briefs match is a better answer than a stray brief;
 * small priors: open tasks for "what is still open" queries, a named month for "that thing in August";
+* a query that asks only what is open ("what's still open?", perhaps naming a project) has no subject to
+  match: it lists the newest record of each open task, newest first (:func:`_open_work`);
 * nothing is returned when neither list is confident (a random string, a redacted secret's fragment);
   with the model, a record is returned only with evidence of its own — a cosine clearly above the query's
   cosines to the reference passages, or a keyword match worth a good share of the query — and a final
@@ -56,7 +58,8 @@ class Why:
     ``keyword``: its BM25 over that of a record holding every query term, 0–1; ``meaning``: its cosine
     scaled within the query's candidates times the meaning list's confidence, 0–1 (0 keyword-only);
     ``boosts``: ``(name, amount)`` for each prior that applied (``"open task"``, ``"named month"``,
-    ``"named project"``, ``"task vote"``); ``words``: the query's words found in the record's text."""
+    ``"named project"``, ``"task vote"``; a query asking only what is open: ``("open task", 1.0)`` alone);
+    ``words``: the query's words found in the record's text."""
 
     keyword: float
     meaning: float
@@ -343,6 +346,10 @@ def search(store: IndexStore, embedder, query: SearchQuery, explain: dict | None
     )
     if not text or store.count() == 0:
         return result
+    listed = _open_work(store, query, text, limit)
+    if listed:
+        result.hits = _with_words(store, text, listed) if query.reasons else listed
+        return result
     cands = gather(store, embedder, text, _where(query), query.as_of, query.ids)
     ranking = query.ranking or RANKINGS.get(query.kind or "brief", DEFAULT_RANKING)
     hits = score(cands, ranking, query.group_by_task, explain, query.reasons)
@@ -351,6 +358,36 @@ def search(store: IndexStore, embedder, query: SearchQuery, explain: dict | None
     if query.reasons:
         result.hits = _with_words(store, text, result.hits)
     return result
+
+
+def _open_work(store: IndexStore, query: SearchQuery, text: str, limit: int) -> list[Hit]:
+    """When ``text`` asks only what is still open (:func:`memoryd.index.intent.open_listing`): the newest
+    record of each open task passing the query's filters (of every open record, without
+    ``group_by_task``), newest first, each scored 1.0; ``[]`` otherwise, or when nothing open passes them
+    (the ranking then answers as for any query)."""
+    project = intent.open_listing(text, store.projects())
+    if project is None:
+        return []
+    where = _where(query).where(status="open", project=project or None, id=query.ids)
+    ids = store.newest(where, limit, per="task" if query.group_by_task else None)
+    rows = store.rows(ids)
+    why = Why(keyword=0.0, meaning=0.0, boosts=(("open task", 1.0),)) if query.reasons else None
+    return [
+        Hit(
+            i,
+            r["kind"],
+            r["task"],
+            r["project"],
+            r["status"],
+            r["created_at"],
+            r["title"],
+            r["line"],
+            1.0,
+            why,
+        )
+        for i in ids
+        if (r := rows.get(i))
+    ]
 
 
 def _with_words(store: IndexStore, text: str, hits: list[Hit]) -> list[Hit]:

@@ -365,6 +365,11 @@ class IndexStore:
         mask = self.mem.mask(snap, where)
         return self.mem.nearest(vector, limit, mask, snap, per)
 
+    def newest(self, where: Filter, limit: int, per: str | None = None) -> list[str]:
+        """Ids of the newest rows passing ``where`` (vector or not), from memory: see
+        :meth:`memoryd.index.columns.Columns.newest`. Raises ValueError for a column the index does not have."""
+        return self.mem.newest(where, limit, per)
+
     # -- writes ----------------------------------------------------------------------------------
     def upsert(self, records: Sequence[Record], vectors: np.ndarray | None, model: str) -> None:
         """Insert or replace ``records`` (one batch = one LanceDB version).

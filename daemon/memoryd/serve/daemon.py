@@ -313,10 +313,12 @@ class Daemon:
 
     def status(self) -> dict[str, Any]:
         """Process-level facts: ``{"running", "pid", "version", "started_at", "uptime_s", "sessions",
-        "socket": {"path","exists","mode","owner_uid","owner"}, "wire", "activation", "log_file", "board",
-        "index", "tool_groups", "tool_timeout_ms", "engine_state"}``. ``wire`` is the wire version,
-        ``activation`` ``"systemd"``/``"launchd"`` when the service manager passed the socket in (else
-        ``None``), ``log_file`` the rotating JSON log when run as a service (else ``None``), ``http``
+        "socket": {"path","exists","mode","owner_uid","owner"}, "wire", "activation", "log_file",
+        "stderr_file", "board", "index", "tool_groups", "tool_timeout_ms", "engine_state"}``. ``wire`` is the
+        wire version, ``activation`` ``"systemd"``/``"launchd"`` when the service manager passed the socket in
+        (else ``None``), ``log_file`` the rotating JSON log when run as a service (else ``None``),
+        ``stderr_file`` the file its stderr goes to (started by a shim: ``<state>/memoryd-spawned.log``;
+        ``None``: a terminal, a pipe, the journal), ``http``
         ``{"url", "port", "sessions"}`` while serving HTTP (else ``None``). Times are
         seconds; ``started_at`` is ISO-8601 UTC."""
         locs = self.config.locations
@@ -331,6 +333,7 @@ class Daemon:
             "wire": rendezvous.WIRE_VERSION,
             "activation": self._bound.activation if self._bound is not None else None,
             "log_file": logs.log_file_path(),
+            "stderr_file": logs.stderr_file(rendezvous.spawn_log_path_str()),
             "board": str(locs.board),
             "index": str(locs.index),
             "tool_groups": self.registry.groups if self.registry else [],

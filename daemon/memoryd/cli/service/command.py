@@ -64,9 +64,11 @@ def main(args) -> int:
     try:
         if args.service_command == "status":
             return _status(args.json)
+        if args.service_command == "logs" and not args.stderr:
+            return _logs(args.lines, args.follow)  # the daemon's log, whoever started it: no manager needed
         mgr = get_manager(actions=Actions(), http_port=getattr(args, "http", None))
         if args.service_command == "logs":
-            return _logs(mgr, args.lines, args.follow, args.stderr)
+            return _logs(args.lines, args.follow, _stderr_path(mgr))
         if args.service_command == "install" and args.print_only:
             for path, text in mgr.rendered().items():
                 print(f"# {path}\n{text}")
@@ -108,12 +110,54 @@ def _status(as_json: bool) -> int:
     return status.main()
 
 
-def _log_path(mgr, stderr: bool) -> Path:
-    if stderr and mgr.name == "systemd":
+def _stderr_path(mgr) -> Path:
+    if mgr.name == "systemd":
         raise ServiceError(
             f"systemd keeps the daemon's stderr in the journal: journalctl --user -u {mgr.name}"
         )
-    return mgr.ctx.stderr_file if stderr else mgr.ctx.log_file
+    return mgr.ctx.stderr_file
+
+
+def _daemon_log() -> tuple[Path | None, str | None]:
+    """The log of the daemon this install talks to, and a line saying whose it is when that is not the
+    service's own log; ``(None, why)`` when there is no file to show.
+
+    A running daemon says where it writes (its status' ``log_file``, else ``stderr_file``: the file a shim
+    that started it appends its stderr to); with none running, the service's log, else the one a shim's
+    daemon last wrote."""
+    from memoryd.paths import resolve
+    from memoryd.serve.control import daemon_status
+    from memoryd_shim.rendezvous import spawn_log_path_str
+
+    service_log, spawn_log = resolve().log_file, Path(spawn_log_path_str())
+    running = daemon_status().status
+    if running and "stderr_file" in running:  # a daemon too old to say falls through to the files
+        pid = running.get("pid")
+        if running.get("log_file"):
+            return Path(running["log_file"]), None
+        if running.get("stderr_file"):
+            path = Path(running["stderr_file"])
+            whose = "an agent's shim" if path == spawn_log else "hand"
+            return (
+                path,
+                f"the daemon running (pid {pid}) was started by {whose}, not as a service; its log is {path}",
+            )
+        return None, (
+            f"the daemon running (pid {pid}) was started by hand, not as a service: it writes its log to the "
+            "terminal it runs in. For a log file, stop it (`memoryd stop`) and run it as a service "
+            f"(`memoryd service install`), or let an agent's shim start it (its log is then {spawn_log})"
+        )
+    if service_log.exists():
+        return service_log, None
+    if spawn_log.exists():
+        return (
+            spawn_log,
+            f"no daemon is running; this is the log of the last one an agent's shim started ({spawn_log})",
+        )
+    return None, (
+        f"no log yet: a daemon run as a service writes {service_log}, one an agent's shim starts writes "
+        f"{spawn_log}; `memoryd service status` shows whether one runs"
+    )
 
 
 def _tail(path: Path, lines: int) -> tuple[list[str], int]:
@@ -130,14 +174,21 @@ def _tail(path: Path, lines: int) -> tuple[list[str], int]:
     return text[-lines:] if lines > 0 else [], size
 
 
-def _logs(mgr, lines: int, follow: bool, stderr: bool) -> int:
-    path = _log_path(mgr, stderr)
-    if not path.exists():
-        print(
-            f"memoryd service logs: no log at {path} yet (the daemon writes it when run as a service; "
-            f"`memoryd service status` shows whether it runs)",
-            file=sys.stderr,
-        )
+def _logs(lines: int, follow: bool, stderr_path: Path | None = None) -> int:
+    """Print the last ``lines`` lines of the daemon's log (:func:`_daemon_log`), or of the service manager's
+    stderr file ``stderr_path``; 1 when there is none (the message says where to look)."""
+    if stderr_path is not None:
+        path, note = stderr_path, None
+        if not path.exists():
+            note = f"no log at {path} yet (the service manager writes it when the service runs)"
+            path = None
+    else:
+        path, note = _daemon_log()
+    if path is not None and not path.exists():
+        path, note = None, (f"{note}; that file is gone" if note else f"no log at {path}")
+    if note:
+        print(f"memoryd service logs: {note}", file=sys.stderr)
+    if path is None:
         return 1
     shown, offset = _tail(path, max(0, lines))
     for line in shown:

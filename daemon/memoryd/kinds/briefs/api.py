@@ -13,10 +13,10 @@ import os
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
-from memoryd.board.gate import check_brief_id, check_task_id
+from memoryd.board.gate import Skipped, check_brief_id, check_task_id
 from memoryd.kinds.briefs import edits
 from memoryd.kinds.briefs.files import Brief, Outcome, Task
-from memoryd.kinds.briefs.source import BoardReader, BoardSnapshot, BoardUnreadable
+from memoryd.kinds.briefs.source import BoardReader, BoardSnapshot, BoardUnreadable, unread_tasks
 from memoryd.kinds.briefs.writer import save_outcome
 
 #: ``submit(brief_ids)``: hand briefs to the index's one writer and wait until they are searchable (none:
@@ -31,7 +31,8 @@ def check_board(board: Path) -> None:
 
 
 class Briefs:
-    """Tasks and briefs of one board. ``snapshot()`` returns the indexer's latest :class:`BoardSnapshot`."""
+    """Tasks and briefs of one board. ``snapshot()`` returns the indexer's latest :class:`BoardSnapshot`;
+    ``skipped()`` the board files the indexer currently skips (what ``memoryd status`` names)."""
 
     def __init__(
         self,
@@ -39,11 +40,13 @@ class Briefs:
         reader: BoardReader,
         snapshot: Callable[[], BoardSnapshot],
         submit: SubmitBriefs,
+        skipped: Callable[[], Sequence[Skipped]] = tuple,
     ) -> None:
         self.board = board
         self.reader = reader
         self._snapshot = snapshot
         self._submit = submit
+        self._skipped = skipped
 
     def snapshot(self) -> BoardSnapshot:
         """The indexer's latest snapshot of the board (tasks and briefs, redacted)."""
@@ -88,6 +91,11 @@ class Briefs:
             out.append((t, max(last, t.created_at), n))
         out.sort(key=lambda x: (x[1], x[0].id), reverse=True)
         return out
+
+    def unread_tasks(self) -> list[Skipped]:
+        """The files under ``tasks/`` the indexer skips now (broken or misnamed): tasks :meth:`list_tasks`
+        cannot list. Read after :meth:`list_tasks` settled, it matches the snapshot it listed."""
+        return unread_tasks(self._skipped())
 
     async def get_task(self, task_id: str) -> tuple[Task, list[Brief]] | None:
         """The task and its briefs as the files hold them now; None when no such task. Raises InvalidId."""

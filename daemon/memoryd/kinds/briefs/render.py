@@ -7,6 +7,9 @@ not redacted again; search hits come from the index and are redacted again at an
 function turns exactly that structure into readable text, so the text block and ``structuredContent``
 always say the same thing (Codex shows the model only ``structuredContent``, other clients the text).
 Screen text is never read here: only the paths of screenshots that still exist.
+
+Over 400 lines: every tool's structure and its text are kept side by side, so one reading shows they say the
+same thing.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from memoryd.board.gate import Skipped
 from memoryd.index.searcher import SearchQuery
 from memoryd.kinds.briefs.files import OUTCOME_SECTIONS, Brief, Outcome, Task
 from memoryd.tools.answers import DATA_NOTE, Scrub, of_total, report_lines
@@ -34,6 +38,7 @@ OUTCOME_ITEM_CHARS = 2000
 TASK_BRIEFS = 50  # briefs shown by get_task (the newest, in order)
 SCREENSHOTS = 50
 PROJECTS = 50
+SKIPPED_SHOWN = 5  # unreadable task files named in a list_tasks answer (all are counted)
 SEARCH_POOL = 100  # hits asked of the search core (its maximum), so an answer can count matches
 MATCHED_CAP = 50  # a search list holds at most this many candidates, so a count this high is "at least"
 
@@ -141,8 +146,11 @@ def tasks_answer(
     project: str | None,
     status: str | None,
     projects: Iterable[str],
+    unread: Sequence[Skipped] = (),
 ) -> dict[str, Any]:
-    """``rows`` from ``Engine.list_tasks``: ``(task, last_activity_iso, brief_count)``, newest first."""
+    """``rows`` from ``Engine.list_tasks``: ``(task, last_activity_iso, brief_count)``, newest first;
+    ``unread``: the task files that could not be read (``skippedFiles``; the first :data:`SKIPPED_SHOWN`
+    named in ``skipped``)."""
     scrub = Scrub(read_redacted=True)  # BoardReader redacted every text as it read it
     tasks = [
         {
@@ -164,7 +172,14 @@ def tasks_answer(
         "projects": [scrub(p) for p in sorted(projects)[:PROJECTS]],
         "note": DATA_NOTE,
         "tasks": tasks,
+        "skippedFiles": len(unread),
     }
+    if unread:
+        named = Scrub()  # a file name or a reason may quote what the file holds
+        answer["skipped"] = [
+            {"path": named(s.path), "reason": named(s.reason)} for s in unread[:SKIPPED_SHOWN]
+        ]
+        scrub.counts.update(named.counts)
     answer.update(scrub.report())
     return answer
 
@@ -187,6 +202,13 @@ def render_tasks(a: Mapping[str, Any]) -> str:
             )
             lines.append(f"  {t['title']}")
     lines += ["", f"Projects on the board: {', '.join(a['projects']) or 'none'}."]
+    if a.get("skippedFiles"):
+        lines += [
+            "",
+            f"{counted(a['skippedFiles'], 'task file')} could not be read, so their tasks are not listed; "
+            "tell the developer to fix or remove each (`memoryd doctor` names every board file that does not load):",
+        ]
+        lines += [f"- {s['path']}: {s['reason']}" for s in a.get("skipped", ())]
     return "\n".join(lines + _tail(a))
 
 

@@ -184,6 +184,8 @@ LIST_TASKS_OUTPUT = answer(
                 "briefs": COUNT,
             }
         ),
+        "skippedFiles": COUNT,
+        "skipped": _records({"path": STR, "reason": STR}),
     },
     ["shown", "total", "project", "status", "projects", "note", "tasks"],
 )

@@ -51,6 +51,7 @@ from memoryd.board.gate import (
     check_brief_id,
     check_task_id,
     is_brief_id,
+    is_ignored_name,
     is_task_id,
     open_board,
     refusal,
@@ -79,7 +80,6 @@ SCREENS_DIR = "screens"
 # Screen names: "1", "2", ... (contract: <n>); a little slack for hand-made names, never a path.
 _SCREEN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}", re.ASCII)
 # Editor swap/backup files and our own temp files are not board files: ignored without a warning.
-_TEMP_SUFFIXES = ("~", ".tmp", ".swp", ".swx", ".bak", ".part")
 
 T = TypeVar("T")
 
@@ -91,10 +91,6 @@ class BoardSnapshot:
     tasks: dict[str, Task] = field(default_factory=dict)
     briefs: dict[str, Brief] = field(default_factory=dict)
     skipped: list[Skipped] = field(default_factory=list)
-
-
-def _ignored(name: str) -> bool:
-    return name.startswith(".") or name.endswith(_TEMP_SUFFIXES)
 
 
 def _screen_key(n: str) -> tuple[int, int, str]:
@@ -234,7 +230,7 @@ class BoardReader:
 
     def _names(self, d: SafeDir, skipped: list[Skipped]) -> list[str]:
         try:
-            return [name for name in d.names() if not _ignored(name)]
+            return [name for name in d.names() if not is_ignored_name(name)]
         except OSError as exc:
             self._skip(skipped, d.rel, f"cannot list: {exc.strerror}")
             return []
@@ -403,7 +399,7 @@ class BriefSource:
             if len(parts) == 1:
                 if parts[0] in self.folders:
                     return self.load_all()
-            elif _ignored(parts[1]):
+            elif is_ignored_name(parts[1]):
                 continue
             elif parts[0] == BRIEFS_DIR and is_brief_id(parts[1]):
                 briefs.add(parts[1])
@@ -447,6 +443,12 @@ class BriefSource:
             why = "name is not a brief id" if folder == BRIEFS_DIR else "name is not <task-id>.json"
             self.reader._skip(batch.skipped, origin, why)
         batch.origins.setdefault(origin, ())
+
+
+def unread_tasks(skipped: Iterable[Skipped]) -> list[Skipped]:
+    """The skipped files under ``tasks/`` (broken task files, misnamed entries): tasks missing from a list of
+    the board's tasks, in the order given."""
+    return [s for s in skipped if s.path.startswith(f"{TASKS_DIR}/")]
 
 
 def unloaded_briefs(skipped: Iterable[Skipped], loaded: Collection[str]) -> int:

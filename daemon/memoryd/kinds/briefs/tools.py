@@ -4,7 +4,9 @@ Tools; arguments are schema-checked before a handler runs
 (:mod:`memoryd.kinds.briefs.schemas`), answers are shaped in :mod:`memoryd.kinds.briefs.render`:
 
 * ``search_briefs(query, project?, limit=10)`` -> ``{"shown","matched","mode","project","results":[...]}``
-* ``list_tasks(project?, status?, limit=30)`` -> ``{"shown","total","project","status","projects","tasks":[...]}``
+* ``list_tasks(project?, status?, limit=30)`` -> ``{"shown","total","project","status","projects","tasks":[...],
+  "skippedFiles","skipped"?}``: ``skippedFiles`` counts the task files that could not be read (so not
+  listed), ``skipped`` names the first few with their reasons
 * ``get_task(task_id)`` -> ``{"task":{...},"shown","briefs_total","briefs":[...]}``
 * ``get_brief(brief_id)`` -> ``{"brief_id","task_id",...,"said","prompt","notes","outcome","screenshots"}``
 * ``save_outcome(brief_id, did, open, decided?, files?, retired?)`` -> ``{"saved","brief_id","path","items"}``
@@ -71,7 +73,8 @@ LIST_TASKS_DESCRIPTION = (
     "dates; filter by project and status. Use it for overviews such as 'what's still open in shopfront?' or "
     "'what did we work on recently?': search_briefs only finds tasks whose words match a query, while this "
     "lists every task. The answer also names every project on the board, for the project filter of the "
-    f"other tools. Bounded: at most {schemas.TASKS_LIMIT_MAX} tasks, with the total count first." + _DATA
+    f"other tools, and counts the task files that could not be read (skippedFiles; a task of a broken file is not "
+    f"listed). Bounded: at most {schemas.TASKS_LIMIT_MAX} tasks, with the total count first." + _DATA
 )
 GET_TASK_DESCRIPTION = (
     "Read one task and its briefs in date order: for each brief its date, one line of what the developer "
@@ -171,6 +174,7 @@ async def list_tasks(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         project=project,
         status=status,
         projects=board.projects(),
+        unread=board.briefs.unread_tasks(),
     )
     return ToolResult(structured=answer, text=render.render_tasks(answer))
 

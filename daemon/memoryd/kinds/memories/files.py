@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from memoryd.board import atomic
-from memoryd.board.gate import SafeDir, Skipped, UnsafePath, open_folder
+from memoryd.board.gate import SafeDir, Skipped, UnsafePath, is_ignored_name, open_folder
 from memoryd.kinds.memories.format import (  # re-exported: the one module callers import
     _FILE_RE,
     HASH_RE,
@@ -153,13 +153,9 @@ def misnamed(rel: str) -> bool:
     return (
         len(parts) == 2
         and parts[0] == MEMORIES_DIR
-        and not _ignored(parts[1])
+        and not is_ignored_name(parts[1])
         and memory_id_of(parts[1]) is None
     )
-
-
-def _ignored(name: str) -> bool:
-    return name.startswith(".") or name.endswith(("~", ".tmp", ".swp", ".swx", ".bak", ".part"))
 
 
 def list_memories(board: Path) -> tuple[list[Memory], list[Skipped]]:
@@ -187,7 +183,7 @@ def list_memories(board: Path) -> tuple[list[Memory], list[Skipped]]:
             _skip(skipped, MEMORIES_DIR, f"cannot list: {exc.strerror or exc}")
             names = []
         for name in names:
-            if _ignored(name):
+            if is_ignored_name(name):
                 continue
             memory_id = memory_id_of(name)
             if memory_id is None:

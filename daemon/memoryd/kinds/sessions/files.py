@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memoryd.board import atomic
-from memoryd.board.gate import SafeDir, UnsafePath, decode_utf8, open_folder
+from memoryd.board.gate import SafeDir, UnsafePath, decode_utf8, is_ignored_name, open_folder
 from memoryd.kinds.sessions.format import (  # re-exported: callers import them from here
     CATEGORIES,
     INTERACTION_TYPE,
@@ -93,6 +93,9 @@ __all__ = [
     "is_item_id",
     "is_session_id",
     "list_sessions",
+    "misnamed",
+    "scan_sessions",
+    "MISNAMED",
     "load_summary",
     "new_session_id",
     "now_iso",
@@ -204,20 +207,32 @@ def read_summary(board_root: Path, session_id: str) -> Summary | None:
         return None
 
 
-def list_sessions(board_root: Path) -> list[str]:
-    """Session ids that have a log or a summary file, sorted. Other names in ``sessions/`` are ignored
-    (temp files, editor files); BoardUnreadable for the root."""
+#: Why an entry of ``sessions/`` that is no session's file is skipped.
+MISNAMED = f"name is not <session-id>{LOG_SUFFIX} or <session-id>{SUMMARY_SUFFIX}"
+
+
+def scan_sessions(board_root: Path) -> tuple[list[str], list[str]]:
+    """``(ids, misnamed)``: the session ids that have a log or a summary file, sorted, and the board paths
+    of the other entries of ``sessions/`` (files or folders; temp and editor files are ignored:
+    :func:`memoryd.board.gate.is_ignored_name`), sorted. BoardUnreadable for the root."""
     d = _open_sessions(board_root)
     if d is None:
-        return []
+        return [], []
     ids: set[str] = set()
+    other: list[str] = []
     with d:
         for name in d.names():
-            for suffix in (SUMMARY_SUFFIX, LOG_SUFFIX):
-                if name.endswith(suffix) and is_session_id(name[: -len(suffix)]):
-                    ids.add(name[: -len(suffix)])
-                    break
-    return sorted(ids)
+            found = _session_of_name(name)
+            if found is not None:
+                ids.add(found)
+            elif not is_ignored_name(name):
+                other.append(f"{SESSIONS_DIR}/{name}")
+    return sorted(ids), sorted(other)
+
+
+def list_sessions(board_root: Path) -> list[str]:
+    """Session ids that have a log or a summary file, sorted (:func:`scan_sessions`)."""
+    return scan_sessions(board_root)[0]
 
 
 def session_of_path(rel: str) -> str | None:
@@ -225,9 +240,25 @@ def session_of_path(rel: str) -> str | None:
     parts = rel.split("/")
     if len(parts) != 2 or parts[0] != SESSIONS_DIR:
         return None
+    return _session_of_name(parts[1])
+
+
+def misnamed(rel: str) -> bool:
+    """True for a board-relative ``sessions/<name>`` that is no session's file and no temp or editor file:
+    an entry the folder holds but no session (reported as skipped while it exists)."""
+    parts = rel.split("/")
+    return (
+        len(parts) == 2
+        and parts[0] == SESSIONS_DIR
+        and not is_ignored_name(parts[1])
+        and _session_of_name(parts[1]) is None
+    )
+
+
+def _session_of_name(name: str) -> str | None:
     for suffix in (SUMMARY_SUFFIX, LOG_SUFFIX):
-        if parts[1].endswith(suffix) and is_session_id(parts[1][: -len(suffix)]):
-            return parts[1][: -len(suffix)]
+        if name.endswith(suffix) and is_session_id(name[: -len(suffix)]):
+            return name[: -len(suffix)]
     return None
 
 

@@ -1,7 +1,9 @@
 """The ``sessions/`` record source (:mod:`memoryd.core.sources`): interactions and summaries as index records.
 
 Origins are the two files of a session, ``sessions/<id>.jsonl`` (one ``interaction`` record per readable
-line) and ``sessions/<id>.summary.json`` (one ``summary`` record). Besides the records,
+line) and ``sessions/<id>.summary.json`` (one ``summary`` record); any other entry of ``sessions/`` (temp
+and editor files aside) is its own origin, skipped with :data:`~memoryd.kinds.sessions.files.MISNAMED`
+while it exists, as memories and briefs report theirs. Besides the records,
 :class:`SessionSource` keeps a small view the tools read without touching the folder: per session the
 number of readable interactions and the last interaction's timestamp, and every summary. Interactions
 themselves are read from disk when a tool asks (they can be large). The view is refreshed only by the
@@ -10,6 +12,7 @@ indexer, so after a write has been submitted and awaited it includes that write.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -19,13 +22,15 @@ from memoryd.board.gate import Skipped, UnsafePath
 from memoryd.index.records import SourceBatch, records_by_id
 from memoryd.kinds.sessions.files import (
     LOG_SUFFIX,
+    MISNAMED,
     SESSIONS_DIR,
     SUMMARY_SUFFIX,
     FormatError,
     Summary,
-    list_sessions,
     load_summary,
+    misnamed,
     read_log,
+    scan_sessions,
     session_of_path,
 )
 from memoryd.kinds.sessions.records import KINDS, interaction_record, summary_record
@@ -75,14 +80,35 @@ class SessionSource:
         batch = SourceBatch(complete=True)
         # built aside and swapped in at once: readers never see a view emptied for the reload
         view: _View = ({}, {}, {})
-        for session_id in list_sessions(self.board):
+        ids, other = scan_sessions(self.board)
+        for session_id in ids:
             self._load(session_id, batch, view)
+        for path in other:
+            self._misnamed(path, batch, view)
         with self._lock:
             self._logs, self._summaries, self._skipped = view
         return batch
 
     def records_for(self, paths: Collection[str]) -> SourceBatch:
-        return records_by_id(self, paths, SESSIONS_DIR, session_of_path, self._load)
+        batch = records_by_id(self, paths, SESSIONS_DIR, session_of_path, self._load)
+        if not batch.complete:  # a full load has reported every misnamed entry already
+            for path in sorted(filter(misnamed, paths)):
+                self._misnamed(path, batch)
+        return batch
+
+    def _misnamed(self, path: str, batch: SourceBatch, view: _View | None = None) -> None:
+        """An entry of ``sessions/`` named as no session's file: skipped while it exists (its origin is the
+        entry, so removing it clears the skip)."""
+        there = os.path.lexists(self.board / path)
+        if there:
+            self._skip(batch, path, MISNAMED)
+        batch.origins.setdefault(path, ())
+        with self._lock:
+            skipped = (view or (self._logs, self._summaries, self._skipped))[2]
+            if there:
+                skipped[path] = Skipped(path, MISNAMED)
+            else:
+                skipped.pop(path, None)
 
     def _load(self, session_id: str, batch: SourceBatch, view: _View | None = None) -> None:
         """Re-read both files of one session into ``batch`` and ``view`` (default: the live view)."""

@@ -1,0 +1,104 @@
+"""A question about what is still open, through ``search_briefs``: a real daemon with the default model,
+the real shim, a board of real files with open and done tasks in two projects.
+
+A query that asks only what is open names no subject to match, so it lists the open tasks (the newest brief
+of each, newest first) within the filters and the limit; a query with a subject keeps the ranking.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from support.board import write_brief, write_task
+from support.briefs import Shim, wait_engine_ready
+from support.daemon import DaemonProcess, short_tmpdir
+from support.memories import poll
+
+#: task id, status, project, title, what was said; created one day apart in this order.
+TASKS = [
+    ("t-20261101-0a0a01", "open", "shopfront", "Checkout double charge", "charged twice on pay"),
+    ("t-20261102-0a0a02", "open", "payments-api", "Login loop on android", "the app bounces back to login"),
+    ("t-20261103-0a0a03", "done", "shopfront", "Dark mode colours", "grey text on black is unreadable"),
+    ("t-20261104-0a0a04", "open", "payments-api", "Slow search page", "results take ten seconds to load"),
+    ("t-20261105-0a0a05", "open", "shopfront", "Invoice PDF totals", "the invoice shows the wrong VAT total"),
+    ("t-20261106-0a0a06", "done", "payments-api", "Upgrade node", "bump node to 22 in the CI image"),
+    ("t-20261107-0a0a07", "open", "shopfront", "Webhook retries", "webhooks are not retried after a 500"),
+]
+#: A second, newer brief of the first task: the task's newest activity.
+LATER = ("b-20261108-0b0b08", "t-20261101-0a0a01", "still charged twice after the fix")
+
+
+def brief_id(task_id: str) -> str:
+    return "b-" + task_id[2:11] + "0b0b" + task_id[-2:]
+
+
+def write_board(board) -> None:
+    (board / "tasks").mkdir(parents=True)
+    for task_id, status, project, title, said in TASKS:
+        day = task_id[8:10]
+        at = f"2026-11-{day}T10:00:00Z"
+        write_task(board, task_id, title=title, status=status, project=project, created_at=at)
+        write_brief(board, brief_id(task_id), task_id, said=said, title=title, summary=title, project=project,
+                    created_at=at)  # fmt: skip
+    b, t, said = LATER
+    write_brief(board, b, t, said=said, title="Double charge again", project="shopfront",
+                created_at="2026-11-08T10:00:00Z")  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def shim(models_dir):
+    root = short_tmpdir()
+    daemon = None
+    try:
+        write_board(root / "board")
+        daemon = DaemonProcess(root, model="", env={"MEMORYD_MODELS": str(models_dir)})
+        daemon.start()
+        wait_engine_ready(daemon)
+        poll(lambda: daemon.status()["engine"]["search_mode"] == "hybrid", "the model warm", timeout=120)
+        with Shim(daemon.socket, daemon.env).initialize() as s:
+            yield s
+    finally:
+        if daemon is not None:
+            daemon.kill()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def found(shim: Shim, query: str, **args) -> list[tuple[str, str]]:
+    answer = shim.ok("search_briefs", query=query, **args)
+    assert answer["mode"] == "hybrid", answer
+    return [(r["task_id"], r["brief_id"]) for r in answer["results"]]
+
+
+#: The open tasks by newest activity, each with its newest brief.
+OPEN_NEWEST = [
+    ("t-20261101-0a0a01", LATER[0]),
+    ("t-20261107-0a0a07", brief_id("t-20261107-0a0a07")),
+    ("t-20261105-0a0a05", brief_id("t-20261105-0a0a05")),
+    ("t-20261104-0a0a04", brief_id("t-20261104-0a0a04")),
+    ("t-20261102-0a0a02", brief_id("t-20261102-0a0a02")),
+]
+
+
+@pytest.mark.parametrize(
+    "query", ["what's still open?", "anything pending?", "show me the open tasks", "まだ残っているタスクは？"]
+)
+def test_a_question_only_about_open_work_lists_the_open_tasks_newest_first(shim, query):
+    assert found(shim, query) == OPEN_NEWEST
+
+
+def test_the_open_work_listing_keeps_the_project_filter_and_the_limit(shim):
+    shopfront = [pair for pair in OPEN_NEWEST if pair[0] in {t for t, _, p, *_ in TASKS if p == "shopfront"}]
+    assert len(shopfront) == 3
+    assert found(shim, "what's still open?", project="shopfront") == shopfront
+    assert found(shim, "what's still open in shopfront?") == shopfront  # the project named, no other subject
+    assert found(shim, "what's still open?", limit=2) == OPEN_NEWEST[:2]
+    answer = shim.ok("search_briefs", query="what's still open?", limit=2)
+    assert answer["shown"] == 2 and answer["matched"] == 5, answer
+    assert {r["task_status"] for r in answer["results"]} == {"open"}
+
+
+def test_a_subject_with_open_keeps_the_ranking(shim):
+    assert found(shim, "is the login loop on android still open?")[0][0] == "t-20261102-0a0a02"
+    assert found(shim, "what's still open about webhooks?")[0][0] == "t-20261107-0a0a07"
