@@ -11,16 +11,15 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import shutil
 import socket
 
 import pytest
 
 from support.board import write_brief, write_task
-from support.briefs import NOTE, SHIM, Shim, wait_engine_ready
-from support.daemon import DaemonProcess, short_tmpdir
+from support.briefs import NOTE, SHIM, Shim
+from support.daemon import DaemonProcess
 from support.hooks import make_repo
-from support.memories import poll
+from support.memories import warm_daemon
 
 AWS_ID = "AKIAIOSFODNN7EXAMPLE"
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
@@ -83,25 +82,14 @@ def write_board(board) -> None:
 @pytest.fixture(scope="module")
 def world(models_dir):
     """One daemon with the default model on the board above, and a git checkout of project shopfront."""
-    root = short_tmpdir()
-    daemon = None
-    try:
-        write_board(root / "board")
-        daemon = DaemonProcess(root, model="", env={"MEMORYD_MODELS": str(models_dir)})
-        daemon.start()
-        wait_engine_ready(daemon)
-        poll(lambda: daemon.status()["engine"]["search_mode"] == "hybrid", "the model warm", timeout=120)
-        repo = make_repo(root)  # origin .../shopfront.git, on branch fix/login-redirect
+    with warm_daemon(models_dir, board=write_board, process=DaemonProcess) as daemon:
+        repo = make_repo(daemon.root)  # origin .../shopfront.git, on branch fix/login-redirect
         with Shim(daemon.socket, daemon.env, cwd=str(repo), tools="all").initialize() as shim:
             for content in (f"The login page deploy key was {AWS_ID}; use the vault now",
                             "Login redirect fixes need a Safari check before merging"):  # fmt: skip
                 stored = shim.call("store_memory", content=content, tags=["web"])["result"]
                 assert stored["isError"] is False, stored
         yield daemon, repo
-    finally:
-        if daemon is not None:
-            daemon.kill()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture

@@ -29,6 +29,7 @@ from memoryd.index.keyword import terms
 from support.briefs import SHIM, Shim, copy_board, wait_engine_ready
 from support.daemon import REPO, DaemonProcess, short_tmpdir
 from support.inprocess_daemon import InprocessDaemon, InprocessShim
+from support.memories import wait_hybrid
 
 MEMORYD = REPO / ".venv" / "bin" / "memoryd"
 POLL_S = 10.0  # a bound for correctness, not a latency target (bench/ measures that)
@@ -490,8 +491,7 @@ def test_a_saved_brief_is_found_by_keyword_and_by_meaning_with_the_real_model(
             shutil.rmtree(folder)
     outcome_brief = sorted(p.name for p in (board / "briefs").iterdir())[0]
     daemon.start()
-    wait_engine_ready(daemon)
-    poll(lambda: daemon.status()["engine"]["search_mode"] == "hybrid", "the model warm", timeout=120)
+    wait_hybrid(daemon)
     assert not set(terms(MEANING_QUERY, query=True)) & set(
         terms(" ".join([MEANING_SAID, MEANING_TITLE, MEANING_SUMMARY, "Greenhouse watering"]))
     )

@@ -7,14 +7,12 @@ of each, newest first) within the filters and the limit; a query with a subject 
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
 from support.board import write_brief, write_task
-from support.briefs import Shim, wait_engine_ready
-from support.daemon import DaemonProcess, short_tmpdir
-from support.memories import poll
+from support.briefs import Shim
+from support.daemon import DaemonProcess
+from support.memories import warm_daemon
 
 #: task id, status, project, title, what was said; created one day apart in this order.
 TASKS = [
@@ -49,20 +47,11 @@ def write_board(board) -> None:
 
 @pytest.fixture(scope="module")
 def shim(models_dir):
-    root = short_tmpdir()
-    daemon = None
-    try:
-        write_board(root / "board")
-        daemon = DaemonProcess(root, model="", env={"MEMORYD_MODELS": str(models_dir)})
-        daemon.start()
-        wait_engine_ready(daemon)
-        poll(lambda: daemon.status()["engine"]["search_mode"] == "hybrid", "the model warm", timeout=120)
-        with Shim(daemon.socket, daemon.env).initialize() as s:
-            yield s
-    finally:
-        if daemon is not None:
-            daemon.kill()
-        shutil.rmtree(root, ignore_errors=True)
+    with (
+        warm_daemon(models_dir, board=write_board, process=DaemonProcess) as daemon,
+        Shim(daemon.socket, daemon.env).initialize() as s,
+    ):
+        yield s
 
 
 def found(shim: Shim, query: str, **args) -> list[tuple[str, str]]:

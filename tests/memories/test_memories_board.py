@@ -14,7 +14,7 @@ import shutil
 
 from support.daemon import short_tmpdir
 from support.inprocess_daemon import InprocessDaemon, InprocessMemShim
-from support.memories import poll, unique, wait_engine_ready, warm_daemon
+from support.memories import poll, unique, wait_engine_ready, wait_hybrid, warm_daemon
 
 #: Hand edits must be searchable "within 1 s"; this bound only catches a change never picked up.
 PICKUP_BOUND_S = 20.0
@@ -273,8 +273,7 @@ def test_memories_stored_keyword_only_get_their_vectors_when_the_model_arrives(m
         second = InprocessDaemon(root, model="", env={"MEMORYD_MODELS": str(models_dir)})
         made.append(second)
         second.start()
-        wait_engine_ready(second)
-        poll(lambda: second.status()["engine"]["search_mode"] == "hybrid", "the model warm", timeout=180)
+        wait_hybrid(second)
         poll(lambda: '"index_backfilled"' in second.log(), "the backfill pass", timeout=180)
         assert second.stop(60) == 0
         rows = IndexStore(root / "index").rows(ids, ("id", "model"))

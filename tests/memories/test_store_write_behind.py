@@ -20,7 +20,7 @@ import threading
 import pytest
 
 from support.daemon import DaemonProcess, short_tmpdir
-from support.memories import MemShim, poll, unique, wait_engine_ready
+from support.memories import MemShim, poll, unique, wait_engine_ready, wait_hybrid
 
 #: (memory, a question about it sharing no word with it): only the vector half can match. Each store
 #: is searched before the next one, so each is embedded alone (the int8 model's activations are scaled
@@ -38,8 +38,7 @@ DISTRACTORS = [
 def start_warm(root, **kw) -> DaemonProcess:
     daemon = DaemonProcess(root, model="", **kw)
     daemon.start()
-    wait_engine_ready(daemon)
-    poll(lambda: daemon.status()["engine"]["search_mode"] == "hybrid", "the model warm", timeout=180)
+    wait_hybrid(daemon)
     return daemon
 
 

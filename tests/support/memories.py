@@ -13,14 +13,14 @@ import json
 import shutil
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from support.briefs import SHIM, Shim, wait_engine_ready
 
-__all__ = ["SHIM", "MemShim", "poll", "unique", "wait_engine_ready"]
+__all__ = ["SHIM", "MemShim", "poll", "unique", "wait_engine_ready", "wait_hybrid", "warm_daemon"]
 
 
 def unique(prefix: str = "m") -> str:
@@ -94,19 +94,34 @@ class MemShim(Shim):
 
 
 @contextmanager
-def warm_daemon(models_dir: Path) -> Iterator[Any]:
-    """An in-process daemon (:class:`support.inprocess_daemon.InprocessDaemon`) on a fresh short root with
-    the real model from ``models_dir``, handed over once its search is hybrid; killed and removed after."""
+def warm_daemon(
+    models_dir: Path, *, board: Callable[[Path], object] | None = None, process: type | None = None
+) -> Iterator[Any]:
+    """A daemon on a fresh short root with the real model from ``models_dir``, handed over once its search
+    is hybrid; killed and its root removed after.
+
+    ``board(path)`` writes the board folder before the start; ``process`` is the daemon class
+    (default :class:`support.inprocess_daemon.InprocessDaemon`; :class:`support.daemon.DaemonProcess` for a
+    real ``memoryd serve`` process)."""
     from support.daemon import short_tmpdir
     from support.inprocess_daemon import InprocessDaemon
 
     root = short_tmpdir()
-    daemon = InprocessDaemon(root, model="", env={"MEMORYD_MODELS": str(models_dir)})
+    daemon = None
     try:
+        if board is not None:
+            board(root / "board")
+        daemon = (process or InprocessDaemon)(root, model="", env={"MEMORYD_MODELS": str(models_dir)})
         daemon.start()
-        wait_engine_ready(daemon)
-        poll(lambda: daemon.status()["engine"]["search_mode"] == "hybrid", "the model warm", timeout=180)
+        wait_hybrid(daemon)
         yield daemon
     finally:
-        daemon.kill()
+        if daemon is not None:
+            daemon.kill()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def wait_hybrid(daemon: Any, timeout: float = 180.0) -> None:
+    """Wait for ``daemon``'s engine to be ready and its search hybrid (the model loaded)."""
+    wait_engine_ready(daemon)
+    poll(lambda: daemon.status()["engine"]["search_mode"] == "hybrid", "the model warm", timeout=timeout)
