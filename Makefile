@@ -17,8 +17,11 @@ $(UV):
 	$(PYTHON) -m venv .uv
 	.uv/bin/python -m pip install -q "uv==$(UV_VERSION)"
 
+# Bytecode now, not at the first start: the daemon an agent's shim starts on a new user's first day would
+# otherwise compile the MCP SDK, LanceDB and memoryd from source before answering (bench/bench_coldstart.py).
 $(STAMP): $(UV) pyproject.toml uv.lock
-	$(UV) sync --frozen --python "$$($(PYTHON) -c 'import sys; print(sys.executable)')"
+	$(UV) sync --frozen --compile-bytecode --python "$$($(PYTHON) -c 'import sys; print(sys.executable)')"
+	$(VENV)/bin/python -m compileall -q daemon shim
 	touch $(STAMP)
 
 # The terminal shows one line once the daemon is ready (and warnings/errors); MEMORYD_LOG_LEVEL=info for the log.

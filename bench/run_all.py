@@ -140,6 +140,7 @@ BENCHMARKS = [
     ("index", ours("bench_index.py", "--cache", str(CACHE)), None, True),
     ("search", ours("bench_search.py", "--cache", str(CACHE)), None, True),
     ("shim", shim_argv, shim_report, True),
+    ("coldstart", ours("bench_coldstart.py"), None, True),
     ("daemon", ours("bench_daemon.py", "--cache", str(CACHE)), None, True),
     ("http", ours("bench_http.py"), None, True),
     ("users", ours("bench_users.py", "--sizes", "200,2000,10000", "--batches", "20"), None, True),

@@ -112,6 +112,19 @@ def test_registry_refuses_bad_schemas_and_duplicates():
         registry.add_group("b", [spec("same")])
 
 
+def test_the_daemons_registry_skips_only_the_metaschema_check_which_every_shipped_schema_passes():
+    broken = spec(input_schema={"type": "object", "properties": 3})
+    unchecked = ToolRegistry(check_schemas=False)
+    unchecked.add_group("g", [broken])  # the daemon's start: no metaschema check
+    with pytest.raises(ValueError, match="type 'object'"):  # the cheap checks stay
+        unchecked.add_group("h", [spec("other", input_schema={"type": "string"})])
+    shipped = build_registry(test_tools=True)  # checked: what the daemon skips holds for every shipped tool
+    daemons = build_registry(test_tools=True, check_schemas=False)
+    assert [t.wire for t in daemons.visible(shipped.groups).values()] == [
+        t.wire for t in shipped.visible(shipped.groups).values()
+    ]
+
+
 def test_registry_visibility_follows_groups():
     registry = ToolRegistry()
     registry.add_group("briefs", [spec("one")])

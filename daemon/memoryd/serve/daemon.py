@@ -200,7 +200,8 @@ class Daemon:
         from memoryd.tools import build_registry
 
         if self.registry is None:
-            self.registry = build_registry(self.config.test_tools)
+            # the schemas are constants the tests check; checking them here delays the first answer
+            self.registry = build_registry(self.config.test_tools, check_schemas=False)
         app = McpApp(
             version=self.config.version,
             engine=self.engine,

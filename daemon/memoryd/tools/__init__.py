@@ -45,9 +45,10 @@ GROUP_MODULES = {
 DIAGNOSTICS_GROUP = "_diagnostics"
 
 
-def build_registry(test_tools: bool = False) -> ToolRegistry:
-    """Register every group whose module exists; ``test_tools`` adds :data:`DIAGNOSTICS_GROUP`."""
-    registry = ToolRegistry()
+def build_registry(test_tools: bool = False, *, check_schemas: bool = True) -> ToolRegistry:
+    """Register every group whose module exists; ``test_tools`` adds :data:`DIAGNOSTICS_GROUP`;
+    ``check_schemas=False``: no metaschema check of the tools' schemas (:class:`ToolRegistry`)."""
+    registry = ToolRegistry(check_schemas=check_schemas)
     for group, module_name in GROUP_MODULES.items():
         if importlib.util.find_spec(module_name) is None:
             continue  # not written yet; an import error inside an existing module still raises
