@@ -100,6 +100,7 @@ class Indexer:
         # board-relative path -> the file's signature just before a write's batch read it (worker thread)
         self._read_as: dict[str, tuple[int, ...]] = {}
         self._trim_at: float | None = None  # monotonic time of the next trim (None: nothing freed since)
+        self._held = None  # the embedder holding a write's buffers (Embedder.embed_passages), until the trim
 
     # -- requests (event loop thread) -----------------------------------------------------------
     def submit(self, paths=(), rescan: bool = False) -> asyncio.Future:
@@ -211,6 +212,11 @@ class Indexer:
                         if not w.done():
                             w.set_result(None)
             self._queue.release(done)
+            if work and self._held is not None and not self._queue.writes_waiting:
+                # the stream of writes paused: its buffers go now, as before holding them
+                held, self._held = self._held, None
+                with contextlib.suppress(Exception):  # only memory is at stake
+                    await asyncio.to_thread(held.release, False)
             if not work and backfill:
                 try:
                     self._backfill = await asyncio.to_thread(self._backfill_step)
@@ -232,9 +238,16 @@ class Indexer:
             if self._trim_at is not None and time.monotonic() >= self._trim_at and not self._queue.pending:
                 self._trim_at = None
                 try:
-                    await asyncio.to_thread(trim)
+                    await asyncio.to_thread(self._release)
                 except Exception as exc:  # only memory is at stake: the writer goes on
                     log.warning("memory_trim_failed", error=f"{type(exc).__name__}: {exc}")
+
+    def _release(self) -> None:
+        held, self._held = self._held, None
+        if held is not None:
+            held.release()  # the arena's shrink, then the heap's trim
+        else:
+            trim()
 
     def _deferring(self) -> bool:
         """Whether the scheduled maintenance waits for the first gap in the writes: while writes are queued
@@ -432,7 +445,13 @@ class Indexer:
         report.updated += updated
         report.added += len(changed) - updated
         report.unchanged += len(upserts) - len(changed)
-        write_records(self.store, changed, self.embedder_ref(), report)
+        embedder = self.embedder_ref()
+        # the writer's batches hold the model's buffers while more writes are queued: the next batch reuses
+        # them instead of mapping and zeroing them again (blocks from 4 MB on are mapped alone); they are
+        # handed back once no write waits (_run)
+        write_records(self.store, changed, embedder, report, hold=True)
+        if changed and embedder is not None:
+            self._held = embedder
         present = self.store.stored_hashes_for(deletes)
         report.deleted += self.store.delete(list(present))
 
