@@ -252,6 +252,37 @@ def test_a_writers_temp_files_stop_before_the_handler_and_its_link_is_reported(b
     assert rec.wait_for(lambda c: f"memories/{name}" in c.paths)
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the early drop is inotify's")
+def test_a_link_made_without_echo_is_dropped_once_and_every_later_change_of_it_is_reported(board, watch):
+    """A store hands its new file to the index itself (``write_new(echo=False)``): the link's creation
+    event stops at watchdog's reader; a link with an echo, and every change after the link (a delete and
+    a new file of that name, an in-place write), are reported as ever."""
+    from memoryd.board import atomic
+    from memoryd.board.gate import open_folder
+
+    (board / "memories").mkdir()
+    watcher, rec = watch()
+    quiet, loud = "b" * 64 + ".md", "c" * 64 + ".md"
+    with open_folder(board, "memories") as d:
+        assert atomic.write_new(d, quiet, b"---\n---\nquiet\n", echo=False)
+    assert rec.settle() == []
+    assert watcher.last_event_at is None
+    with open_folder(board, "memories") as d:
+        assert atomic.write_new(d, loud, b"---\n---\nloud\n")
+        assert not atomic.write_new(d, quiet, b"---\n---\nagain\n", echo=False)  # exists: nothing waits
+    assert rec.wait_for(lambda c: f"memories/{loud}" in c.paths)
+    rec.settle()
+    rec.clear()
+    (board / "memories" / quiet).unlink()  # by hand: delete, then create anew
+    (board / "memories" / quiet).write_text("---\n---\nby hand\n")
+    assert rec.wait_for(lambda c: f"memories/{quiet}" in c.paths)
+    rec.settle()
+    rec.clear()
+    with open(board / "memories" / quiet, "a") as f:
+        f.write("more\n")
+    assert rec.wait_for(lambda c: f"memories/{quiet}" in c.paths)
+
+
 def test_many_entries_written_at_once_are_all_reported(board, watch):
     """The timer is woken only when a deadline comes earlier than the one it waits for: a burst of new
     entries is still reported whole, within about the debounce."""

@@ -13,6 +13,11 @@ there to see that events flow, :attr:`memoryd.core.watch.BoardWatcher.last_event
 editors and our writer replace one), and every folder event is kept (recursive watches are added and
 moved on them). An editor's swap file is exactly such a name, so dropping its events changes no answer.
 
+The link that creates a memory file a store has already handed to the index (``write_new(echo=False)``,
+:func:`memoryd.board.atomic.own_link`) is dropped here too: the writer reads that file anyway, and the
+echo only cost the watcher's threads and a pass of the writer that found the file as it had read it. Only
+that one creation event, once: a hand edit after it comes as a write, a close or a rename, all kept.
+
 Linux (inotify) only; elsewhere :func:`observer` is watchdog's own. The hook is watchdog 7's
 ``InotifyWatchGroup.on_event`` (``watchdog>=7.1,<8`` in ``pyproject.toml``); if that class is not there,
 watchdog's own observer is used and only the CPU saving is lost.
@@ -25,6 +30,7 @@ import os
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 
+from memoryd.board.atomic import own_link
 from memoryd.board.gate import is_ignored_name
 
 try:  # Linux only
@@ -46,13 +52,13 @@ if InotifyWatchGroup is not None:
     class _QuietGroup(InotifyWatchGroup):
         def on_event(self, event: InotifyEvent) -> None:
             mask = event.mask
-            if (
-                event.name
-                and not mask & (InotifyConstants.IN_ISDIR | ~_DROPPABLE)
-                and is_ignored_name(os.fsdecode(event.name))
-                and self._active_callbacks_by_watch.get(event.wd) != self.path
-            ):
-                return
+            if event.name and not mask & (InotifyConstants.IN_ISDIR | ~_DROPPABLE):
+                name = os.fsdecode(event.name)
+                if is_ignored_name(name):
+                    if self._active_callbacks_by_watch.get(event.wd) != self.path:
+                        return
+                elif mask & InotifyConstants.IN_CREATE and own_link(name):
+                    return
             super().on_event(event)
 
     class _QuietEmitter(InotifyEmitter):
