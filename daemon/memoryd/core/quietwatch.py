@@ -51,15 +51,21 @@ if InotifyWatchGroup is not None:
 
     class _QuietGroup(InotifyWatchGroup):
         def on_event(self, event: InotifyEvent) -> None:
-            mask = event.mask
-            if event.name and not mask & (InotifyConstants.IN_ISDIR | ~_DROPPABLE):
-                name = os.fsdecode(event.name)
-                if is_ignored_name(name):
-                    if self._active_callbacks_by_watch.get(event.wd) != self.path:
-                        return
-                elif mask & InotifyConstants.IN_CREATE and own_link(name):
+            try:
+                if self._dropped(event):
                     return
+            except Exception:  # never lose an event to this shortcut: watchdog's path takes it
+                pass
             super().on_event(event)
+
+        def _dropped(self, event: InotifyEvent) -> bool:
+            mask = event.mask
+            if not event.name or mask & (InotifyConstants.IN_ISDIR | ~_DROPPABLE):
+                return False
+            name = os.fsdecode(event.name)
+            if is_ignored_name(name):  # the root's own are the health check's probe
+                return self._active_callbacks_by_watch.get(event.wd) != self.path
+            return bool(mask & InotifyConstants.IN_CREATE) and own_link(name)
 
     class _QuietEmitter(InotifyEmitter):
         def on_thread_start(self) -> None:  # InotifyEmitter's, with our group
