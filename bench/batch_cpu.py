@@ -1,6 +1,6 @@
 """``store_memories`` batches through a real daemon and shim: CPU per batch of each process beside the model's.
 
-    .venv/bin/python bench/batch_cpu.py [--batches 8] [--rounds 2] [--grow 100]
+    .venv/bin/python bench/batch_cpu.py [--batches 8] [--rounds 2] [--grow 100] [--join 1]
 
 One ``memoryd serve`` of this checkout with the default model on a fresh board (its default info log),
 one ``memoryd-shim``; ``--grow`` single ``store_memory`` calls first, then per round the model alone
@@ -49,6 +49,12 @@ def main() -> int:
     p.add_argument("--batches", type=int, default=8)
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--grow", type=int, default=100)
+    p.add_argument(
+        "--join",
+        type=int,
+        default=1,
+        help="synthetic notes joined into each memory (4: ~150 tokens, long texts)",
+    )
     args = p.parse_args()
     quiet_env()
     from memoryd.index.embed import load_embedder
@@ -58,7 +64,11 @@ def main() -> int:
     embedder, status = load_embedder(None, MODELS)
     if embedder is None:
         raise SystemExit(f"model unavailable: {status.detail}")
-    item = memory_items()
+    note = memory_items()
+
+    def item() -> dict:
+        parts = [note() for _ in range(args.join)]
+        return {**parts[0], "content": "\n".join(p["content"] for p in parts)}
 
     work = Path(tempfile.mkdtemp(prefix="md-bcpu-"))
     (work / "board").mkdir()
