@@ -7,6 +7,9 @@ a tokenizer and ``memoryd-model.json`` (see :class:`ModelConfig`); the default o
 weights by :mod:`memoryd.index.model_build` with the compact ``tokenizer.pieces``
 (:mod:`memoryd.index.unigram`), any other (EmbeddingGemma, ...) is configured by path with a
 ``tokenizer.json`` for the ``tokenizers`` library.
+
+One module (~410 lines) because the session, its batching and its buffers' lifetime share one state, and
+the reference passages are calibrated by the same runs.
 """
 
 from __future__ import annotations
