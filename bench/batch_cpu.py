@@ -1,6 +1,6 @@
 """``store_memories`` batches through a real daemon and shim: CPU per batch of each process beside the model's.
 
-    .venv/bin/python bench/batch_cpu.py [--batches 8] [--rounds 2] [--grow 100]
+    .venv/bin/python bench/batch_cpu.py [--batches 8] [--rounds 2] [--grow 100] [--join 1]
 
 One ``memoryd serve`` of this checkout with the default model on a fresh board (its default info log),
 one ``memoryd-shim``; ``--grow`` single ``store_memory`` calls first, then per round the model alone
@@ -29,10 +29,19 @@ from support.measure import engine_ready, hybrid_ready
 
 def cpu_s(pid: int) -> float:
     """User + system CPU seconds of process ``pid`` so far."""
+    fields = _stat(pid)
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def faults(pid: int) -> int:
+    """Minor page faults of process ``pid`` so far: each maps and zeroes a fresh page (CPU in the kernel)."""
+    return int(_stat(pid)[7])
+
+
+def _stat(pid: int) -> list[str]:
     with open(f"/proc/{pid}/stat") as f:
         stat = f.read()
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return stat[stat.rindex(")") + 2 :].split()
 
 
 def main() -> int:
@@ -40,6 +49,12 @@ def main() -> int:
     p.add_argument("--batches", type=int, default=8)
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--grow", type=int, default=100)
+    p.add_argument(
+        "--join",
+        type=int,
+        default=1,
+        help="synthetic notes joined into each memory (4: ~150 tokens, long texts)",
+    )
     args = p.parse_args()
     quiet_env()
     from memoryd.index.embed import load_embedder
@@ -49,7 +64,11 @@ def main() -> int:
     embedder, status = load_embedder(None, MODELS)
     if embedder is None:
         raise SystemExit(f"model unavailable: {status.detail}")
-    item = memory_items()
+    note = memory_items()
+
+    def item() -> dict:
+        parts = [note() for _ in range(args.join)]
+        return {**parts[0], "content": "\n".join(p["content"] for p in parts)}
 
     work = Path(tempfile.mkdtemp(prefix="md-bcpu-"))
     (work / "board").mkdir()
@@ -74,6 +93,7 @@ def main() -> int:
                         embedder.embed_passages(texts[at : at + BATCH])
                     model_rate = len(texts) / (time.perf_counter() - t0)
                     model_cpu = (time.process_time() - c0) / args.batches
+                    f0 = faults(d.pid)
                     d0, s0, c0, t0 = (
                         cpu_s(d.pid),
                         cpu_s(shim.proc.pid),
@@ -89,11 +109,13 @@ def main() -> int:
                         (cpu_s(shim.proc.pid) - s0) / args.batches,
                         (time.process_time() - c0) / args.batches,
                     ]
+                    paged = (faults(d.pid) - f0) * os.sysconf("SC_PAGE_SIZE") / args.batches / 2**20
                     print(
                         f"round {r + 1}: model alone {model_rate:.0f}/s, batches {rate:.0f}/s = "
                         f"{rate / model_rate:.2f}x; CPU per batch of {BATCH}: model alone {model_cpu * 1000:.0f} ms,"
                         f" daemon {per[0] * 1000:.0f} ms (ratio {model_cpu / per[0]:.2f}), shim"
-                        f" {per[1] * 1000:.0f} ms, client {per[2] * 1000:.0f} ms; load {load_average()}",
+                        f" {per[1] * 1000:.0f} ms, client {per[2] * 1000:.0f} ms; daemon's page faults"
+                        f" {paged:.0f} MB per batch; load {load_average()}",
                         flush=True,
                     )
             finally:

@@ -127,6 +127,13 @@ def instrument() -> None:
             return _orig(self, paths, chars)
 
         setattr(cls, n, counting)
+    passages = embed.Embedder.embed_passages
+
+    def sized(self, texts, *a, **kw):
+        COUNTS[f"embed calls of {len(texts)}"] += 1  # how the writer's batches came out
+        return passages(self, texts, *a, **kw)
+
+    embed.Embedder.embed_passages = sized
 
 
 def main() -> int:
@@ -167,11 +174,16 @@ def main() -> int:
                 texts = [
                     f"{i['content']}\n{' '.join(i['tags'])}" for b in batches for i in b
                 ]  # as the record embeds them
-                t0, c0 = time.perf_counter(), time.process_time()
+                t0, c0, alone0 = time.perf_counter(), time.process_time(), thread_cpu()
                 for at in range(0, len(texts), BATCH):
                     embedder.embed_passages(texts[at : at + BATCH])
                 model_s, model_cpu = time.perf_counter() - t0, time.process_time() - c0
-                TIMES.clear()  # the pieces of the pipeline only (the model alone went through the same wrapper)
+                alone = thread_cpu()
+                alone.subtract(alone0)
+                (
+                    TIMES.clear(),
+                    COUNTS.clear(),
+                )  # the pieces of the pipeline only (the model alone went through the same wrapper)
                 CPU.clear()
                 t0, c0, threads0 = time.perf_counter(), time.process_time(), thread_cpu()
                 calls = []
@@ -211,6 +223,14 @@ def main() -> int:
                     + ", ".join(
                         f"{name} {ms * 1000 / ARGS.batches:.0f} ms"
                         for name, ms in threads.most_common()
+                        if ms > 0
+                    )
+                )
+                print(
+                    "  model alone's CPU per batch by thread (the caller is MainThread): "
+                    + ", ".join(
+                        f"{name} {ms * 1000 / ARGS.batches:.0f} ms"
+                        for name, ms in alone.most_common()
                         if ms > 0
                     )
                 )

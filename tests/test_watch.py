@@ -208,8 +208,95 @@ def test_temp_files_and_reads_alone_report_nothing(board, watch):
         if path.is_file():
             path.read_bytes()
     assert rec.settle() == []
-    # A dotfile write is a cheap liveness probe for the healthcheck: it moves last_event_at, reports nothing.
+    # A dotfile in the root is the health check's liveness probe: it moves last_event_at, reports nothing.
+    (board / ".memoryd-heartbeat-test").write_text("x")
+    (board / ".memoryd-heartbeat-test").unlink()
+    deadline = time.monotonic() + 3
+    while watcher.last_event_at is None and time.monotonic() < deadline:
+        time.sleep(0.02)
     assert watcher.last_event_at is not None
+    assert rec.settle() == []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the early drop is inotify's")
+def test_a_writers_temp_files_stop_before_the_handler_and_its_link_is_reported(board, watch):
+    """What the board writer does per file (a dotfile temp: create, write, close; link or rename to the
+    final name; unlink the temp): only the final name reaches the handler. An editor's in-place write
+    and its temp + rename save of the same file are reported too."""
+    from memoryd.board import atomic
+    from memoryd.board.gate import open_folder
+
+    (board / "memories").mkdir()
+    watcher, rec = watch()
+    with open_folder(board, "memories") as d:
+        for _ in range(5):  # the temps' own events are dropped where they enter watchdog
+            with atomic.temp_file(d, "x.md", b"temp only"):
+                pass
+    assert rec.settle() == []
+    assert watcher.last_event_at is None  # not one of them reached the handler
+    name = "a" * 64 + ".md"
+    with open_folder(board, "memories") as d:
+        assert atomic.write_new(d, name, b"---\n---\nfirst\n")
+    assert rec.wait_for(lambda c: f"memories/{name}" in c.paths)
+    rec.settle()
+    rec.clear()
+    with open(board / "memories" / name, "r+b") as f:  # in place, as some editors save
+        f.seek(0, os.SEEK_END)
+        f.write(b"more\n")
+    assert rec.wait_for(lambda c: f"memories/{name}" in c.paths)
+    rec.settle()
+    rec.clear()
+    tmp = board / "memories" / f".{name}.swp"  # temp + rename, as vim and most editors save
+    tmp.write_bytes(b"---\n---\nrewritten\n")
+    os.replace(tmp, board / "memories" / name)
+    assert rec.wait_for(lambda c: f"memories/{name}" in c.paths)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the early drop is inotify's")
+def test_a_link_made_without_echo_is_dropped_once_and_every_later_change_of_it_is_reported(board, watch):
+    """A store hands its new file to the index itself (``write_new(echo=False)``): the link's creation
+    event stops at watchdog's reader; a link with an echo, and every change after the link (a delete and
+    a new file of that name, an in-place write), are reported as ever."""
+    from memoryd.board import atomic
+    from memoryd.board.gate import open_folder
+
+    (board / "memories").mkdir()
+    watcher, rec = watch()
+    quiet, loud = "b" * 64 + ".md", "c" * 64 + ".md"
+    with open_folder(board, "memories") as d:
+        assert atomic.write_new(d, quiet, b"---\n---\nquiet\n", echo=False)
+    assert rec.settle() == []
+    assert watcher.last_event_at is None
+    with open_folder(board, "memories") as d:
+        assert atomic.write_new(d, loud, b"---\n---\nloud\n")
+        assert not atomic.write_new(d, quiet, b"---\n---\nagain\n", echo=False)  # exists: nothing waits
+    assert rec.wait_for(lambda c: f"memories/{loud}" in c.paths)
+    rec.settle()
+    rec.clear()
+    (board / "memories" / quiet).unlink()  # by hand: delete, then create anew
+    (board / "memories" / quiet).write_text("---\n---\nby hand\n")
+    assert rec.wait_for(lambda c: f"memories/{quiet}" in c.paths)
+    rec.settle()
+    rec.clear()
+    with open(board / "memories" / quiet, "a") as f:
+        f.write("more\n")
+    assert rec.wait_for(lambda c: f"memories/{quiet}" in c.paths)
+
+
+def test_many_entries_written_at_once_are_all_reported(board, watch):
+    """The timer is woken only when a deadline comes earlier than the one it waits for: a burst of new
+    entries is still reported whole, within about the debounce."""
+    (board / "memories").mkdir()
+    _, rec = watch()
+    names = {f"{i:064x}.md" for i in range(60)}
+    for name in names:
+        (board / "memories" / name).write_text("x")
+    started = time.monotonic()
+    changes = rec.settle()
+    assert {p for c in changes for p in c.paths if p.startswith("memories/")} == {
+        f"memories/{n}" for n in names
+    }
+    assert rec.times[0] - started < 1.0
 
 
 def test_memories_and_sessions_pass_through_and_stray_names_are_ignored(board, watch):

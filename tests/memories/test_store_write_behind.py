@@ -13,6 +13,7 @@ real model, real shims, real LanceDB):
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import threading
@@ -280,3 +281,26 @@ def test_a_hand_edit_right_after_a_store_is_indexed_though_the_watcher_echo_of_t
             return any(m["id"] == stored["results"][0]["id"] and after in m["content"] for m in found)
 
         poll(edited, "the hand edit indexed", timeout=30)
+
+
+def test_an_editors_saves_of_batch_stored_files_are_indexed(warm):
+    """The watcher drops the link that creates each file of a batch (the writer reads those files
+    anyway); an editor's save afterwards, by temp file + rename or in place, is still seen and indexed."""
+    with MemShim(warm.socket, warm.env).initialize() as s:
+        word, renamed, in_place = unique("zqsavea"), unique("zqsaveb"), unique("zqsavec")
+        items = [{"content": f"saved note {n} of {word}", "tags": ["save"]} for n in range(20)]
+        stored = [r["id"] for r in s.ok("store_memories", items=items)["results"]]
+        assert set(ids(s, word, limit=50)) == set(stored)
+        first, second = (warm.board / "memories" / f"{i}.md" for i in stored[:2])
+        tmp = first.with_name(f".{first.name}.swp")  # temp + rename, as vim and most editors save
+        tmp.write_text(first.read_text().replace(word, f"{renamed} saved by an editor"))
+        os.replace(tmp, first)
+        second.write_text(second.read_text().replace(word, f"{in_place} saved in place"))
+
+        def indexed(memory_id: str, text: str) -> bool:
+            return any(
+                m["id"] == memory_id and text in m["content"] for m in s.ok("search_memories", query=text)
+            )
+
+        poll(lambda: indexed(stored[0], renamed), "the renamed save indexed", timeout=30)
+        poll(lambda: indexed(stored[1], in_place), "the in-place save indexed", timeout=30)

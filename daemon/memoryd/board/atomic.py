@@ -15,6 +15,8 @@ import errno
 import os
 import re
 import secrets
+import threading
+import time
 from collections.abc import Iterator
 
 from memoryd.board.gate import SafeDir, UnsafePath
@@ -111,17 +113,62 @@ def write_replace(d: SafeDir, name: str, data: bytes, *, sync_dir: bool = True) 
         fsync_dir(d)
 
 
-def write_new(d: SafeDir, name: str, data: bytes, *, sync_dir: bool = True) -> bool:
+def write_new(d: SafeDir, name: str, data: bytes, *, sync_dir: bool = True, echo: bool = True) -> bool:
     """Create ``name`` in ``d`` with ``data`` unless it exists; True when this call created it.
 
     link(2) never replaces, so exactly one of several concurrent creators wins. ``sync_dir``: as for
-    :func:`write_replace`. Raises ``OSError``.
+    :func:`write_replace`. ``echo=False``: the caller hands the new file to the index itself, so the
+    watcher may drop the link's one event (:func:`own_link`). Raises ``OSError``.
     """
     with temp_file(d, name, data) as tmp:
+        if not echo:
+            _linking.add(name)
         try:
             os.link(tmp, name, src_dir_fd=d.fd, dst_dir_fd=d.fd, follow_symlinks=False)
         except FileExistsError:
+            _linking.discard(name)
             return False
+        except BaseException:
+            _linking.discard(name)
+            raise
     if sync_dir:
         fsync_dir(d)
     return True
+
+
+class _Linking:
+    """Names this process is linking into a board folder without an echo (``write_new(echo=False)``),
+    each until the watcher sees its creation or :data:`ECHO_WAIT_S` passed; at most :data:`ECHO_NAMES`."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._names: dict[str, float] = {}  # name -> monotonic time it was added
+
+    def add(self, name: str) -> None:
+        with self._lock:
+            self._names[name] = time.monotonic()
+            if len(self._names) > ECHO_NAMES:
+                del self._names[next(iter(self._names))]
+
+    def discard(self, name: str) -> None:
+        with self._lock:
+            self._names.pop(name, None)
+
+    def take(self, name: str) -> bool:
+        with self._lock:
+            added = self._names.pop(name, None)
+        return added is not None and time.monotonic() - added < ECHO_WAIT_S
+
+
+#: How long a link without an echo waits for the watcher, and how many may wait (a watcher that is
+#: stopped or restarting sees none: the oldest names go).
+ECHO_WAIT_S = 10.0
+ECHO_NAMES = 4096
+_linking = _Linking()
+
+
+def own_link(name: str) -> bool:
+    """Whether the creation of an entry ``name`` the watcher just saw is a link this process made with
+    ``write_new(echo=False)`` (each name answers True once). Only a creation: any later change of that
+    entry (a write, a rename over it, a delete) is an event of another kind, never dropped."""
+    return _linking.take(name)

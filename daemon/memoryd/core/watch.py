@@ -46,10 +46,10 @@ from watchdog.events import (
     FileSystemEvent,
     FileSystemEventHandler,
 )
-from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 
 from memoryd.board.gate import is_ignored_name
+from memoryd.core.quietwatch import observer as new_observer
 from memoryd.core.sources import RecordSource, watched_folders
 from memoryd.logs import get_logger
 
@@ -141,6 +141,7 @@ class BoardWatcher:
         self._pending: dict[tuple[str, str], tuple[float, float]] = {}  # key -> (first, last) monotonic
         self._stopping = False
         self._check_now = False
+        self._wake_at = 0.0  # when the timer thread will wake next (it recomputes on every wake-up)
         self._thread: threading.Thread | None = None
         # Observer swaps happen under _obs_lock, never under _cond: observer.stop() joins the dispatcher
         # thread, which may be inside _on_event waiting for _cond.
@@ -223,7 +224,7 @@ class BoardWatcher:
                 st = os.stat(real)
                 if not stat.S_ISDIR(st.st_mode):  # watchdog would silently watch a file's parent folder
                     raise NotADirectoryError(errno.ENOTDIR, "board root is not a directory", real)
-                observer = Observer()
+                observer = new_observer()
                 observer.schedule(_Handler(self), real, recursive=True, event_filter=_EVENT_FILTER)
                 observer.start()
             except OSError as e:
@@ -307,7 +308,10 @@ class BoardWatcher:
         with self._cond:
             first, _ = self._pending.get(key, (now, now))
             self._pending[key] = (first, now)
-            self._cond.notify()
+            # a key's deadline only moves later, and a new key's is after every pending one's; waking
+            # the timer for each event of a batch of 50 files (it scans the pending keys) cost ~8 ms
+            if self._due_at(first, now) < self._wake_at:
+                self._cond.notify()
 
     # -- timer thread -------------------------------------------------------------------------------------
 
@@ -325,7 +329,9 @@ class BoardWatcher:
                     wake = min([next_health, *(self._due_at(f, la) for f, la in self._pending.values())])
                     if wake <= now or self._check_now:
                         break
+                    self._wake_at = wake
                     self._cond.wait(wake - now)
+                self._wake_at = 0.0  # awake: _mark need not notify until the next wait
                 check, self._check_now = self._check_now or now >= next_health, False
                 batch = self._take_due(now)
             if check:

@@ -7,6 +7,9 @@ a tokenizer and ``memoryd-model.json`` (see :class:`ModelConfig`); the default o
 weights by :mod:`memoryd.index.model_build` with the compact ``tokenizer.pieces``
 (:mod:`memoryd.index.unigram`), any other (EmbeddingGemma, ...) is configured by path with a
 ``tokenizer.json`` for the ``tokenizers`` library.
+
+One module (~410 lines) because the session, its batching and its buffers' lifetime share one state, and
+the reference passages are calibrated by the same runs.
 """
 
 from __future__ import annotations
@@ -121,6 +124,7 @@ class Embedder:
         self.model_dir = model_dir
         self._config = config
         self._count_lock = threading.Lock()
+        self._holding = False  # a batch's buffers are kept in the arena (embed_passages' ``hold``)
 
         options = ort.SessionOptions()
         options.intra_op_num_threads = min(os.cpu_count() or 1, 4)
@@ -158,13 +162,15 @@ class Embedder:
         """Embed search queries (with the model's query prefix): float32 (len(texts), dim), unit rows."""
         return self._embed(texts, self._config.query_prefix)
 
-    def embed_passages(self, texts: Sequence[str], *, count: bool = True) -> np.ndarray:
+    def embed_passages(self, texts: Sequence[str], *, count: bool = True, hold: bool = False) -> np.ndarray:
         """Embed stored text (with the passage prefix): float32 (len(texts), dim), unit rows.
 
         A text longer than ``max_tokens`` is truncated; use :meth:`chunks` first to cover all of it.
         ``count=False``: not stored text (the model's reference passages), left out of ``passages_embedded``.
+        ``hold``: keep the batch's buffers (onnxruntime's arena, the heap) for the next batch, which
+        follows at once (a stream of writes); the caller calls :meth:`release` once the stream ends.
         """
-        vectors = self._embed(texts, self._config.passage_prefix)
+        vectors = self._embed(texts, self._config.passage_prefix, hold)
         if count:
             with self._count_lock:
                 self.passages_embedded += len(texts)
@@ -173,6 +179,15 @@ class Embedder:
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` alone: no prefix, no special tokens, no truncation."""
         return len(self._tokenizer.encode(text, add_special_tokens=False))
+
+    def release(self, trim_heap: bool = True) -> None:
+        """Hand back the buffers batches embedded with ``hold`` kept: one run of a single token with the
+        arena's shrink (nothing when no batch is held), then (``trim_heap``) a heap trim. Thread-safe."""
+        if self._holding:
+            self._holding = False
+            self._run([self._truncate(self._tokenizer.encode(""))], shrink=True)
+        if trim_heap:
+            trim()
 
     def chunks(self, text: str, max_tokens: int = 256, overlap: int = 32) -> list[str]:
         """Split ``text`` into windows of at most ``max_tokens`` tokens that share ``overlap`` tokens.
@@ -204,7 +219,7 @@ class Embedder:
         """The ids the model sees for ``text`` as given (special tokens added, not truncated)."""
         return self._tokenizer.encode(text)
 
-    def _embed(self, texts: Sequence[str], prefix: str) -> np.ndarray:
+    def _embed(self, texts: Sequence[str], prefix: str, hold: bool = False) -> np.ndarray:
         if isinstance(texts, str):
             raise TypeError("pass a sequence of strings, not a single string")
         out = np.empty((len(texts), self.dim), np.float32)
@@ -212,8 +227,8 @@ class Embedder:
             return out
         ids = [self._truncate(row) for row in self._tokenizer.encode_batch([prefix + t for t in texts])]
         for batch in _batches([len(row) for row in ids]):
-            out[batch] = self._run([ids[i] for i in batch])
-        if sum(map(len, ids)) >= _TRIM_AFTER_TOKENS:
+            out[batch] = self._run([ids[i] for i in batch], shrink=False if hold else None)
+        if not hold and sum(map(len, ids)) >= _TRIM_AFTER_TOKENS:
             trim()
         return out
 
@@ -221,7 +236,8 @@ class Embedder:
         # keep the head and the closing special token the post-processor added
         return ids if len(ids) <= self.max_tokens else ids[: self.max_tokens - 1] + ids[-1:]
 
-    def _run(self, rows: list[list[int]]) -> np.ndarray:
+    def _run(self, rows: list[list[int]], shrink: bool | None = None) -> np.ndarray:
+        """``shrink``: the arena's after the run (True), never (False), or for batches only (None)."""
         seq = max(len(row) for row in rows)
         input_ids = np.full((len(rows), seq), self._pad_id, np.int64)
         mask = np.zeros((len(rows), seq), np.int64)
@@ -232,9 +248,15 @@ class Embedder:
         if self._token_types:
             feed["token_type_ids"] = np.zeros_like(input_ids)
         # a batch's buffers leave the arena after its run; a query's few MB stay for the next query (a
-        # shrink per query cost ~1 ms of CPU)
-        shrink = self._run_options if input_ids.size > self.max_tokens else None
-        (result,) = self._session.run([self._output], feed, shrink)
+        # shrink per query cost ~1 ms of CPU). Not while a stream of batches holds them: blocks from 4 MB
+        # on are mapped alone (memory.MMAP_THRESHOLD), so each run mapped and zeroed its buffers again,
+        # ~10 % of the daemon's CPU through a stream of store_memories batches of short notes
+        batch = input_ids.size > self.max_tokens
+        if shrink is None:
+            shrink = batch
+        elif batch and not shrink:
+            self._holding = True
+        (result,) = self._session.run([self._output], feed, self._run_options if shrink else None)
         result = np.asarray(result, np.float32)
         if self._config.pooling == "mean":
             weights = mask[..., None].astype(np.float32)

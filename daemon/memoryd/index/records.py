@@ -304,8 +304,11 @@ def _model_name(embedder) -> str:
     return embedder.name if embedder is not None else ""
 
 
-def write_records(store: IndexStore, records: Sequence[Record], embedder, report: SyncReport) -> None:
-    """Upsert ``records``, embedding only those whose stored vector is missing or stale."""
+def write_records(
+    store: IndexStore, records: Sequence[Record], embedder, report: SyncReport, *, hold: bool = False
+) -> None:
+    """Upsert ``records``, embedding only those whose stored vector is missing or stale. ``hold``: the
+    embedder keeps its buffers for the next write (``Embedder.embed_passages``), released by the caller."""
     if not records:
         return
     # numpy here, not at the top: the tool registry loads the kinds' record modules, and no numpy
@@ -330,7 +333,7 @@ def write_records(store: IndexStore, records: Sequence[Record], embedder, report
         need = [r for r in chunk if r.id not in reuse]
         fresh: dict[str, np.ndarray] = {}
         if need and embedder is not None:
-            vecs = embedder.embed_passages([r.embed_text for r in need])
+            vecs = embedder.embed_passages([r.embed_text for r in need], hold=hold)
             fresh = {r.id: vecs[i] for i, r in enumerate(need)}
             report.embedded += len(need)
         with_vec = [r for r in chunk if r.id in reuse or r.id in fresh]

@@ -242,6 +242,11 @@ class Memories:
 
         An item that is an exception (a failed :meth:`prepare`) is passed through, so a batch keeps its
         positions; each result is :class:`Stored` or that item's exception."""
+        # shielded: a caller gone mid-call (a cancelled tool call) must still hand the files it wrote to
+        # the index, since the watcher drops the echo of a store's new file (BoardOps.store)
+        return await asyncio.shield(self._store_and_queue(items))
+
+    async def _store_and_queue(self, items: Sequence[Memory | Exception]) -> list[Stored | Exception]:
         results = await self._locked(self._store_sync, items)
         await self._index_admitted([r.memory for r in results if isinstance(r, Stored)])
         return results

@@ -205,7 +205,7 @@ def _skip(skipped: list[Skipped], path: str, reason: str) -> None:
 
 
 def write_memory(
-    board: Path, memory: Memory, *, overwrite: bool = False, folder: SafeDir | None = None
+    board: Path, memory: Memory, *, overwrite: bool = False, folder: SafeDir | None = None, echo: bool = True
 ) -> tuple[Path, bool]:
     """Write ``memories/<memory.id>.md`` atomically; returns ``(absolute path, is_new)``.
 
@@ -215,18 +215,20 @@ def write_memory(
     Raises InvalidId (bad id), UnsafePath (``memories`` is a symlink or not a folder; the target name is
     a folder), BoardUnreadable (board root), OSError (disk full; no temp file is left). ``folder``:
     ``memories/`` open in a :func:`memory_folder`, which fsyncs the folder once for all its writes.
+    ``echo=False`` (creating): the caller hands the new file to the index itself, so the watcher may drop
+    the event of its creation (:func:`memoryd.board.atomic.write_new`).
     """
     check_hash(memory.id)
     data = render_memory(memory).encode("utf-8")
     name = f"{memory.id}.md"
     if folder is not None:
-        path, is_new = _write(board, folder, name, data, overwrite, sync_dir=False)
+        path, is_new = _write(board, folder, name, data, overwrite, sync_dir=False, echo=echo)
     else:
         d = _memories_dir(board, create=True)
         if d is None:  # created by us a moment ago and removed again
             raise FileNotFoundError(errno.ENOENT, "memories folder vanished", str(board))
         with d:
-            path, is_new = _write(board, d, name, data, overwrite, sync_dir=True)
+            path, is_new = _write(board, d, name, data, overwrite, sync_dir=True, echo=echo)
     if is_new or overwrite:
         # a batch's writes (``folder``) are logged once by their caller: a JSON line per file of a batch of
         # 50 was ~5 ms of the daemon's CPU, taken from the embedding running beside it on 2 cores
@@ -236,7 +238,9 @@ def write_memory(
     return path, is_new
 
 
-def _write(board: Path, d: SafeDir, name: str, data: bytes, overwrite: bool, sync_dir: bool):
+def _write(
+    board: Path, d: SafeDir, name: str, data: bytes, overwrite: bool, sync_dir: bool, echo: bool = True
+):
     path = Path(board) / d.rel / name
     if not overwrite and _exists(d, name):
         return path, False
@@ -244,7 +248,7 @@ def _write(board: Path, d: SafeDir, name: str, data: bytes, overwrite: bool, syn
         is_new = not _exists(d, name)
         atomic.write_replace(d, name, data, sync_dir=sync_dir)
     else:
-        is_new = atomic.write_new(d, name, data, sync_dir=sync_dir)
+        is_new = atomic.write_new(d, name, data, sync_dir=sync_dir, echo=echo)
     return path, is_new
 
 

@@ -98,7 +98,8 @@ class BoardOps:
                 if fresh is not None and fresh.hash == m.id:
                     existing = fresh
         if existing is None:
-            _, is_new = write_memory(self.board, m, folder=self.folder)
+            # the caller hands the new file to the index itself: the watcher need not report its link
+            _, is_new = write_memory(self.board, m, folder=self.folder, echo=False)
             if is_new:
                 return m, True
             existing = self.read(m.id)  # another writer (an import) created it a moment ago
