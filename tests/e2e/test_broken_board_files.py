@@ -171,6 +171,31 @@ def test_list_tasks_counts_and_names_the_task_files_it_could_not_read(served):
         assert fixed["total"] == 2 and fixed["skippedFiles"] == 0 and "skipped" not in fixed, fixed
 
 
+def test_list_tasks_and_get_task_name_the_brief_files_they_could_not_read(served):
+    """A broken brief's task is not known: both tools say the picture may miss briefs, and which files."""
+    board = served.board
+    with Shim(served.socket, served.env).initialize() as shim:
+        assert shim.ok("list_tasks")["skippedBriefFiles"] == 0
+        whole = shim.ok("get_task", task_id=TASK)
+        assert whole["skippedBriefFiles"] == 0 and "skippedBriefs" not in whole, whole
+        (board / "briefs" / BROKEN_BRIEF).mkdir()
+        (board / "briefs" / BROKEN_BRIEF / "brief.json").write_text('{"id": "' + BROKEN_BRIEF + '", "task": ')
+        wait_for(lambda: status()["skipped_files"] == 1, "the broken brief counted")
+        for tool, args in (("list_tasks", {}), ("get_task", {"task_id": TASK})):
+            answer = shim.ok(tool, **args)
+            assert answer["skippedBriefFiles"] == 1, answer
+            [named] = answer["skippedBriefs"]
+            assert named["path"] == f"briefs/{BROKEN_BRIEF}/brief.json" and "JSON" in named["reason"], named
+            text = shim.call(tool, **args)["result"]["content"][0]["text"]
+            assert (
+                "1 brief file could not be read" in text and f"briefs/{BROKEN_BRIEF}/brief.json: " in text
+            ), text
+        assert shim.ok("list_tasks")["skippedFiles"] == 0  # task files are all readable
+        shutil.rmtree(board / "briefs" / BROKEN_BRIEF)
+        wait_for(lambda: status()["skipped_files"] == 0, "the removed brief forgotten")
+        assert "skippedBriefs" not in shim.ok("get_task", task_id=TASK)
+
+
 def test_a_misnamed_entry_in_sessions_is_reported_while_it_exists(served):
     sessions = served.board / "sessions"
     (sessions / "notes.txt").write_text("my notes\n")

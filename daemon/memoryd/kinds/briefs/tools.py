@@ -79,8 +79,9 @@ LIST_TASKS_DESCRIPTION = (
     "dates; filter by project and status. Use it for overviews such as 'what's still open in shopfront?' or "
     "'what did we work on recently?': search_briefs only finds tasks whose words match a query, while this "
     "lists every task. The answer also names every project on the board, for the project filter of the "
-    f"other tools, and counts the task files that could not be read (skippedFiles; a task of a broken file is not "
-    f"listed). Bounded: at most {schemas.TASKS_LIMIT_MAX} tasks, with the total count first." + _DATA
+    "other tools, and counts the task and brief files that could not be read (skippedFiles, "
+    "skippedBriefFiles; a task of a broken file is not listed). Bounded: at most "
+    f"{schemas.TASKS_LIMIT_MAX} tasks, with the total count first." + _DATA
 )
 GET_TASK_DESCRIPTION = (
     "Read one task and its briefs in date order: for each brief its date, one line of what the developer "
