@@ -196,6 +196,40 @@ def test_list_tasks_and_get_task_name_the_brief_files_they_could_not_read(served
         assert "skippedBriefs" not in shim.ok("get_task", task_id=TASK)
 
 
+def test_healthcheck_memory_stats_and_get_all_summaries_name_the_files_they_could_not_read(served):
+    """A broken file is no healthy board: the health answer lists it as a problem, and the counts name it."""
+    board = served.board
+    with Shim(served.socket, served.env, tools="sessions,memories").initialize() as shim:
+        healthy = shim.ok("healthcheck")
+        assert healthy["problems"] == [] and "skipped" not in healthy, healthy
+        broken = break_files(board)
+        summary = "sessions/s-broken.summary.json"
+        (board / summary).write_text('{"title": ')
+        broken[summary] = "JSON"
+        wait_for(lambda: status()["skipped_files"] == len(broken), "every broken file counted")
+        health = shim.ok("healthcheck")
+        assert health["status"] == "degraded" and health["skipped_files"] == len(broken), health
+        assert {s["path"] for s in health["skipped"]} <= broken.keys() and len(health["skipped"]) == 5, health
+        [problem] = health["problems"]
+        assert problem.startswith(f"{len(broken)} board files could not be read") and "1 more" in problem, (
+            problem
+        )
+        text = shim.call("healthcheck")["result"]["content"][0]["text"]
+        assert text.startswith("memoryd is DEGRADED: 6 board files could not be read"), text
+
+        stats = shim.ok("memory_stats")["result"]
+        assert stats["skippedFiles"] == 2, stats
+        named = {s["path"]: s["reason"] for s in stats["skipped"]}
+        assert named.keys() == {p for p in broken if p.startswith("memories/")}, named
+        assert "YAML" in named[f"memories/{'0' * 64}.md"], named
+
+        summaries = shim.ok("get_all_summaries")
+        assert summaries["skippedFiles"] == 1 and summaries["skipped"][0]["path"] == summary, summaries
+        assert "JSON" in summaries["skipped"][0]["reason"], summaries
+        text = shim.call("get_all_summaries")["result"]["content"][0]["text"]
+        assert "1 summary file(s) could not be read" in text and f"{summary}: " in text, text
+
+
 def test_a_misnamed_entry_in_sessions_is_reported_while_it_exists(served):
     sessions = served.board / "sessions"
     (sessions / "notes.txt").write_text("my notes\n")
