@@ -246,6 +246,39 @@ def test_a_misnamed_entry_in_sessions_is_reported_while_it_exists(served):
     wait_for(lambda: status()["skipped_files"] == 0, "removed entries forgotten")
 
 
+def test_a_misnamed_session_file_is_warned_about_once_while_it_stays(monkeypatch):
+    """There at the start, it is one warning in the log, not one per reload of the folder (a moved folder,
+    a rescan), while status keeps naming it."""
+    root = short_tmpdir()
+    board = make_board(root)
+    (board / "sessions" / "notes.txt").write_text("my notes\n")
+    memoryd_home = root / "mh"
+    monkeypatch.setenv("MEMORYD_HOME", str(memoryd_home))
+    daemon = DaemonProcess(root, socket_path=memoryd_home / "state" / "memoryd.sock", board=board)
+    try:
+        daemon.start()
+        wait_engine_ready(daemon)
+
+        def warned() -> list[dict]:
+            return [e for e in daemon.events("board.file_skipped") if e.get("path") == "sessions/notes.txt"]
+
+        assert len(warned()) == 1, daemon.log()
+        (board / "sessions").rename(board / "s-moved")  # the folder moved away and back: a full reload,
+        line = {"id": "i1", "sessionId": "s1", "timestamp": "2026-12-01T09:00:00Z", "prompt": "zebra crossing",
+                "thought": "", "response": "ok"}  # fmt: skip
+        (board / "s-moved" / "s1.jsonl").write_text(json.dumps(line) + "\n")  # which this session shows
+        (board / "s-moved").rename(board / "sessions")
+        with Shim(daemon.socket, daemon.env, tools="sessions").initialize() as shim:
+            wait_for(
+                lambda: shim.ok("query_raw_memories", query="zebra crossing")["count"] == 1, "the reload"
+            )
+        assert len(warned()) == 1, daemon.log()
+        assert "sessions/notes.txt" in {s["path"] for s in status()["skipped"]}
+    finally:
+        daemon.kill()
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def test_doctor_without_a_daemon_names_a_misnamed_session_file(tmp_path, monkeypatch):
     """A full load of the board (as at a daemon's start) reports what the running daemon reports."""
     monkeypatch.setenv("MEMORYD_HOME", str(tmp_path / "mh"))
