@@ -287,3 +287,44 @@ def test_doctor_names_a_board_file_the_daemon_could_not_load(monkeypatch):
     finally:
         daemon.kill()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_plain_connect_gives_agents_the_briefs_and_the_memories(served):
+    """``memoryd connect`` as a person runs it: the entry names ``--tools briefs,memories``, and the shim it
+    starts serves both groups (18 tools), so an agent can store a memory as the README promises."""
+    daemon, root = served
+    home = root / "h"
+    (home / ".cursor").mkdir(parents=True)
+    env = {k: v for k, v in os.environ.items() if k not in ("XDG_CONFIG_HOME", "CODEX_HOME")} | {
+        "HOME": str(home)
+    }
+    done = subprocess.run([sys.executable, "-m", "memoryd", "connect", "cursor", "--no-capture"],
+                          capture_output=True, text=True, env=env, timeout=120, cwd="/")  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    entry = json.loads((home / ".cursor" / "mcp.json").read_text())["mcpServers"]["memoryd"]
+    assert entry["args"] == ["-S", SHIM_MAIN, "--tools", "briefs,memories"], entry
+    helped = subprocess.run([sys.executable, "-m", "memoryd", "connect", "--help"], capture_output=True,
+                            text=True, env=env, timeout=120, cwd="/")  # fmt: skip
+    assert "default: briefs,memories" in " ".join(helped.stdout.split()), helped.stdout
+
+    from mcp.client import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    server = StdioServerParameters(
+        command=entry["command"], args=entry["args"], env=agent_env(home, entry), cwd="/"
+    )
+
+    async def main() -> None:
+        async with Client(server) as client:
+            names = {t.name for t in (await client.list_tools()).tools if not t.name.startswith("diag_")}
+            assert len(names) == 18 and {"search_briefs", "store_memory", "memory_stats"} <= names, names
+            stored = await client.call_tool(
+                "store_memory", {"content": "Retries reuse the idempotency key.", "tags": ["payments"]}
+            )
+            assert stored.is_error is False and stored.structured_content["ok"] is True, stored
+
+    asyncio.run(main())
+
+    again = subprocess.run([sys.executable, "-m", "memoryd", "connect", "cursor", "--no-capture"],
+                           capture_output=True, text=True, env=env, timeout=120, cwd="/")  # fmt: skip
+    assert "already connected" in again.stdout and "keeps --tools" not in again.stdout, again.stdout

@@ -171,6 +171,65 @@ def test_list_tasks_counts_and_names_the_task_files_it_could_not_read(served):
         assert fixed["total"] == 2 and fixed["skippedFiles"] == 0 and "skipped" not in fixed, fixed
 
 
+def test_list_tasks_and_get_task_name_the_brief_files_they_could_not_read(served):
+    """A broken brief's task is not known: both tools say the picture may miss briefs, and which files."""
+    board = served.board
+    with Shim(served.socket, served.env).initialize() as shim:
+        assert shim.ok("list_tasks")["skippedBriefFiles"] == 0
+        whole = shim.ok("get_task", task_id=TASK)
+        assert whole["skippedBriefFiles"] == 0 and "skippedBriefs" not in whole, whole
+        (board / "briefs" / BROKEN_BRIEF).mkdir()
+        (board / "briefs" / BROKEN_BRIEF / "brief.json").write_text('{"id": "' + BROKEN_BRIEF + '", "task": ')
+        wait_for(lambda: status()["skipped_files"] == 1, "the broken brief counted")
+        for tool, args in (("list_tasks", {}), ("get_task", {"task_id": TASK})):
+            answer = shim.ok(tool, **args)
+            assert answer["skippedBriefFiles"] == 1, answer
+            [named] = answer["skippedBriefs"]
+            assert named["path"] == f"briefs/{BROKEN_BRIEF}/brief.json" and "JSON" in named["reason"], named
+            text = shim.call(tool, **args)["result"]["content"][0]["text"]
+            assert (
+                "1 brief file could not be read" in text and f"briefs/{BROKEN_BRIEF}/brief.json: " in text
+            ), text
+        assert shim.ok("list_tasks")["skippedFiles"] == 0  # task files are all readable
+        shutil.rmtree(board / "briefs" / BROKEN_BRIEF)
+        wait_for(lambda: status()["skipped_files"] == 0, "the removed brief forgotten")
+        assert "skippedBriefs" not in shim.ok("get_task", task_id=TASK)
+
+
+def test_healthcheck_memory_stats_and_get_all_summaries_name_the_files_they_could_not_read(served):
+    """A broken file is no healthy board: the health answer lists it as a problem, and the counts name it."""
+    board = served.board
+    with Shim(served.socket, served.env, tools="sessions,memories").initialize() as shim:
+        healthy = shim.ok("healthcheck")
+        assert healthy["problems"] == [] and "skipped" not in healthy, healthy
+        broken = break_files(board)
+        summary = "sessions/s-broken.summary.json"
+        (board / summary).write_text('{"title": ')
+        broken[summary] = "JSON"
+        wait_for(lambda: status()["skipped_files"] == len(broken), "every broken file counted")
+        health = shim.ok("healthcheck")
+        assert health["status"] == "degraded" and health["skipped_files"] == len(broken), health
+        assert {s["path"] for s in health["skipped"]} <= broken.keys() and len(health["skipped"]) == 5, health
+        [problem] = health["problems"]
+        assert problem.startswith(f"{len(broken)} board files could not be read") and "1 more" in problem, (
+            problem
+        )
+        text = shim.call("healthcheck")["result"]["content"][0]["text"]
+        assert text.startswith("memoryd is DEGRADED: 6 board files could not be read"), text
+
+        stats = shim.ok("memory_stats")["result"]
+        assert stats["skippedFiles"] == 2, stats
+        named = {s["path"]: s["reason"] for s in stats["skipped"]}
+        assert named.keys() == {p for p in broken if p.startswith("memories/")}, named
+        assert "YAML" in named[f"memories/{'0' * 64}.md"], named
+
+        summaries = shim.ok("get_all_summaries")
+        assert summaries["skippedFiles"] == 1 and summaries["skipped"][0]["path"] == summary, summaries
+        assert "JSON" in summaries["skipped"][0]["reason"], summaries
+        text = shim.call("get_all_summaries")["result"]["content"][0]["text"]
+        assert "1 summary file(s) could not be read" in text and f"{summary}: " in text, text
+
+
 def test_a_misnamed_entry_in_sessions_is_reported_while_it_exists(served):
     sessions = served.board / "sessions"
     (sessions / "notes.txt").write_text("my notes\n")
@@ -185,6 +244,39 @@ def test_a_misnamed_entry_in_sessions_is_reported_while_it_exists(served):
     (sessions / "notes.txt").unlink()
     (sessions / "old").rmdir()
     wait_for(lambda: status()["skipped_files"] == 0, "removed entries forgotten")
+
+
+def test_a_misnamed_session_file_is_warned_about_once_while_it_stays(monkeypatch):
+    """There at the start, it is one warning in the log, not one per reload of the folder (a moved folder,
+    a rescan), while status keeps naming it."""
+    root = short_tmpdir()
+    board = make_board(root)
+    (board / "sessions" / "notes.txt").write_text("my notes\n")
+    memoryd_home = root / "mh"
+    monkeypatch.setenv("MEMORYD_HOME", str(memoryd_home))
+    daemon = DaemonProcess(root, socket_path=memoryd_home / "state" / "memoryd.sock", board=board)
+    try:
+        daemon.start()
+        wait_engine_ready(daemon)
+
+        def warned() -> list[dict]:
+            return [e for e in daemon.events("board.file_skipped") if e.get("path") == "sessions/notes.txt"]
+
+        assert len(warned()) == 1, daemon.log()
+        (board / "sessions").rename(board / "s-moved")  # the folder moved away and back: a full reload,
+        line = {"id": "i1", "sessionId": "s1", "timestamp": "2026-12-01T09:00:00Z", "prompt": "zebra crossing",
+                "thought": "", "response": "ok"}  # fmt: skip
+        (board / "s-moved" / "s1.jsonl").write_text(json.dumps(line) + "\n")  # which this session shows
+        (board / "s-moved").rename(board / "sessions")
+        with Shim(daemon.socket, daemon.env, tools="sessions").initialize() as shim:
+            wait_for(
+                lambda: shim.ok("query_raw_memories", query="zebra crossing")["count"] == 1, "the reload"
+            )
+        assert len(warned()) == 1, daemon.log()
+        assert "sessions/notes.txt" in {s["path"] for s in status()["skipped"]}
+    finally:
+        daemon.kill()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def test_doctor_without_a_daemon_names_a_misnamed_session_file(tmp_path, monkeypatch):

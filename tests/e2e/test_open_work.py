@@ -24,6 +24,13 @@ TASKS = [
     ("t-20261106-0a0a06", "done", "payments-api", "Upgrade node", "bump node to 22 in the CI image"),
     ("t-20261107-0a0a07", "open", "shopfront", "Webhook retries", "webhooks are not retried after a 500"),
 ]
+#: Tasks no brief stands for yet (task id, status, project, title): the open ones belong to a listing of the
+#: open work all the same.
+UNBRIEFED = [
+    ("t-20261109-0c0c09", "open", "shopfront", "Refund emails"),
+    ("t-20261110-0c0c10", "open", "payments-api", "Rotate the API keys"),
+    ("t-20261111-0c0c11", "done", "shopfront", "Old banner"),
+]
 #: A second, newer brief of the first task: the task's newest activity.
 LATER = ("b-20261108-0b0b08", "t-20261101-0a0a01", "still charged twice after the fix")
 
@@ -40,6 +47,9 @@ def write_board(board) -> None:
         write_task(board, task_id, title=title, status=status, project=project, created_at=at)
         write_brief(board, brief_id(task_id), task_id, said=said, title=title, summary=title, project=project,
                     created_at=at)  # fmt: skip
+    for task_id, status, project, title in UNBRIEFED:
+        write_task(board, task_id, title=title, status=status, project=project,
+                   created_at=f"2026-11-{task_id[8:10]}T10:00:00Z")  # fmt: skip
     b, t, said = LATER
     write_brief(board, b, t, said=said, title="Double charge again", project="shopfront",
                 created_at="2026-11-08T10:00:00Z")  # fmt: skip
@@ -91,3 +101,40 @@ def test_the_open_work_listing_keeps_the_project_filter_and_the_limit(shim):
 def test_a_subject_with_open_keeps_the_ranking(shim):
     assert found(shim, "is the login loop on android still open?")[0][0] == "t-20261102-0a0a02"
     assert found(shim, "what's still open about webhooks?")[0][0] == "t-20261107-0a0a07"
+
+
+def answer_text(shim: Shim, **args) -> str:
+    return shim.call("search_briefs", **args)["result"]["content"][0]["text"]
+
+
+def test_a_listing_names_the_project_the_question_named_and_the_open_tasks_without_a_brief(shim):
+    for args in (
+        {"query": "what is still open in shopfront?"},
+        {"query": "what's still open?", "project": "shopfront"},
+    ):
+        answer = shim.ok("search_briefs", **args)
+        assert answer["project"] == "shopfront", answer
+        head = answer_text(shim, **args).splitlines()[0]
+        assert "in project shopfront" in head and "across all projects" not in head, head
+        assert answer["open_without_briefs_total"] == 1, answer
+        assert answer["open_without_briefs"] == [
+            {
+                "task_id": "t-20261109-0c0c09",
+                "title": "Refund emails",
+                "project": "shopfront",
+                "created": "2026-11-09",
+            }
+        ]
+        assert "t-20261109-0c0c09" in answer_text(shim, **args)
+    everywhere = shim.ok("search_briefs", query="what's still open?")
+    assert everywhere["project"] is None
+    assert [t["task_id"] for t in everywhere["open_without_briefs"]] == [
+        "t-20261110-0c0c10",
+        "t-20261109-0c0c09",
+    ]
+    text = answer_text(shim, query="what's still open?")
+    assert "across all projects" in text.splitlines()[0] and "Rotate the API keys" in text, text
+    # a question with a subject is no listing: no open task is added to what matched
+    assert "open_without_briefs" not in shim.ok(
+        "search_briefs", query="is the login loop on android still open?"
+    )

@@ -5,12 +5,22 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import subprocess
 import sys
+import time
 
 from memoryd.cli.stop import alive, process_uid, terminate
 from memoryd.errors import EXIT_ALREADY_RUNNING
+from support.briefs import Shim
 from support.daemon import PYTHON, DaemonProcess, free_port
+
+
+def wait_until(predicate, timeout_s: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, "not within the time allowed"
+        time.sleep(0.1)
 
 
 def memoryd(daemon: DaemonProcess, *args: str) -> subprocess.CompletedProcess:
@@ -39,6 +49,55 @@ def test_stop_stops_the_daemon_cleanly_and_then_says_none_runs(make_daemon):
     assert not daemon.socket.exists() and daemon.events("stopped")
     again = memoryd(daemon, "stop")
     assert again.returncode == 0 and "memoryd is not running" in again.stdout, again.stderr
+
+
+def test_stop_says_connected_agents_start_it_again_and_how_to_stop_for_good(make_daemon):
+    daemon = make_daemon().start()
+    with Shim(daemon.socket, daemon.env).initialize():  # --no-start: this shim starts nothing again
+        wait_until(lambda: json.loads(memoryd(daemon, "status", "--json").stdout)["sessions"] == 1)
+        done = memoryd(daemon, "stop")
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("stopped memoryd (pid ") and len(lines) == 2, done.stdout
+    assert lines[1].startswith(
+        "1 agent session was connected: its shim starts memoryd again at the next call"
+    ), lines[1]
+    assert " disconnect`" in lines[1] and " service stop`" in lines[1], lines[1]
+    assert daemon.wait_exit(10) == 0
+
+
+def test_a_refused_serve_at_a_terminal_says_it_once(make_daemon):
+    """``make run`` beside a running daemon: the person at the terminal reads one sentence, not the JSON
+    log line too; through a pipe (a shim, a service) the JSON line stays."""
+    daemon = make_daemon().start()
+    env = {**daemon.env, "PATH": os.environ["PATH"], "MEMORYD_LOG_LEVEL": "warning"}  # as `make run` sets it
+    argv = [*daemon.argv, "--index", str(daemon.index), "--model", "none"]
+    main, terminal = pty.openpty()
+    try:
+        done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=terminal, env=env, timeout=120, cwd="/")
+        os.close(terminal)
+        terminal = -1
+        said = b""
+        while chunk := _read(main):
+            said += chunk
+    finally:
+        os.close(main)
+        if terminal >= 0:
+            os.close(terminal)
+    assert done.returncode == EXIT_ALREADY_RUNNING
+    lines = [ln for ln in said.decode().splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("memoryd: memoryd is already running"), lines
+    piped = serve(daemon)
+    assert any(ln.startswith("{") and "startup_failed" in ln for ln in piped.stderr.splitlines()), (
+        piped.stderr
+    )
+
+
+def _read(fd: int) -> bytes:
+    try:
+        return os.read(fd, 4096)
+    except OSError:  # EIO: the terminal's other end is closed and everything was read
+        return b""
 
 
 def test_a_refused_serve_and_open_name_memoryd_stop_and_status_shows_http(make_daemon):

@@ -97,11 +97,11 @@ def in_process(settings: Settings, query: str, project: str | None, limit: int) 
     """The same answer computed here, on the board's own index under its writer lock (slower, no warm
     model). Raises :class:`~memoryd.errors.StartupError` when that index cannot be written here."""
     from memoryd.core.local import local_search
-    from memoryd.kinds.briefs.render import search_answer, search_query
+    from memoryd.kinds.briefs.render import listing_scope, search_answer, search_query
 
     result = local_search(settings, search_query(query, project))
     state = "disabled" if settings.model == "none" else "failed"
-    return search_answer(result, limit=limit, project=project, model_state=state)
+    return search_answer(result, limit=limit, project=listing_scope(result, project), model_state=state)
 
 
 def _through_index_owner(exc: Exception, board: str, args: Any) -> dict[str, Any] | None:

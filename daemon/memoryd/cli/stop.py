@@ -7,6 +7,9 @@ an agent's shim started, ``memoryd serve`` in another terminal) gets SIGTERM, on
 to this user, and the command waits for it to exit: the daemon removes its socket, finishes its index
 writes and releases its locks within a few seconds.
 
+When agents were connected, the message says their shims start it again at their next call, and how to
+stop it for good.
+
 Exit codes: 0 stopped, or none was running (the message says which); 1 not stopped (run by the service, the
 process is another user's, it did not exit within ``--timeout``, or what answers is not a memoryd daemon).
 """
@@ -22,6 +25,7 @@ from typing import Any
 
 from memoryd.board.atomic import pid_alive
 from memoryd.cli.options import SERVED_SOCKET_HELP, command, locations
+from memoryd.wording import counted
 
 EXIT_STOPPED = 0
 EXIT_NOT_STOPPED = 1
@@ -171,4 +175,18 @@ def main(socket: str | None = None, wait_s: float = DEFAULT_WAIT_S) -> int:
         )
         return EXIT_NOT_STOPPED
     print(f"stopped memoryd (pid {pid}, socket {path}).")
+    connected = _sessions(status)
+    if connected:
+        print(
+            f"{counted(connected, 'agent session')} "
+            + ("was connected: its shim starts" if connected == 1 else "were connected: their shims start")
+            + f" memoryd again at the next call; to stop it for good, close those agents or run `{me} "
+            f"disconnect` (`{me} service stop` or `uninstall` when the service is installed)."
+        )
     return EXIT_STOPPED
+
+
+def _sessions(status: dict[str, Any]) -> int:
+    """The MCP sessions connected to the daemon of ``status``: its shims', and its HTTP clients'."""
+    http = status.get("http") if isinstance(status.get("http"), dict) else {}
+    return sum(n for n in (status.get("sessions"), http.get("sessions")) if isinstance(n, int) and n > 0)

@@ -91,11 +91,16 @@ class Hit:
 
 @dataclass
 class SearchResult:
-    """``hits`` best first; ``mode`` is "hybrid" or "keyword" (no model, or model not ready)."""
+    """``hits`` best first; ``mode`` is "hybrid" or "keyword" (no model, or model not ready).
+
+    ``open_listing``: None unless the query asks only what is still open
+    (:func:`memoryd.index.intent.open_listing`); then the project the query names (``""``: none), whether
+    or not open records were found to list (none: ``hits`` are the ranking's)."""
 
     hits: list[Hit] = field(default_factory=list)
     mode: str = "hybrid"
     query_redactions: int = 0
+    open_listing: str | None = None
 
 
 def _where(query: SearchQuery) -> Filter:
@@ -346,7 +351,8 @@ def search(store: IndexStore, embedder, query: SearchQuery, explain: dict | None
     )
     if not text or store.count() == 0:
         return result
-    listed = _open_work(store, query, text, limit)
+    result.open_listing = intent.open_listing(text, store.projects())
+    listed = _open_work(store, query, result.open_listing, limit)
     if listed:
         result.hits = _with_words(store, text, listed) if query.reasons else listed
         return result
@@ -360,12 +366,12 @@ def search(store: IndexStore, embedder, query: SearchQuery, explain: dict | None
     return result
 
 
-def _open_work(store: IndexStore, query: SearchQuery, text: str, limit: int) -> list[Hit]:
-    """When ``text`` asks only what is still open (:func:`memoryd.index.intent.open_listing`): the newest
-    record of each open task passing the query's filters (of every open record, without
-    ``group_by_task``), newest first, each scored 1.0; ``[]`` otherwise, or when nothing open passes them
-    (the ranking then answers as for any query)."""
-    project = intent.open_listing(text, store.projects())
+def _open_work(store: IndexStore, query: SearchQuery, project: str | None, limit: int) -> list[Hit]:
+    """When the query asks only what is still open (``project``: what
+    :func:`memoryd.index.intent.open_listing` said of it, not None): the newest record of each open task
+    passing the query's filters and ``project`` (of every open record, without ``group_by_task``), newest
+    first, each scored 1.0; ``[]`` otherwise, or when nothing open passes them (the ranking then answers as
+    for any query)."""
     if project is None:
         return []
     where = _where(query).where(status="open", project=project or None, id=query.ids)

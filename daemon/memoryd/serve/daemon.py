@@ -465,7 +465,10 @@ def _startup_failed(exc: StartupError, advice: str = "") -> int:
         log.warning("startup_refused", reason=reason, exit_code=0, supervisor="launchd")
         print(f"memoryd: {reason} (exit 0, so that launchd does not restart it)", file=sys.stderr, flush=True)
         return 0
-    log.error("startup_failed", reason=reason, exit_code=exc.exit_code)
-    # One plain line for a person at a terminal; the JSON line above is for machines. Never stdout.
+    # One plain line for a person at a terminal (`make run`, `memoryd serve` typed by hand): the JSON line
+    # would only repeat it there. A service, a shim or a pipe keeps the JSON line for machines. Never stdout.
+    by_hand = sys.stderr.isatty() and not os.environ.get(SUPERVISOR_ENV) and logs.log_file_path() is None
+    if not by_hand:
+        log.error("startup_failed", reason=reason, exit_code=exc.exit_code)
     print(f"memoryd: {reason}", file=sys.stderr, flush=True)
     return exc.exit_code

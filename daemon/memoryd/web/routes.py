@@ -153,7 +153,10 @@ class Web:
         engine = await self.engine()
         result = await engine.searcher.search(briefs_render.search_query(query, reasons=True))
         answer = briefs_render.search_answer(
-            result, limit=search.SHOWN, project=None, model_state=engine.model.state
+            result,
+            limit=search.SHOWN,
+            project=briefs_render.listing_scope(result, None),
+            model_state=engine.model.state,
         )
         found = await engine.memories.search(query, limit=search.SHOWN, touch=False, reasons=True)
         scrub = Scrub()

@@ -7,6 +7,9 @@ import sys
 
 from memoryd.cli.options import EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, command
 
+#: The tool groups ``connect`` writes for every agent unless ``--tools`` says otherwise: the briefs and the
+#: memories (18 tools). The shim's own default, when an entry names none, stays ``briefs`` (the wire contract).
+CONNECT_TOOLS = "briefs,memories"
 AGENT_NAMES = ("claude-code", "codex", "cursor", "gemini", "vscode", "windsurf", "claude-desktop")
 
 
@@ -24,7 +27,8 @@ def register(sub) -> None:
     c.add_argument(
         "--tools",
         metavar="GROUPS",
-        help="tool groups for these agents (briefs, memories, sessions, memo, all)",
+        help="tool groups for these agents (briefs, memories, sessions, memo, all; default: "
+        f"{CONNECT_TOOLS}; without --tools an entry that names other groups keeps them)",
     )
     c.add_argument("--dry-run", action="store_true", help="show the diff per file; write nothing")
     c.add_argument(
@@ -150,7 +154,7 @@ def cmd_connect(args) -> int:
     from memoryd.cli.connect.agents import hook_command, known_agents, server_entry
 
     try:
-        server = server_entry(args.tools)
+        server = server_entry(args.tools or CONNECT_TOOLS)
     except ValueError as exc:
         print(f"memoryd connect: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -182,9 +186,9 @@ def cmd_connect(args) -> int:
             return EXIT_OK
         for agent in targets:
             print(f"# {agent.title}: {agent.config}")
-            entry = (http and agent.http_entry(_http_url(http[0], args.tools), http[1])) or agent.entry(
-                server
-            )
+            entry = (
+                http and agent.http_entry(_http_url(http[0], args.tools or CONNECT_TOOLS), http[1])
+            ) or agent.entry(server)
             print(edits.snippet(agent.fmt, agent.container, entry), end="")
             if agent.name == "claude-code":
                 print(f"# {agent.title} Stop hook: {agent.folder / 'settings.json'}")
@@ -206,11 +210,16 @@ def cmd_connect(args) -> int:
     for agent in agents:
         # Without --tools, an entry keeps the tool groups it has (connect refreshes paths, not choices).
         kept = None if args.tools else manage.entry_tools(agent)
+        kept = None if kept == CONNECT_TOOLS else kept
         try:
             ours = server_entry(kept) if kept else server
         except ValueError:  # groups this version does not know: the default, as before
             kept, ours = None, server
-        entry = agent.http_entry(_http_url(http[0], args.tools or kept), http[1]) if http else None
+        entry = (
+            agent.http_entry(_http_url(http[0], args.tools or kept or CONNECT_TOOLS), http[1])
+            if http
+            else None
+        )
         done = manage.connect(
             agent,
             ours,

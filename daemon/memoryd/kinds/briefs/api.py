@@ -16,7 +16,13 @@ from pathlib import Path
 from memoryd.board.gate import Skipped, check_brief_id, check_task_id
 from memoryd.kinds.briefs import edits
 from memoryd.kinds.briefs.files import Brief, Outcome, Task
-from memoryd.kinds.briefs.source import BoardReader, BoardSnapshot, BoardUnreadable, unread_tasks
+from memoryd.kinds.briefs.source import (
+    BoardReader,
+    BoardSnapshot,
+    BoardUnreadable,
+    unread_briefs,
+    unread_tasks,
+)
 from memoryd.kinds.briefs.writer import save_outcome
 
 #: ``submit(brief_ids)``: hand briefs to the index's one writer and wait until they are searchable (none:
@@ -96,6 +102,11 @@ class Briefs:
         """The files under ``tasks/`` the indexer skips now (broken or misnamed): tasks :meth:`list_tasks`
         cannot list. Read after :meth:`list_tasks` settled, it matches the snapshot it listed."""
         return unread_tasks(self._skipped())
+
+    def unread_briefs(self) -> list[Skipped]:
+        """The files under ``briefs/`` the indexer skips now: briefs (and the tasks only they would show)
+        missing from :meth:`list_tasks` and :meth:`get_task`, or read without a broken file."""
+        return unread_briefs(self._skipped())
 
     async def get_task(self, task_id: str) -> tuple[Task, list[Brief]] | None:
         """The task and its briefs as the files hold them now; None when no such task. Raises InvalidId."""

@@ -39,6 +39,7 @@ TASK_BRIEFS = 50  # briefs shown by get_task (the newest, in order)
 SCREENSHOTS = 50
 PROJECTS = 50
 SKIPPED_SHOWN = 5  # unreadable task files named in a list_tasks answer (all are counted)
+UNBRIEFED_SHOWN = 30  # open tasks without a brief named by a search that lists the open work
 SEARCH_POOL = 100  # hits asked of the search core (its maximum), so an answer can count matches
 MATCHED_CAP = 50  # a search list holds at most this many candidates, so a count this high is "at least"
 
@@ -72,12 +73,29 @@ def search_query(text: str, project: str | None = None, *, reasons: bool = False
     return SearchQuery(text, project=project, kind="brief", limit=SEARCH_POOL, reasons=reasons)
 
 
+def listing_scope(result: Any, project: str | None) -> str | None:
+    """The project a search answer is limited to: ``project`` (the argument), else the one a question only
+    about open work names ("what's still open in shopfront?") when every hit is of it; None: all projects."""
+    named = result.open_listing
+    if project is not None or not named:
+        return project
+    return named if all(h.project == named for h in result.hits) else None
+
+
 def search_answer(
-    result: Any, *, limit: int, project: str | None, model_state: str, projects: Iterable[str] = ()
+    result: Any,
+    *,
+    limit: int,
+    project: str | None,
+    model_state: str,
+    projects: Iterable[str] = (),
+    unbriefed: Sequence[Task] = (),
 ) -> dict[str, Any]:
     """``result`` is a :class:`memoryd.index.search.SearchResult` asked for more than ``limit`` hits (so
     the total can be counted); ``model_state`` explains a keyword-only search; ``projects`` (all project
-    names) is listed only when a project filter matched nothing."""
+    names) is listed only when a project filter matched nothing; ``unbriefed``: the open tasks without a
+    brief, newest first, when the query asks only what is open (``open_without_briefs``, the first
+    :data:`UNBRIEFED_SHOWN`; all counted in ``open_without_briefs_total``)."""
     scrub = Scrub()
     hits = result.hits
     results = [
@@ -104,8 +122,19 @@ def search_answer(
     }
     if result.mode != "hybrid":
         answer["mode_note"] = MODE_NOTES.get(model_state, MODE_NOTES["loading"])
-    if project is not None and not hits:
+    if project is not None and not hits and not unbriefed:
         answer["projects"] = sorted(projects)[:PROJECTS]
+    if unbriefed:
+        answer["open_without_briefs_total"] = len(unbriefed)
+        answer["open_without_briefs"] = [
+            {
+                "task_id": task.id,
+                "title": scrub.bounded(task.title, TITLE_CHARS, "title"),
+                "project": scrub(task.project),
+                "created": _date(task.created_at),
+            }
+            for task in unbriefed[:UNBRIEFED_SHOWN]
+        ]
     answer.update(scrub.report())
     return answer
 
@@ -133,6 +162,12 @@ def render_search(a: Mapping[str, Any]) -> str:
             )
             lines.append(f"   title: {r['title']}")
             lines.append(f"   said: {r['said']}")
+    if a.get("open_without_briefs"):
+        total = a["open_without_briefs_total"]
+        lines += ["", f"{of_total(len(a['open_without_briefs']), total, 'open tasks')}{scope} without a brief "
+                  "yet (no result above stands for these; get_task reads one):"]  # fmt: skip
+        lines += [f"- {t['task_id']} · {t['project']} · created {t['created']} · {t['title']}"
+                  for t in a["open_without_briefs"]]  # fmt: skip
     return "\n".join(lines + _tail(a))
 
 
@@ -147,10 +182,11 @@ def tasks_answer(
     status: str | None,
     projects: Iterable[str],
     unread: Sequence[Skipped] = (),
+    unread_briefs: Sequence[Skipped] = (),
 ) -> dict[str, Any]:
     """``rows`` from ``Engine.list_tasks``: ``(task, last_activity_iso, brief_count)``, newest first;
     ``unread``: the task files that could not be read (``skippedFiles``; the first :data:`SKIPPED_SHOWN`
-    named in ``skipped``)."""
+    named in ``skipped``); ``unread_briefs``: the files under ``briefs/`` (:func:`_unread_briefs`)."""
     scrub = Scrub(read_redacted=True)  # BoardReader redacted every text as it read it
     tasks = [
         {
@@ -180,8 +216,33 @@ def tasks_answer(
             {"path": named(s.path), "reason": named(s.reason)} for s in unread[:SKIPPED_SHOWN]
         ]
         scrub.counts.update(named.counts)
+    _unread_briefs(answer, unread_briefs, scrub)
     answer.update(scrub.report())
     return answer
+
+
+def _unread_briefs(answer: dict[str, Any], unread: Sequence[Skipped], scrub: Scrub) -> None:
+    """``skippedBriefFiles``: how many files under ``briefs/`` could not be read (a broken brief's task is
+    not known, so any task may miss a brief); ``skippedBriefs``: the first :data:`SKIPPED_SHOWN` with reasons."""
+    answer["skippedBriefFiles"] = len(unread)
+    if unread:
+        named = Scrub()  # a file name or a reason may quote what the file holds
+        answer["skippedBriefs"] = [
+            {"path": named(s.path), "reason": named(s.reason)} for s in unread[:SKIPPED_SHOWN]
+        ]
+        scrub.counts.update(named.counts)
+
+
+def _unread_brief_lines(a: Mapping[str, Any]) -> list[str]:
+    if not a.get("skippedBriefFiles"):
+        return []
+    lines = [
+        "",
+        f"{counted(a['skippedBriefFiles'], 'brief file')} could not be read, so this picture may miss briefs "
+        "(a broken brief's task is not known); tell the developer to fix or remove each (`memoryd doctor` "
+        "names every board file that does not load):",
+    ]
+    return lines + [f"- {s['path']}: {s['reason']}" for s in a.get("skippedBriefs", ())]
 
 
 def render_tasks(a: Mapping[str, Any]) -> str:
@@ -209,6 +270,7 @@ def render_tasks(a: Mapping[str, Any]) -> str:
             "tell the developer to fix or remove each (`memoryd doctor` names every board file that does not load):",
         ]
         lines += [f"- {s['path']}: {s['reason']}" for s in a.get("skipped", ())]
+    lines += _unread_brief_lines(a)
     return "\n".join(lines + _tail(a))
 
 
@@ -224,8 +286,9 @@ def _did_open(outcome: Outcome | None, scrub: Scrub) -> dict[str, list[str]] | N
     }
 
 
-def task_answer(task: Task, briefs: Sequence[Brief]) -> dict[str, Any]:
-    """The task and its newest :data:`TASK_BRIEFS` briefs in date order (``briefs`` oldest first)."""
+def task_answer(task: Task, briefs: Sequence[Brief], unread_briefs: Sequence[Skipped] = ()) -> dict[str, Any]:
+    """The task and its newest :data:`TASK_BRIEFS` briefs in date order (``briefs`` oldest first);
+    ``unread_briefs``: the files under ``briefs/`` that could not be read (:func:`_unread_briefs`)."""
     scrub = Scrub(read_redacted=True)  # BoardReader redacted every text as it read it
     shown = list(briefs)[-TASK_BRIEFS:]
     answer: dict[str, Any] = {
@@ -250,6 +313,7 @@ def task_answer(task: Task, briefs: Sequence[Brief]) -> dict[str, Any]:
             for b in shown
         ],
     }
+    _unread_briefs(answer, unread_briefs, scrub)
     answer.update(scrub.report())
     return answer
 
@@ -270,7 +334,7 @@ def render_task(a: Mapping[str, Any]) -> str:
             continue
         lines += ["   Did:", *_section(b["outcome"]["did"], "     ")]
         lines += ["   Open:", *_section(b["outcome"]["open"], "     ")]
-    return "\n".join(lines + _tail(a))
+    return "\n".join(lines + _unread_brief_lines(a) + _tail(a))
 
 
 # --- get_brief ----------------------------------------------------------------------------------------

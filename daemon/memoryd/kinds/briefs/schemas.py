@@ -142,6 +142,10 @@ def _records(properties: dict[str, Any]) -> dict[str, Any]:
     return array_of(closed(properties, list(properties)))
 
 
+_SKIPPED = _records({"path": STR, "reason": STR})
+#: The files under ``briefs/`` that could not be read: how many, the first few with reasons.
+_SKIPPED_BRIEFS = {"skippedBriefFiles": COUNT, "skippedBriefs": _SKIPPED}
+
 SEARCH_OUTPUT = answer(
     {
         "shown": COUNT,
@@ -163,6 +167,8 @@ SEARCH_OUTPUT = answer(
                 "score": {"type": "number"},
             }
         ),
+        "open_without_briefs_total": COUNT,
+        "open_without_briefs": _records({"task_id": STR, "title": STR, "project": STR, "created": STR}),
     },
     ["shown", "matched", "mode", "project", "note", "results"],
 )
@@ -185,7 +191,8 @@ LIST_TASKS_OUTPUT = answer(
             }
         ),
         "skippedFiles": COUNT,
-        "skipped": _records({"path": STR, "reason": STR}),
+        "skipped": _SKIPPED,
+        **_SKIPPED_BRIEFS,
     },
     ["shown", "total", "project", "status", "projects", "note", "tasks"],
 )
@@ -207,6 +214,7 @@ GET_TASK_OUTPUT = answer(
                 "outcome": {"anyOf": [_OUTCOME_DID_OPEN, {"type": "null"}]},
             }
         ),
+        **_SKIPPED_BRIEFS,
     },
     ["task", "shown", "briefs_total", "note", "briefs"],
 )

@@ -451,6 +451,12 @@ def unread_tasks(skipped: Iterable[Skipped]) -> list[Skipped]:
     return [s for s in skipped if s.path.startswith(f"{TASKS_DIR}/")]
 
 
+def unread_briefs(skipped: Iterable[Skipped]) -> list[Skipped]:
+    """The skipped files under ``briefs/`` (a broken ``brief.json`` or ``outcome.md``, misnamed entries):
+    briefs missing from, or incomplete in, what the board's tasks list, in the order given."""
+    return [s for s in skipped if s.path.startswith(f"{BRIEFS_DIR}/")]
+
+
 def unloaded_briefs(skipped: Iterable[Skipped], loaded: Collection[str]) -> int:
     """How many brief folders (brief-id names) a skipped file belongs to whose brief is not in ``loaded``
     (ids): folders on the board that are not briefs until a file is fixed (a broken ``brief.json``)."""

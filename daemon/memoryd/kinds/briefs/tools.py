@@ -3,11 +3,17 @@
 Tools; arguments are schema-checked before a handler runs
 (:mod:`memoryd.kinds.briefs.schemas`), answers are shaped in :mod:`memoryd.kinds.briefs.render`:
 
-* ``search_briefs(query, project?, limit=10)`` -> ``{"shown","matched","mode","project","results":[...]}``
+* ``search_briefs(query, project?, limit=10)`` -> ``{"shown","matched","mode","project","results":[...],
+  "open_without_briefs"?}``: a question only about what is still open lists the open work (``project``: the
+  one it was limited to, by the argument or named in the question) and names the open tasks no brief
+  stands for yet
 * ``list_tasks(project?, status?, limit=30)`` -> ``{"shown","total","project","status","projects","tasks":[...],
-  "skippedFiles","skipped"?}``: ``skippedFiles`` counts the task files that could not be read (so not
-  listed), ``skipped`` names the first few with their reasons
-* ``get_task(task_id)`` -> ``{"task":{...},"shown","briefs_total","briefs":[...]}``
+  "skippedFiles","skipped"?,"skippedBriefFiles","skippedBriefs"?}``: ``skippedFiles`` counts the task files
+  that could not be read (so not listed), ``skipped`` names the first few with their reasons;
+  ``skippedBriefFiles``/``skippedBriefs`` the same of the files under ``briefs/`` (a broken brief's task is
+  not known, so any task may miss a brief)
+* ``get_task(task_id)`` -> ``{"task":{...},"shown","briefs_total","briefs":[...],"skippedBriefFiles",
+  "skippedBriefs"?}``
 * ``get_brief(brief_id)`` -> ``{"brief_id","task_id",...,"said","prompt","notes","outcome","screenshots"}``
 * ``save_outcome(brief_id, did, open, decided?, files?, retired?)`` -> ``{"saved","brief_id","path","items"}``
 * ``get_context(project?, tokens=1500, query?)`` -> ``{"project","project_from","budget","tokens","counted_with",
@@ -73,8 +79,9 @@ LIST_TASKS_DESCRIPTION = (
     "dates; filter by project and status. Use it for overviews such as 'what's still open in shopfront?' or "
     "'what did we work on recently?': search_briefs only finds tasks whose words match a query, while this "
     "lists every task. The answer also names every project on the board, for the project filter of the "
-    f"other tools, and counts the task files that could not be read (skippedFiles; a task of a broken file is not "
-    f"listed). Bounded: at most {schemas.TASKS_LIMIT_MAX} tasks, with the total count first." + _DATA
+    "other tools, and counts the task and brief files that could not be read (skippedFiles, "
+    "skippedBriefFiles; a task of a broken file is not listed). Bounded: at most "
+    f"{schemas.TASKS_LIMIT_MAX} tasks, with the total count first." + _DATA
 )
 GET_TASK_DESCRIPTION = (
     "Read one task and its briefs in date order: for each brief its date, one line of what the developer "
@@ -153,12 +160,18 @@ async def search_briefs(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     project = board.resolve_project(args.get("project"))
     limit = args.get("limit", schemas.SEARCH_LIMIT_DEFAULT)
     result = await board.guarded(board.searcher.search(render.search_query(args["query"], project)))
+    project = render.listing_scope(result, project)
+    unbriefed: list = []
+    if result.open_listing is not None:  # the open tasks no brief stands for yet belong to the listing too
+        rows = await board.guarded(board.briefs.list_tasks(project, "open"))
+        unbriefed = [task for task, _, count in rows if count == 0]
     answer = render.search_answer(
         result,
         limit=limit,
         project=project,
         model_state=board.model_state,
         projects=board.projects() if project is not None else (),
+        unbriefed=unbriefed,
     )
     return ToolResult(structured=answer, text=render.render_search(answer))
 
@@ -175,6 +188,7 @@ async def list_tasks(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         status=status,
         projects=board.projects(),
         unread=board.briefs.unread_tasks(),
+        unread_briefs=board.briefs.unread_briefs(),
     )
     return ToolResult(structured=answer, text=render.render_tasks(answer))
 
@@ -187,7 +201,7 @@ async def get_task(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         f"No task {task_id} on the board (it may have been deleted). list_tasks shows every task id; "
         "search_briefs finds tasks by what was said.",
     )
-    answer = render.task_answer(*found)
+    answer = render.task_answer(*found, unread_briefs=board.briefs.unread_briefs())
     return ToolResult(structured=answer, text=render.render_task(answer))
 
 

@@ -98,6 +98,7 @@ __all__ = [
 
 #: Candidates fetched from the hybrid search before the re-rank.
 SEARCH_POOL = 100
+SKIPPED_SHOWN = 5  # memory files not loaded named by stats (all are counted)
 
 log = get_logger("memoryd.kinds.memories")
 
@@ -468,9 +469,11 @@ class Memories:
     def stats(self, project: str | None = None) -> dict[str, Any]:
         """From the view (call :meth:`settled` first to count acknowledged stores): memdb's
         ``{memoryCount, tagCount, oldestMemory, newestMemory}`` plus ``relationshipCount``,
-        ``byType``, ``byProject`` and ``skippedFiles`` (memory files not loaded)."""
+        ``byType``, ``byProject``, ``skippedFiles`` (memory files not loaded) and, when there are any,
+        ``skipped``: the first :data:`SKIPPED_SHOWN` of them as ``{"path", "reason"}``."""
         view = self.view
         everything = view.all()
+        skipped = view.skipped()
         memories = [m for m in everything if project is None or m.project == project]
         created = sorted(m.created_at for m in memories if m.created_at)
         by_type: dict[str, int] = {}
@@ -486,8 +489,12 @@ class Memories:
             "relationshipCount": sum(1 for m in memories for r in m.relations if view.resolve(r.target)),
             "byType": dict(sorted(by_type.items())),
             "byProject": dict(sorted(by_project.items())),
-            "skippedFiles": len(view.skipped()),
-        }
+            "skippedFiles": len(skipped),
+        } | (
+            {"skipped": [{"path": k.path, "reason": k.reason} for k in skipped[:SKIPPED_SHOWN]]}
+            if skipped
+            else {}
+        )
 
     # -- accessed_at ---------------------------------------------------------------------------------------
     async def _write_access(self, times: dict[str, str]) -> None:

@@ -261,6 +261,8 @@ async def memory_stats(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]
     stats["byProject"] = by_project
     for key in ("oldestMemory", "newestMemory"):
         stats[key] = scrub(stats[key]) if stats[key] else stats[key]
+    for skipped in stats.get("skipped", ()):  # a file name or a reason may quote what the file holds
+        skipped.update(path=scrub(skipped["path"]), reason=scrub(skipped["reason"]))
     stats["searchMode"] = engine.searcher.mode
     return render.ok(stats, scrub)
 
@@ -375,7 +377,8 @@ _SPECS: list[tuple[str, str, str, dict, dict, Callable]] = [
         "memory_stats",
         "Memory stats",
         "Counts of the memory store: {memoryCount, tagCount, oldestMemory, newestMemory, relationshipCount, "
-        "byType, byProject, skippedFiles, searchMode}.",
+        "byType, byProject, skippedFiles, searchMode}; skipped names the first memory files that could not be "
+        "read, with reasons.",
         schemas.MEMORY_STATS_INPUT,
         READ_ONLY,
         memory_stats,

@@ -14,7 +14,9 @@ Checks, each with its own entry under ``checks`` and a line in ``problems`` when
   must see the event within :data:`HEARTBEAT_TIMEOUT_S` (the reader and the indexer ignore dotfiles). A
   stopped or stalled watcher is restarted on the spot and the answer is ``degraded`` with
   ``"restarted": true`` (edits made meanwhile are picked up by the rescan the restart triggers);
-* disk: bytes used by the board and by the index (regular files, symlinks not followed).
+* disk: bytes used by the board and by the index (regular files, symlinks not followed);
+* board files: those that could not be read (``skipped_files``; the first :data:`SKIPPED_SHOWN` named in
+  ``skipped``) -> degraded: what they hold is missing from every answer.
 
 ``status`` is ``healthy`` only when every check is fine (Memory Core's enum: healthy|degraded|unhealthy).
 """
@@ -29,7 +31,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from memoryd.tools.answers import Scrub
+from memoryd.wording import counted
+
 HEARTBEAT_TIMEOUT_S = 2.0
+SKIPPED_SHOWN = 5
 FRESHNESS_SLACK_S = 5.0
 
 
@@ -171,6 +177,15 @@ async def healthcheck(handle: Any) -> dict[str, Any]:
         problems.append(out["watcher"]["problem"])
     skipped = idx.skipped() if idx is not None and hasattr(idx, "skipped") else []
     out["skipped_files"] = len(skipped)
+    if skipped:  # what they hold is missing from every answer: not healthy, though the daemon works
+        scrub = Scrub()  # a file name or a reason may quote what the file holds
+        out["skipped"] = [{"path": scrub(s.path), "reason": scrub(s.reason)} for s in skipped[:SKIPPED_SHOWN]]
+        named = "; ".join(f"{s['path']} ({s['reason']})" for s in out["skipped"])
+        more = f"; and {len(skipped) - SKIPPED_SHOWN} more" if len(skipped) > SKIPPED_SHOWN else ""
+        problems.append(
+            f"{counted(len(skipped), 'board file')} could not be read, so what they hold is missing from answers "
+            f"(fix or remove each; `memoryd doctor` names them all): {named}{more}"
+        )
     return _finish(out, problems, severe)
 
 

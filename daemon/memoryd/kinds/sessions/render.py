@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from memoryd.board.gate import Skipped
 from memoryd.kinds.sessions.files import SCORES, Interaction, Summary
+from memoryd.kinds.sessions.format import SUMMARY_SUFFIX
 from memoryd.tools.answers import DATA_NOTE, Scrub, report_lines
 
 #: Characters per stored field in one answer item (lists bound it lower: many items share one answer).
@@ -106,6 +108,20 @@ def render_memories(answer: dict[str, Any]) -> str:
     return "\n".join([*lines, "", *_tail(answer)])
 
 
+SKIPPED_SHOWN = 5  # unreadable summary files named by get_all_summaries (all are counted)
+
+
+def unread_summaries(answer: dict[str, Any], skipped: list[Skipped], scrub: Scrub) -> None:
+    """When summary files (``sessions/<id>.summary.json``) of ``skipped`` could not be read: ``skippedFiles``
+    counts them (their sessions are not listed), ``skipped`` names the first :data:`SKIPPED_SHOWN`."""
+    unread = [s for s in skipped if s.path.endswith(SUMMARY_SUFFIX)]
+    if unread:
+        answer["skippedFiles"] = len(unread)
+        answer["skipped"] = [
+            {"path": scrub(s.path), "reason": scrub(s.reason)} for s in unread[:SKIPPED_SHOWN]
+        ]
+
+
 def render_summaries(answer: dict[str, Any]) -> str:
     cat = f" in category {answer['category']}" if answer.get("category") else ""
     if "query" in answer:
@@ -116,6 +132,10 @@ def render_summaries(answer: dict[str, Any]) -> str:
     lines = [head]
     for n, s in enumerate(answer.get("summaries") or answer.get("results") or [], 1):
         lines += ["", *_summary_lines(s, n)]
+    if answer.get("skippedFiles"):
+        lines += ["", f"{answer['skippedFiles']} summary file(s) could not be read, so their sessions are not "
+                  "listed; tell the developer to fix or remove each (summarize_sessions writes it anew):"]  # fmt: skip
+        lines += [f"- {s['path']}: {s['reason']}" for s in answer["skipped"]]
     return "\n".join([*lines, "", *_tail(answer)])
 
 

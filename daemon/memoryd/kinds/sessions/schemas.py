@@ -190,7 +190,13 @@ MEMORIES_LIST_OUTPUT = answer(
 )
 QUERY_MEMORIES_OUTPUT = _query_answer(MEMORY)
 SUMMARIES_LIST_OUTPUT = answer(
-    {**_PAGE, "category": STR_OR_NULL, "summaries": array_of(SUMMARY)},
+    {
+        **_PAGE,
+        "category": STR_OR_NULL,
+        "summaries": array_of(SUMMARY),
+        "skippedFiles": COUNT,
+        "skipped": array_of(closed({"path": STR, "reason": STR}, ["path", "reason"])),
+    },
     ["count", "total", "summaries", "note"],
 )
 QUERY_SUMMARIES_OUTPUT = _query_answer(SUMMARY, category=STR_OR_NULL)

@@ -159,9 +159,13 @@ class SessionSource:
                 if s.path in (origin, s_origin):
                     skipped[s.path] = s
 
-    @staticmethod
-    def _skip(batch: SourceBatch, origin: str, reason: str) -> None:
-        log.warning("board.file_skipped", path=origin, reason=reason)
+    def _skip(self, batch: SourceBatch, origin: str, reason: str) -> None:
+        """``origin`` is skipped for ``reason``; warned once while it stays so (a full reload of the folder,
+        a moved folder or a rescan, reports it again without another warning)."""
+        with self._lock:
+            known = self._skipped.get(origin)
+        if known is None or known.reason != reason:
+            log.warning("board.file_skipped", path=origin, reason=reason)
         batch.skipped.append(Skipped(origin, reason))
         batch.origins.setdefault(origin, ())
 

@@ -176,6 +176,7 @@ async def get_all_summaries(args: dict[str, Any], ctx: ToolContext) -> ToolResul
         "category": category,
         "summaries": [render.summary_item(s, scrub) for s in page],
     }
+    render.unread_summaries(answer, _source(engine).skipped(), scrub)
     render.finish(answer, scrub)
     return ToolResult(structured=answer, text=render.render_summaries(answer))
 
