@@ -1,6 +1,6 @@
-"""The briefs source's snapshot keeps each brief's screens without their text, while the text stays
-searchable: only the brief's record reads it, derived from the brief as read (real board, real LanceDB,
-keyword-only so no model is needed)."""
+"""The briefs source's snapshot keeps each brief without its prompt and its screens' text, while both stay
+searchable and a brief's details still show the prompt: only the record and the details read them, from the
+brief as read (real board, real LanceDB, keyword-only so no model is needed)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from memoryd.core.indexer import Indexer
 from memoryd.index.search import search
 from memoryd.index.searcher import RWLock, SearchQuery
 from memoryd.index.store import IndexStore
-from memoryd.kinds.briefs.source import BriefSource
+from memoryd.kinds.briefs.source import BoardReader, BriefSource
 from support.board import write_brief, write_task
 
 BRIEF = "b-20260101-ccccc1"
@@ -20,24 +20,33 @@ def found(store: IndexStore, words: str) -> list[str]:
     return [h.id for h in search(store, None, SearchQuery(words)).hits]
 
 
-def test_screen_text_is_searchable_but_not_kept_in_the_snapshot(tmp_path: Path):
+def test_prompt_and_screen_text_are_searchable_but_not_kept_in_the_snapshot(tmp_path: Path):
     board = tmp_path / "board"
     (board / "tasks").mkdir(parents=True)
     (board / "briefs").mkdir()
     write_task(board)
-    write_brief(board, BRIEF, screens={"1": "zanzibar invoice overlay", "2": ""})
+    write_brief(
+        board,
+        BRIEF,
+        prompt="## Ask\nWhy does the marmoset widget flicker?",
+        screens={"1": "zanzibar invoice overlay", "2": ""},
+    )
     source = BriefSource(board)
     store = IndexStore(tmp_path / "index")
     indexer = Indexer(store, lambda: None, RWLock(), sources=[source])
     indexer.full_sync()
 
     assert found(store, "zanzibar invoice") == [BRIEF]
+    assert found(store, "marmoset widget") == [BRIEF]
     kept = source.snapshot.briefs[BRIEF]
     assert [(s.n, s.text, s.app, s.window_title) for s in kept.screens] == [
         ("1", "", "Chrome", "screen 1"),
         ("2", "", "Chrome", "screen 2"),
     ]
     assert len(kept.screen_pngs) == 2 and kept.said == "the checkout button does nothing"
+    assert kept.prompt == "" and kept.title == "Checkout button"
+    # a brief's details come from its files (engine.briefs.get_brief): the prompt is there
+    assert "marmoset widget" in BoardReader(board).read_brief(BRIEF).prompt
 
     # an edit of one screen's text goes through records_for: the new text is searchable, the old is gone,
     # and the snapshot still keeps no text
@@ -46,6 +55,7 @@ def test_screen_text_is_searchable_but_not_kept_in_the_snapshot(tmp_path: Path):
     assert found(store, "quokka receipt") == [BRIEF]
     assert found(store, "zanzibar") == []
     assert all(s.text == "" for s in source.snapshot.briefs[BRIEF].screens)
+    assert source.snapshot.briefs[BRIEF].prompt == "" and found(store, "marmoset") == [BRIEF]
 
     # a restart derives the record again from the files, with the screen's text
     again = IndexStore(tmp_path / "index2")

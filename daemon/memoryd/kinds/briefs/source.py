@@ -26,7 +26,8 @@ derives only those whose inputs changed since it last derived them (deriving cos
 a restart that changes nothing).
 
 Besides the records, :class:`BriefSource` keeps the :class:`BoardSnapshot` the briefs tools read (tasks and
-briefs by id, redacted; screens without their text, which only a record reads). It is refreshed only by the writer (``load_all`` / ``records_for``) and replaced
+briefs by id, redacted; without the prompt and the screens' text, which only a record and a brief's details
+read, from the files). It is refreshed only by the writer (``load_all`` / ``records_for``) and replaced
 copy-on-write in one assignment: tools iterate the published snapshot's dicts on the event loop while the
 writer runs in a worker thread, so those dicts are never changed in place.
 """
@@ -465,12 +466,13 @@ def _is_task_file(name: str) -> bool:
 
 
 def _kept(brief: Brief) -> Brief:
-    """``brief`` as the snapshot keeps it: its screens without their text. A screen's text is searchable,
-    never handed out, so only the brief's record reads it, derived from the brief as read (~650 bytes a
-    brief on board-v1, a fifth of what the snapshot held per brief)."""
-    if not any(s.text for s in brief.screens):
+    """``brief`` as the snapshot keeps it: without its prompt and its screens' text. Listings, digests and
+    capture read the snapshot; a brief's details are read from its files (:mod:`memoryd.kinds.briefs.api`),
+    and a screen's text is searchable, never handed out: only the brief's record reads them, derived from
+    the brief as read. On board-v1 they are ~1.3 KB of the ~3 KB the snapshot held per brief."""
+    if not brief.prompt and not any(s.text for s in brief.screens):
         return brief
-    return replace(brief, screens=tuple(replace(s, text="") for s in brief.screens))
+    return replace(brief, prompt="", screens=tuple(replace(s, text="") for s in brief.screens))
 
 
 def _deriver(brief: Brief, snap: BoardSnapshot):
