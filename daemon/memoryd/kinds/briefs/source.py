@@ -26,7 +26,8 @@ derives only those whose inputs changed since it last derived them (deriving cos
 a restart that changes nothing).
 
 Besides the records, :class:`BriefSource` keeps the :class:`BoardSnapshot` the briefs tools read (tasks and
-briefs by id, redacted). It is refreshed only by the writer (``load_all`` / ``records_for``) and replaced
+briefs by id, redacted; without the prompt and the screens' text, which only a record and a brief's details
+read, from the files). It is refreshed only by the writer (``load_all`` / ``records_for``) and replaced
 copy-on-write in one assignment: tools iterate the published snapshot's dicts on the event loop while the
 writer runs in a worker thread, so those dicts are never changed in place.
 """
@@ -385,7 +386,9 @@ class BriefSource:
         for b in snap.briefs.values():
             task = snap.tasks.get(b.task)
             batch.defer(brief_origin(b.id), b.id, source_hash(b, task), _deriver(b, snap))
-        self.snapshot = snap
+        self.snapshot = BoardSnapshot(
+            tasks=snap.tasks, briefs={i: _kept(b) for i, b in snap.briefs.items()}, skipped=snap.skipped
+        )
         return batch
 
     def records_for(self, paths: Collection[str]) -> SourceBatch:
@@ -429,7 +432,7 @@ class BriefSource:
                 snap.briefs.pop(brief_id, None)
                 batch.add(brief_origin(brief_id), [])
             else:
-                snap.briefs[brief_id] = brief
+                snap.briefs[brief_id] = _kept(brief)
                 batch.add(brief_origin(brief_id), [brief_record(brief, snap.tasks.get(brief.task))])
         self.snapshot = snap
         return batch
@@ -466,6 +469,16 @@ def unloaded_briefs(skipped: Iterable[Skipped], loaded: Collection[str]) -> int:
 
 def _is_task_file(name: str) -> bool:
     return name.endswith(".json") and is_task_id(name[:-5])
+
+
+def _kept(brief: Brief) -> Brief:
+    """``brief`` as the snapshot keeps it: without its prompt and its screens' text. Listings, digests and
+    capture read the snapshot; a brief's details are read from its files (:mod:`memoryd.kinds.briefs.api`),
+    and a screen's text is searchable, never handed out: only the brief's record reads them, derived from
+    the brief as read. On board-v1 they are ~1.3 KB of the ~3 KB the snapshot held per brief."""
+    if not brief.prompt and not any(s.text for s in brief.screens):
+        return brief
+    return replace(brief, prompt="", screens=tuple(replace(s, text="") for s in brief.screens))
 
 
 def _deriver(brief: Brief, snap: BoardSnapshot):
