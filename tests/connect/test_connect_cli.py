@@ -151,11 +151,36 @@ def test_tool_groups_are_kept_and_not_reported_as_another_install(tmp_path):
     assert "differs from this install" in claude, claude
 
 
+def test_groups_written_as_tools_equals_are_kept_as_the_shim_reads_them(tmp_path):
+    """The shim takes ``--tools=all`` as well as ``--tools all`` (its last one counts): connect without
+    --tools keeps those groups too, and --status does not call such an entry another install."""
+    home = tmp_path / "h"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".codex").mkdir()
+    python, shim = sys.executable, str(SHIM_MAIN)
+    entry = {"command": python, "args": ["-S", shim, "--tools=all"]}
+    (home / ".claude.json").write_text(json.dumps({"mcpServers": {"memoryd": entry}}))
+    args = json.dumps(["-S", shim, "--tools", "briefs", "--tools=all"])
+    (home / ".codex" / "config.toml").write_text(
+        f"[mcp_servers.memoryd]\ncommand = {json.dumps(python)}\nargs = {args}\n"
+    )
+
+    out = memoryd(home, "connect", "--no-capture").stdout
+    claude = json.loads((home / ".claude.json").read_text())["mcpServers"]["memoryd"]["args"]
+    codex = tomlkit.parse((home / ".codex" / "config.toml").read_text())["mcp_servers"]["memoryd"]["args"]
+    assert claude[-2:] == ["--tools", "all"] and list(codex)[-2:] == ["--tools", "all"], out
+    assert out.count("keeps --tools all") == 2, out
+    status = memoryd(home, "connect", "--status").stdout
+    assert "differs" not in status and status.count("tools all") == 2, status
+
+
 def test_the_tool_groups_of_an_entry_are_read_from_stdio_args_and_http_urls():
     from memoryd.cli.connect.agents import tools_of, without_tools
 
     assert tools_of({"command": "py", "args": ["-S", "shim.py", "--tools", "all"]}) == "all"
     assert tools_of({"command": "py", "args": ["-S", "shim.py"]}) is None
+    assert tools_of({"command": "py", "args": ["--tools", "briefs", "--tools=all"]}) == "all"
+    assert without_tools({"command": "py", "args": ["-S", "s.py", "--tools=all"]})["args"] == ["-S", "s.py"]
     assert (
         tools_of({"httpUrl": "http://127.0.0.1:7077/mcp?tools=briefs,memo", "headers": {}}) == "briefs,memo"
     )

@@ -202,9 +202,13 @@ def tools_of(entry: Any) -> str | None:
     if not isinstance(entry, dict):
         return None
     args = entry.get("args")
-    if isinstance(args, list) and "--tools" in args:
-        at = args.index("--tools") + 1
-        value = args[at] if at < len(args) else None
+    if isinstance(args, list) and any(_tools_arg(a) for a in args):
+        value = None  # as the shim reads them: ``--tools X`` or ``--tools=X``, the last one counts
+        for i, arg in enumerate(args):
+            if arg == "--tools":
+                value = args[i + 1] if i + 1 < len(args) else None
+            elif _tools_arg(arg):
+                value = arg.partition("=")[2]
         return value if isinstance(value, str) and value else None
     url = next((entry[k] for k in HTTP_URL_KEYS if isinstance(entry.get(k), str)), None)
     if url is None:
@@ -224,9 +228,14 @@ def without_tools(entry: Any) -> Any:
             skip = False
         elif arg == "--tools":
             skip = True
-        else:
+        elif not _tools_arg(arg):
             out.append(arg)
     return {**entry, "args": out}
+
+
+def _tools_arg(arg: object) -> bool:
+    """Whether a shim argument names tool groups: ``--tools`` (its value follows) or ``--tools=...``."""
+    return isinstance(arg, str) and (arg == "--tools" or arg.startswith("--tools="))
 
 
 def hook_command(python: str | None = None, env: Mapping[str, str] | None = None) -> str:
