@@ -61,6 +61,7 @@ class Connector:
         self.last_error = ""
         self.child = None
         self.child_exit_at: float | None = None
+        self.respawned = False  # a daemon we started was killed by a signal and started again
         self.log_path = ""
         self.accepted = False  # some connection was accepted but failed before "ready"
         self._lock = None
@@ -138,6 +139,12 @@ class Connector:
 
     def _check_child(self, now: float) -> None:
         if self.child is None or self.child.poll() is None:
+            return
+        if self.child.returncode < 0 and not self.respawned:
+            # killed by a signal while it started (the OOM killer, a person): no start-up failure to
+            # report, so start one again, once; the next poll spawns unless a daemon answers by then
+            self.respawned = True
+            self.child = self.child_exit_at = None
             return
         if self.child_exit_at is None:
             self.child_exit_at = now

@@ -434,3 +434,19 @@ def test_two_homes_whose_socket_paths_are_too_long_never_share_a_daemon(daemon_r
             for leftover in (path, path + ".lock", path + ".spawn"):
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(leftover)
+
+
+def test_a_daemon_killed_while_it_starts_is_started_again_and_every_shim_is_answered(world, shims):
+    """kill -9 of the daemon five shims started together, before it answers (the OOM killer, a person):
+    the shim that started it starts one again instead of failing its agent's handshake; one daemon."""
+    group = [shims("--socket", world.socket, env=world.env) for _ in range(5)]
+    for shim in group:
+        shim.send(INIT)
+    first = wait_until(world.daemons, timeout=START_TIMEOUT_S, interval=0.005, what="the first daemon")
+    for pid in first:
+        os.kill(pid, signal.SIGKILL)
+    for shim in group:
+        answer = shim.recv(timeout=START_TIMEOUT_S * 2)
+        assert answer["id"] == 1 and "result" in answer, answer
+    wait_until(lambda: len(world.daemons()) == 1, timeout=10, what="exactly one daemon")
+    assert not set(world.daemons()) & set(first)
