@@ -84,3 +84,40 @@ def test_after_a_delete_maintenance_does_not_wait_for_a_gap(tmp_path):
 
     first, ran, end = asyncio.run(run())
     assert ran is not None, f"no maintenance during {end - first:.2f} s of writes after a delete"
+
+
+def test_a_write_that_fails_after_its_embedding_still_hands_the_models_buffers_back(tmp_path, embedder):
+    """The writer's batches keep the model's buffers for the next one; a batch whose index write fails
+    after it was embedded (here LanceDB cannot create its data folder: a file is in the way) must not
+    keep them for good: they go once writes pause, as after a batch that succeeded."""
+    from memoryd.core.indexer import RELEASE_AFTER_S, TRIM_AFTER_S
+
+    board = tmp_path / "board"
+    board.mkdir()
+    store = IndexStore(tmp_path / "index")
+    indexer = Indexer(store, lambda: embedder, RWLock(), sources=[MemorySource(board)])
+    indexer.full_sync()
+    long = "about the checkout page and the login redirect loop after a deploy " * 12
+    made = [Memory.new(f"note {n} {long}", tags=("s",)) for n in range(24)]
+    for m in made:
+        write_memory(board, m)
+    (tmp_path / "index" / "records.lance" / "data").write_text("in the way")
+    embedded = embedder.passages_embedded
+
+    async def run() -> bool:
+        indexer.start()
+        try:
+            await indexer.submit([m.path for m in made])
+        except Exception:
+            failed = True
+        else:
+            failed = False
+        deadline = time.monotonic() + RELEASE_AFTER_S + TRIM_AFTER_S + 5
+        while embedder._holding and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        await indexer.close()
+        return failed
+
+    assert asyncio.run(run()), "the index write should have failed"
+    assert embedder.passages_embedded - embedded == len(made)  # embedded (holding its buffers), then failed
+    assert not embedder._holding, "the failed batch's buffers were never handed back"

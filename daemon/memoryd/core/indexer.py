@@ -462,10 +462,11 @@ class Indexer:
         report.unchanged += len(upserts) - len(changed)
         embedder = self.embedder_ref()
         # the writer's batches hold the model's buffers: the next batch reuses them instead of mapping and
-        # zeroing them again (blocks from 4 MB on are mapped alone); they go once writes pause (_run)
-        write_records(self.store, changed, embedder, report, hold=True)
+        # zeroing them again (blocks from 4 MB on are mapped alone); they go once writes pause (_run).
+        # Noted before the write: a batch that fails after its embedding holds them all the same
         if changed and embedder is not None:
             self._held = embedder
+        write_records(self.store, changed, embedder, report, hold=True)
         present = self.store.stored_hashes_for(deletes)
         report.deleted += self.store.delete(list(present))
 
