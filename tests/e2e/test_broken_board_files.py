@@ -196,6 +196,26 @@ def test_list_tasks_and_get_task_name_the_brief_files_they_could_not_read(served
         assert "skippedBriefs" not in shim.ok("get_task", task_id=TASK)
 
 
+def test_save_outcome_for_a_brief_whose_brief_json_is_broken_keeps_it_and_says_it_is_not_searchable(served):
+    """The report is kept on the board (it is indexed with its brief once brief.json is fixed), but the
+    answer never claims it is searchable while the brief cannot be read."""
+    board = served.board
+    (board / "briefs" / BROKEN_BRIEF).mkdir()
+    (board / "briefs" / BROKEN_BRIEF / "brief.json").write_text('{"id": "' + BROKEN_BRIEF + '", "task": ')
+    wait_for(lambda: status()["skipped_files"] == 1, "the broken brief counted")
+    with Shim(served.socket, served.env).initialize() as shim:
+        saved = shim.ok("save_outcome", brief_id=BROKEN_BRIEF, did=["fixed the zqbroken redirect"], open=[])
+        assert saved["searchable"] is False, saved
+        text = shim.call("save_outcome", brief_id=BROKEN_BRIEF, did=["fixed the zqbroken redirect"], open=[])
+        words = text["result"]["content"][0]["text"]
+        assert "searchable now" not in words and f"briefs/{BROKEN_BRIEF}/brief.json" in words, words
+        assert "JSON" in words, words
+        assert (board / "briefs" / BROKEN_BRIEF / "outcome.md").exists()
+        assert shim.ok("search_briefs", query="zqbroken")["results"] == []
+        again = shim.ok("save_outcome", brief_id=BRIEF, did=["a readable brief"], open=[])
+        assert again["searchable"] is True, again
+
+
 def test_healthcheck_memory_stats_and_get_all_summaries_name_the_files_they_could_not_read(served):
     """A broken file is no healthy board: the health answer lists it as a problem, and the counts name it."""
     board = served.board

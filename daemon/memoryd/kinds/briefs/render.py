@@ -405,21 +405,28 @@ def render_brief(a: Mapping[str, Any]) -> str:
 # --- save_outcome -------------------------------------------------------------------------------------
 
 
-def saved_answer(brief_id: str, path: Path, outcome: Outcome) -> dict[str, Any]:
+def saved_answer(brief_id: str, path: Path, outcome: Outcome, searchable: bool = True) -> dict[str, Any]:
     return {
         "saved": True,
         "brief_id": brief_id,
         "path": str(path),
         "items": {name: len(getattr(outcome, name)) for name, _ in OUTCOME_SECTIONS},
-        "searchable": True,
+        "searchable": searchable,
     }
 
 
-def render_saved(a: Mapping[str, Any]) -> str:
+def render_saved(a: Mapping[str, Any], unread: str | None = None) -> str:
+    """The answer's text; ``unread``: why the brief is not loaded (then the report is not searchable)."""
     counts = ", ".join(f"{name} {n}" for name, n in a["items"].items())
+    saved = f"Saved the outcome of brief {a['brief_id']} to {a['path']} ({counts}). "
+    again = "calling save_outcome again for this brief replaces it."
+    if unread is None:
+        return saved + "It is searchable now; " + again
     return (
-        f"Saved the outcome of brief {a['brief_id']} to {a['path']} ({counts}). It is searchable now; "
-        "calling save_outcome again for this brief replaces it."
+        saved + f"It is NOT searchable: {unread}, so the brief is missing from every answer; tell the "
+        "developer to fix that file (the report is kept and found once it is). "
+        + again[0].upper()
+        + again[1:]
     )
 
 

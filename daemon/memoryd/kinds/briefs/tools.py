@@ -235,8 +235,14 @@ async def save_outcome(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
             f"No brief {brief_id} on the board, so there is nowhere to save its outcome. Use the id of the "
             "brief you were given (search_briefs or get_task show brief ids)."
         ) from None
-    answer = render.saved_answer(brief_id, path, outcome)
-    return ToolResult(structured=answer, text=render.render_saved(answer))
+    # indexed with its brief: a brief whose brief.json cannot be read is on no index, nor is its report
+    unread = None
+    if brief_id not in board.briefs.snapshot().briefs:
+        json_path = f"briefs/{brief_id}/brief.json"
+        reasons = [s.reason for s in board.briefs.unread_briefs() if s.path == json_path]
+        unread = f"{json_path} cannot be read ({reasons[0] if reasons else 'not loaded'})"
+    answer = render.saved_answer(brief_id, path, outcome, searchable=unread is None)
+    return ToolResult(structured=answer, text=render.render_saved(answer, unread))
 
 
 async def _digest(ctx: ToolContext, project: str | None, tokens: int, query: str = "") -> dict[str, Any]:
