@@ -216,6 +216,37 @@ def test_save_outcome_for_a_brief_whose_brief_json_is_broken_keeps_it_and_says_i
         assert again["searchable"] is True, again
 
 
+def test_a_lone_surrogate_escape_in_a_brief_or_task_file_is_a_broken_file_not_a_failed_engine(monkeypatch):
+    """``"\\udc80"`` is valid JSON but no text (UTF-8 cannot encode it): such a brief.json or task file is
+    skipped and named like any broken file, at start and when written while the daemon runs; the rest of
+    the board is served and exported."""
+    root = short_tmpdir()
+    monkeypatch.setenv("MEMORYD_HOME", str(root / "mh"))
+    board = make_board(root)
+    brief = json.loads((board / "briefs" / BRIEF / "brief.json").read_text())
+    text = json.dumps({**brief, "title": "Checkout zqsurrogate"}).replace(
+        "zqsurrogate", "\\udc80 zqsurrogate"
+    )
+    (board / "briefs" / BRIEF / "brief.json").write_text(text)
+    daemon = DaemonProcess(root, socket_path=root / "mh" / "state" / "memoryd.sock", board=board)
+    try:
+        daemon.start()
+        wait_engine_ready(daemon)
+        wait_for(lambda: status()["skipped_files"] == 1, "the brief with a lone surrogate counted")
+        [skipped] = status()["skipped"]
+        assert skipped["path"] == f"briefs/{BRIEF}/brief.json" and "surrogate" in skipped["reason"], skipped
+        task = json.loads((board / "tasks" / f"{BROKEN_TASK}.json").read_text())
+        raw = json.dumps({**task, "project": "shop"}).replace('"shop"', '"sh\\ud800op"')
+        (board / "tasks" / f"{BROKEN_TASK}.json").write_text(raw)  # while it runs
+        wait_for(lambda: status()["skipped_files"] == 2, "the task with a lone surrogate counted")
+        with Shim(daemon.socket, daemon.env, tools="all").initialize() as shim:
+            assert [t["task_id"] for t in shim.ok("list_tasks")["tasks"]] == [TASK]
+            assert "Exported to" in shim.call("export_database")["result"]["content"][0]["text"]
+    finally:
+        daemon.kill()
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def test_healthcheck_memory_stats_and_get_all_summaries_name_the_files_they_could_not_read(served):
     """A broken file is no healthy board: the health answer lists it as a problem, and the counts name it."""
     board = served.board

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from memoryd.board.gate import InvalidId, check_brief_id, check_task_id
 from memoryd.errors import ToolFailed
+from memoryd.textcheck import first_lone_surrogate
 
 TaskStatus = Literal["open", "done"]
 TASK_STATUSES: tuple[str, ...] = ("open", "done")
@@ -138,6 +139,9 @@ def _load_object(text: str) -> dict[str, Any]:
         raise FormatError(f"bad JSON: {exc.msg} at char {exc.pos}") from None
     if not isinstance(data, dict):
         raise FormatError(f"expected a JSON object, got {type(data).__name__}")
+    # a "\\ud800" escape is valid JSON but no text: nothing downstream (the index, an answer) can encode it
+    if problem := first_lone_surrogate(data):
+        raise FormatError(problem)
     return data
 
 
