@@ -247,6 +247,35 @@ def test_a_lone_surrogate_escape_in_a_brief_or_task_file_is_a_broken_file_not_a_
         shutil.rmtree(root, ignore_errors=True)
 
 
+def test_a_lone_surrogate_escape_in_a_session_file_is_skipped_not_a_failed_engine(monkeypatch):
+    """A session line or summary holding ``"\\ud800"``: the line is skipped (the file's other lines are
+    served) and the summary is a broken file, named; the engine starts."""
+    root = short_tmpdir()
+    monkeypatch.setenv("MEMORYD_HOME", str(root / "mh"))
+    board = make_board(root)
+    line = {"id": "mem_2026-12-01T09:00:00.000Z_a1b2c3", "sessionId": "sess-1", "type": "agent-interaction",
+            "timestamp": "2026-12-01T09:00:00.000Z", "prompt": "zqsurline SUR", "thought": "t", "response": "r"}  # fmt: skip
+    good = {**line, "id": "mem_2026-12-01T09:01:00.000Z_d4e5f6", "prompt": "zqsurgood plain"}
+    summary = {"id": "summary_sess-1", "sessionId": "sess-1", "timestamp": "2026-12-01T09:02:00.000Z",
+               "title": "t", "summary": "zqsursum SUR", "category": "other", "memoryCount": 2}  # fmt: skip
+    lines = [json.dumps(line).replace("SUR", "\\ud800"), json.dumps(good)]
+    (board / "sessions" / "sess-1.jsonl").write_text("\n".join(lines) + "\n")
+    (board / "sessions" / "sess-1.summary.json").write_text(json.dumps(summary).replace("SUR", "\\udc00"))
+    daemon = DaemonProcess(root, socket_path=root / "mh" / "state" / "memoryd.sock", board=board)
+    try:
+        daemon.start()
+        wait_engine_ready(daemon)
+        shown = {s["path"]: s["reason"] for s in status()["skipped"]}
+        assert shown.keys() == {"sessions/sess-1.jsonl", "sessions/sess-1.summary.json"}, shown
+        assert "surrogate" in shown["sessions/sess-1.summary.json"], shown
+        with Shim(daemon.socket, daemon.env, tools="sessions").initialize() as shim:
+            text = shim.call("get_session_memories", sessionId="sess-1")["result"]["content"][0]["text"]
+            assert "zqsurgood" in text and "1 broken line" in text, text
+    finally:
+        daemon.kill()
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def test_healthcheck_memory_stats_and_get_all_summaries_name_the_files_they_could_not_read(served):
     """A broken file is no healthy board: the health answer lists it as a problem, and the counts name it."""
     board = served.board

@@ -18,6 +18,7 @@ from typing import Any
 
 from memoryd.board.gate import InvalidId
 from memoryd.index.redact import redact
+from memoryd.textcheck import first_lone_surrogate
 
 SESSIONS_DIR = "sessions"
 LOG_SUFFIX = ".jsonl"
@@ -172,10 +173,17 @@ def _session_of(obj: dict, session_id: str | None) -> str:
     return sid
 
 
+def _check_text(obj: dict) -> None:
+    """FormatError for a ``"\\ud800"`` escape (valid JSON, no text: the index and answers cannot encode it)."""
+    if problem := first_lone_surrogate(obj):
+        raise FormatError(problem)
+
+
 def parse_interaction(obj: object, session_id: str | None = None) -> Interaction:
     """Validate one decoded line. ``session_id``: the file's session (its ``sessionId`` must match)."""
     if not isinstance(obj, dict):
         raise FormatError("not a JSON object")
+    _check_text(obj)
     item_id = obj.get("id")
     if not is_item_id(item_id):
         raise FormatError(f"'id' must match {ITEM_ID_PATTERN}")
@@ -216,6 +224,7 @@ def parse_summary(obj: object, session_id: str | None = None) -> Summary:
     """Validate a decoded summary object (see the module docstring for its fields)."""
     if not isinstance(obj, dict):
         raise FormatError("not a JSON object")
+    _check_text(obj)
     sid = _session_of(obj, session_id)
     category = obj.get("category", "other")
     if category not in CATEGORIES:
