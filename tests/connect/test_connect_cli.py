@@ -174,6 +174,41 @@ def test_groups_written_as_tools_equals_are_kept_as_the_shim_reads_them(tmp_path
     assert "differs" not in status and status.count("tools all") == 2, status
 
 
+def test_connect_refreshing_an_entry_keeps_the_agents_own_keys_and_other_env_variables(tmp_path):
+    """An entry connect rewrites (an older install, no --tools) keeps what memoryd does not manage: an
+    agent's start-up timeout, tool approvals, env variables other than memoryd's own."""
+    home = tmp_path / "h"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".codex").mkdir()
+    old = {"command": "/old/python", "args": ["-S", "/old/shim.py"], "timeout": 30000,
+           "alwaysAllow": ["search_briefs"], "env": {"HTTPS_PROXY": "http://proxy:3128"}}  # fmt: skip
+    (home / ".claude.json").write_text(json.dumps({"mcpServers": {"memoryd": old}}))
+    (home / ".codex" / "config.toml").write_text(
+        '[mcp_servers.memoryd]\ncommand = "/old/python"\nargs = ["-S", "/old/shim.py"]\n'
+        'startup_timeout_sec = 30\n\n[mcp_servers.memoryd.env]\nHTTPS_PROXY = "http://proxy:3128"\n'
+    )
+    out = memoryd(home, "connect", "--no-capture").stdout
+    assert out.count("updated") == 2, out
+    claude = json.loads((home / ".claude.json").read_text())["mcpServers"]["memoryd"]
+    codex = tomlkit.parse((home / ".codex" / "config.toml").read_text())["mcp_servers"]["memoryd"]
+    assert claude["timeout"] == 30000 and claude["alwaysAllow"] == ["search_briefs"], claude
+    assert codex["startup_timeout_sec"] == 30, codex
+    for entry in (claude, codex):
+        assert entry["command"] != "/old/python" and list(entry["args"])[-2:] == [
+            "--tools",
+            "briefs,memories",
+        ]
+        assert entry["env"]["HTTPS_PROXY"] == "http://proxy:3128", entry
+        assert entry["env"]["MEMORYD_HOME"] == os.environ["MEMORYD_HOME"], entry
+    again = memoryd(home, "connect", "--no-capture").stdout
+    rows = {line.split()[0]: line for line in again.splitlines() if line.strip()}
+    assert "updated" not in again and all("already connected" in rows[a] for a in ("claude-code", "codex")), (
+        again
+    )
+    status = memoryd(home, "connect", "--status").stdout
+    assert "differs" not in status, status
+
+
 def test_the_tool_groups_of_an_entry_are_read_from_stdio_args_and_http_urls():
     from memoryd.cli.connect.agents import tools_of, without_tools
 

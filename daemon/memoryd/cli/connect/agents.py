@@ -89,6 +89,25 @@ HTTP_SHAPES = {
 HTTP_URL_KEYS = ("url", "httpUrl", "serverUrl")
 
 
+#: The keys of memoryd's entry that connect writes, in any agent's stdio or HTTP spelling. Any other key of
+#: an entry already there (a start-up timeout, tool approvals) is the user's or the agent's, and is kept.
+MANAGED_KEYS = frozenset({"type", "command", "args", "env", "headers", "http_headers", *HTTP_URL_KEYS})
+
+
+def keeping_own(entry: dict[str, Any], previous: Any) -> dict[str, Any]:
+    """``entry`` plus what ``previous`` (memoryd's entry there now) holds that connect does not manage: its
+    other keys, and (stdio) its env variables other than memoryd's own ``MEMORYD_*``."""
+    if not isinstance(previous, dict):
+        return entry
+    out = dict(entry)
+    out.update((k, v) for k, v in previous.items() if k not in MANAGED_KEYS and k not in entry)
+    env = previous.get("env")
+    own = {k: v for k, v in env.items() if not k.startswith("MEMORYD_")} if isinstance(env, dict) else {}
+    if own and "command" in entry:
+        out["env"] = {**own, **entry.get("env", {})}
+    return out
+
+
 def _xdg_config(home: Path, env: Mapping[str, str]) -> Path:
     value = env.get("XDG_CONFIG_HOME")
     return Path(value) if value and os.path.isabs(value) else home / ".config"

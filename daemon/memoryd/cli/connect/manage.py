@@ -23,6 +23,7 @@ from memoryd.cli.connect.agents import (
     claude_settings,
     command_exists,
     hook_command,
+    keeping_own,
     tools_of,
     without_tools,
 )
@@ -155,6 +156,11 @@ def connect(
     still run ``server``'s interpreter."""
     entry = agent.entry(server) if entry is None else entry
     paste = edits.snippet(agent.fmt, agent.container, entry)
+    try:
+        previous = edits.read_entry(_decode(safewrite.read_bytes(agent.config)), agent.fmt, agent.container)
+    except (OSError, ValueError):
+        previous = None
+    entry = keeping_own(entry, previous)
 
     def change(text: str) -> str:
         return edits.set_entry(text, agent.fmt, agent.container, entry)
@@ -162,10 +168,6 @@ def connect(
     def check(text: str) -> bool:
         return edits.read_entry(text, agent.fmt, agent.container) == entry
 
-    try:
-        previous = edits.read_entry(_decode(safewrite.read_bytes(agent.config)), agent.fmt, agent.container)
-    except (OSError, ValueError):
-        previous = None
     action = UPDATED if previous is not None else CONNECTED
     outcomes = [_apply(agent.name, agent.config, agent.fmt, change, check, dry_run, paste, action)]
     # The hook asks the agent to call save_outcome: only worth installing where the server is configured.
@@ -361,7 +363,7 @@ def _entry_state(entry: Any, wanted: dict[str, Any] | None) -> tuple[str, str]:
     if script is not None and not os.path.isfile(script):
         return "entry stale", f"{script!r} no longer exists; `{memoryd_command()} connect` fixes it"
     # The tool groups are the user's choice (`connect --tools`), not a sign of another install.
-    if wanted is not None and without_tools(entry) != without_tools(wanted):
+    if wanted is not None and without_tools(entry) != without_tools(keeping_own(wanted, entry)):
         return (
             "connected",
             f"through {command} (differs from this install; `{memoryd_command()} connect` updates it)",
