@@ -30,6 +30,7 @@ UNBRIEFED = [
     ("t-20261109-0c0c09", "open", "shopfront", "Refund emails"),
     ("t-20261110-0c0c10", "open", "payments-api", "Rotate the API keys"),
     ("t-20261111-0c0c11", "done", "shopfront", "Old banner"),
+    ("t-20261112-0c0c12", "open", "infra", "Renew the TLS certificates"),  # a project no brief is of yet
 ]
 #: A second, newer brief of the first task: the task's newest activity.
 LATER = ("b-20261108-0b0b08", "t-20261101-0a0a01", "still charged twice after the fix")
@@ -129,6 +130,7 @@ def test_a_listing_names_the_project_the_question_named_and_the_open_tasks_witho
     everywhere = shim.ok("search_briefs", query="what's still open?")
     assert everywhere["project"] is None
     assert [t["task_id"] for t in everywhere["open_without_briefs"]] == [
+        "t-20261112-0c0c12",
         "t-20261110-0c0c10",
         "t-20261109-0c0c09",
     ]
@@ -138,3 +140,37 @@ def test_a_listing_names_the_project_the_question_named_and_the_open_tasks_witho
     assert "open_without_briefs" not in shim.ok(
         "search_briefs", query="is the login loop on android still open?"
     )
+
+
+def test_a_listing_of_a_project_whose_open_tasks_have_no_brief_yet_names_them(shim):
+    """No brief is of project infra, so the index knows no such project: the question names it all the
+    same (the tasks do), and the answer lists its open task instead of 'no brief matches'."""
+    answer = shim.ok("search_briefs", query="what's still open in infra?")
+    assert answer["project"] == "infra" and answer["results"] == [], answer
+    assert [t["task_id"] for t in answer["open_without_briefs"]] == ["t-20261112-0c0c12"], answer
+    assert "Renew the TLS certificates" in answer_text(shim, query="what's still open in infra?")
+
+
+def test_a_board_with_tasks_and_no_brief_yet_answers_a_listing_with_its_open_tasks(tmp_path):
+    """An empty index (tasks filed, no brief yet): a question about what is open lists the open tasks."""
+    from support.daemon import short_tmpdir
+
+    root = short_tmpdir()
+    board = root / "board"
+    (board / "tasks").mkdir(parents=True)
+    write_task(board, "t-20261201-0d0d01", title="Set up CI", project="newapp")
+    write_task(board, "t-20261202-0d0d02", title="Old chore", project="newapp", status="done")
+    daemon = DaemonProcess(root)
+    try:
+        daemon.start()
+        with Shim(daemon.socket, daemon.env).initialize() as s:
+            for query in ("what's still open?", "what's still open in newapp?"):
+                answer = s.ok("search_briefs", query=query)
+                assert [t["task_id"] for t in answer.get("open_without_briefs", [])] == [
+                    "t-20261201-0d0d01"
+                ], (
+                    query,
+                    answer,
+                )
+    finally:
+        daemon.kill()

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from memoryd.board.gate import check_brief_id, check_task_id
 from memoryd.errors import BoardUnreadable, InvalidParams, NotFound
+from memoryd.index.intent import open_listing
 from memoryd.kinds.briefs import render, schemas
 from memoryd.kinds.briefs.files import Outcome
 from memoryd.kinds.briefs.source import BoardUnreadable as ReaderBoardUnreadable
@@ -160,6 +161,11 @@ async def search_briefs(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     project = board.resolve_project(args.get("project"))
     limit = args.get("limit", schemas.SEARCH_LIMIT_DEFAULT)
     result = await board.guarded(board.searcher.search(render.search_query(args["query"], project)))
+    if result.open_listing is None and not result.hits:
+        # the index knows the projects of briefs only: a question about the open work of a project no brief
+        # is of yet (or of a board with no brief at all) names a project the tasks know
+        named = open_listing(args["query"], {t.project for t in board.briefs.tasks().values()})
+        result.open_listing = named if named is not None and project in (None, named or project) else None
     project = render.listing_scope(result, project)
     unbriefed: list = []
     if result.open_listing is not None:  # the open tasks no brief stands for yet belong to the listing too
