@@ -209,6 +209,30 @@ def test_connect_refreshing_an_entry_keeps_the_agents_own_keys_and_other_env_var
     assert "differs" not in status, status
 
 
+def test_a_codex_config_whose_servers_are_an_inline_table_is_connected_in_that_style(tmp_path):
+    """``mcp_servers = { ... }`` on one line is valid TOML: connect adds or refreshes memoryd's entry inside
+    it (a table cannot go in an inline table: connect crashed), and disconnect gives the bytes back."""
+    home = tmp_path / "h"
+    (home / ".codex").mkdir(parents=True)
+    config = home / ".codex" / "config.toml"
+    for original in (
+        'mcp_servers = { other = { command = "y" } }\n',
+        'mcp_servers = { memoryd = { command = "x", args = ["--tools", "all"] }, other = { command = "y" } }\n',
+    ):
+        config.write_text(original)
+        out = memoryd(home, "connect", "codex", "--no-capture").stdout
+        servers = tomlkit.parse(config.read_text())["mcp_servers"]
+        assert servers["other"] == {"command": "y"} and servers["memoryd"]["command"] != "x", out
+        assert "mcp_servers = {" in config.read_text(), config.read_text()
+        again = memoryd(home, "connect", "codex", "--no-capture").stdout
+        assert "already connected" in again, again
+        memoryd(home, "disconnect", "codex")
+        if "memoryd" in original:  # an entry from before: memoryd's entry goes, the backup stays
+            assert tomlkit.parse(config.read_text())["mcp_servers"] == {"other": {"command": "y"}}
+        else:
+            assert config.read_text() == original
+
+
 def test_the_tool_groups_of_an_entry_are_read_from_stdio_args_and_http_urls():
     from memoryd.cli.connect.agents import tools_of, without_tools
 

@@ -60,6 +60,12 @@ def _table(entry: dict[str, Any]) -> tomlkit.items.Table:
     return table
 
 
+def _inline(entry: dict[str, Any]) -> tomlkit.items.InlineTable:
+    table = tomlkit.inline_table()
+    table.update(entry)  # nested tables (env) become inline ones
+    return table
+
+
 def _without(value: dict[str, Any], name: str) -> dict[str, Any]:
     out = dict(value)
     servers = dict(out.get(SERVERS) or {})
@@ -94,7 +100,9 @@ def set_entry(text: str, name: str, entry: dict[str, Any]) -> str:
     if servers is None:
         doc[SERVERS] = tomlkit.table(is_super_table=True)
         servers = doc[SERVERS]
-    servers[name] = _table(entry)
+    # ``mcp_servers = { ... }`` takes no table: the entry is written inline there too
+    inline = isinstance(servers, tomlkit.items.InlineTable)
+    servers[name] = _inline(entry) if inline else _table(entry)
     return tomlkit.dumps(doc)
 
 
