@@ -276,6 +276,26 @@ def test_a_lone_surrogate_escape_in_a_session_file_is_skipped_not_a_failed_engin
         shutil.rmtree(root, ignore_errors=True)
 
 
+def test_get_brief_names_the_files_of_the_brief_it_could_not_read(served):
+    """A said.txt that is not UTF-8 or an outcome.md too large: get_brief says which of its files could
+    not be read instead of answering 'nothing recorded' and 'none saved yet' as if they were absent."""
+    folder = served.board / "briefs" / BRIEF
+    (folder / "said.txt").write_bytes(b"\xff\xfe what was said")
+    (folder / "outcome.md").write_bytes(b"## Did\n- caf\xe9\n")
+    wait_for(lambda: status()["skipped_files"] == 2, "both broken files counted")
+    with Shim(served.socket, served.env).initialize() as shim:
+        answer = shim.ok("get_brief", brief_id=BRIEF)
+        assert answer["skippedBriefFiles"] == 2, answer
+        assert {s["path"] for s in answer["skippedBriefs"]} == {
+            f"briefs/{BRIEF}/said.txt",
+            f"briefs/{BRIEF}/outcome.md",
+        }, answer
+        text = shim.call("get_brief", brief_id=BRIEF)["result"]["content"][0]["text"]
+        assert f"briefs/{BRIEF}/said.txt: " in text and "could not be read" in text, text
+        other = shim.ok("get_brief", brief_id="b-20261201-0b0b0b")  # the other brief: nothing skipped
+        assert other["skippedBriefFiles"] == 0 and "skippedBriefs" not in other, other
+
+
 def test_healthcheck_memory_stats_and_get_all_summaries_name_the_files_they_could_not_read(served):
     """A broken file is no healthy board: the health answer lists it as a problem, and the counts name it."""
     board = served.board

@@ -340,8 +340,11 @@ def render_task(a: Mapping[str, Any]) -> str:
 # --- get_brief ----------------------------------------------------------------------------------------
 
 
-def brief_answer(brief: Brief, task: Task | None, board: Path) -> dict[str, Any]:
-    """Everything handed out about one brief; screenshots as absolute paths of ``.png`` files that exist."""
+def brief_answer(
+    brief: Brief, task: Task | None, board: Path, unread: Sequence[Skipped] = ()
+) -> dict[str, Any]:
+    """Everything handed out about one brief; screenshots as absolute paths of ``.png`` files that exist;
+    ``unread``: the brief's files that could not be read (``skippedBriefFiles``, ``skippedBriefs``)."""
     scrub = Scrub(read_redacted=True)  # BoardReader redacted every text as it read it
     outcome = None
     if brief.outcome is not None:
@@ -367,6 +370,7 @@ def brief_answer(brief: Brief, task: Task | None, board: Path) -> dict[str, Any]
         "screenshots": [str(board / rel) for rel in brief.screen_pngs[:SCREENSHOTS]],
         "note": DATA_NOTE,
     }
+    _unread_briefs(answer, unread, scrub)
     answer.update(scrub.report())
     return answer
 
@@ -399,6 +403,13 @@ def render_brief(a: Mapping[str, Any]) -> str:
     lines += ["", "Screenshots still on disk:", *(f"- {p}" for p in a["screenshots"])]
     if not a["screenshots"]:
         lines.append("- none")
+    if a.get("skippedBriefFiles"):
+        lines += [
+            "",
+            f"{counted(a['skippedBriefFiles'], 'file')} of this brief could not be read, so this answer misses "
+            "what they hold; tell the developer to fix or remove each:",
+            *(f"- {s['path']}: {s['reason']}" for s in a.get("skippedBriefs", ())),
+        ]
     return "\n".join(lines + _tail(a))
 
 

@@ -234,6 +234,7 @@ GET_BRIEF_OUTPUT = answer(
         "notes": STR_LIST,
         "outcome": {"anyOf": [_OUTCOME_FULL, {"type": "null"}]},
         "screenshots": STR_LIST,
+        **_SKIPPED_BRIEFS,
     },
     [
         "brief_id",
@@ -247,6 +248,7 @@ GET_BRIEF_OUTPUT = answer(
         "notes",
         "outcome",
         "screenshots",
+        "skippedBriefFiles",
         "note",
     ],
 )

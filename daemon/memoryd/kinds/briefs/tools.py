@@ -14,7 +14,8 @@ Tools; arguments are schema-checked before a handler runs
   not known, so any task may miss a brief)
 * ``get_task(task_id)`` -> ``{"task":{...},"shown","briefs_total","briefs":[...],"skippedBriefFiles",
   "skippedBriefs"?}``
-* ``get_brief(brief_id)`` -> ``{"brief_id","task_id",...,"said","prompt","notes","outcome","screenshots"}``
+* ``get_brief(brief_id)`` -> ``{"brief_id","task_id",...,"said","prompt","notes","outcome","screenshots",
+  "skippedBriefFiles","skippedBriefs"?}``: the brief's own files that could not be read
 * ``save_outcome(brief_id, did, open, decided?, files?, retired?)`` -> ``{"saved","brief_id","path","items"}``
 * ``get_context(project?, tokens=1500, query?)`` -> ``{"project","project_from","budget","tokens","counted_with",
   "context"}``: the session-start digest (:mod:`memoryd.kinds.briefs.context`)
@@ -220,7 +221,8 @@ async def get_brief(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         "search_briefs finds briefs by what was said.",
     )
     task = board.briefs.tasks().get(brief.task)
-    answer = render.brief_answer(brief, task, board.briefs.board)
+    unread = [s for s in board.briefs.unread_briefs() if s.path.startswith(f"briefs/{brief_id}/")]
+    answer = render.brief_answer(brief, task, board.briefs.board, unread)
     return ToolResult(structured=answer, text=render.render_brief(answer))
 
 
