@@ -430,14 +430,11 @@ def render_saved(a: Mapping[str, Any], unread: str | None = None) -> str:
     """The answer's text; ``unread``: why the brief is not loaded (then the report is not searchable)."""
     counts = ", ".join(f"{name} {n}" for name, n in a["items"].items())
     saved = f"Saved the outcome of brief {a['brief_id']} to {a['path']} ({counts}). "
-    again = "calling save_outcome again for this brief replaces it."
     if unread is None:
-        return saved + "It is searchable now; " + again
-    return (
-        saved + f"It is NOT searchable: {unread}, so the brief is missing from every answer; tell the "
-        "developer to fix that file (the report is kept and found once it is). "
-        + again[0].upper()
-        + again[1:]
+        return saved + "It is searchable now; calling save_outcome again for this brief replaces it."
+    return saved + (
+        f"It is NOT searchable: {unread}, so the brief is missing from every answer; tell the developer to "
+        "fix that file (the report is kept and found once it is). Calling save_outcome again replaces it."
     )
 
 

@@ -166,7 +166,8 @@ async def search_briefs(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         # the index knows the projects of briefs only: a question about the open work of a project no brief
         # is of yet (or of a board with no brief at all) names a project the tasks know
         named = open_listing(args["query"], {t.project for t in board.briefs.tasks().values()})
-        result.open_listing = named if named is not None and project in (None, named or project) else None
+        if named is not None and (project is None or named in ("", project)):
+            result.open_listing = named
     project = render.listing_scope(result, project)
     unbriefed: list = []
     if result.open_listing is not None:  # the open tasks no brief stands for yet belong to the listing too
