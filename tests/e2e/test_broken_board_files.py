@@ -296,6 +296,31 @@ def test_get_brief_names_the_files_of_the_brief_it_could_not_read(served):
         assert other["skippedBriefFiles"] == 0 and "skippedBriefs" not in other, other
 
 
+def test_a_file_where_the_sessions_folder_should_be_is_skipped_like_any_kinds_folder(monkeypatch):
+    """``sessions`` that is a file (or a symlink) is refused by the gate: named as a skipped entry, as a
+    file in place of ``tasks``, ``briefs`` or ``memories`` is, while the rest of the board is served; it
+    failed the whole engine."""
+    root = short_tmpdir()
+    monkeypatch.setenv("MEMORYD_HOME", str(root / "mh"))
+    board = make_board(root)
+    (board / "sessions").rmdir()
+    (board / "sessions").write_text("not a folder\n")
+    daemon = DaemonProcess(root, socket_path=root / "mh" / "state" / "memoryd.sock", board=board)
+    try:
+        daemon.start()
+        wait_engine_ready(daemon)
+        assert status()["skipped"] == [{"path": "sessions", "reason": "regular file"}], status()
+        with Shim(daemon.socket, daemon.env, tools="all").initialize() as shim:
+            assert len(shim.ok("list_tasks")["tasks"]) == 2
+            health = shim.ok("healthcheck")
+            assert health["status"] == "degraded" and "sessions (regular file)" in health["problems"][0], (
+                health
+            )
+    finally:
+        daemon.kill()
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def test_healthcheck_memory_stats_and_get_all_summaries_name_the_files_they_could_not_read(served):
     """A broken file is no healthy board: the health answer lists it as a problem, and the counts name it."""
     board = served.board

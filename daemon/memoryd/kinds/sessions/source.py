@@ -80,7 +80,14 @@ class SessionSource:
         batch = SourceBatch(complete=True)
         # built aside and swapped in at once: readers never see a view emptied for the reload
         view: _View = ({}, {}, {})
-        ids, other = scan_sessions(self.board)
+        try:
+            ids, other = scan_sessions(self.board)
+        except (UnsafePath, OSError) as exc:
+            # sessions/ itself refused (a file, a symlink): skipped, as the other kinds skip their folder
+            ids, other = [], []
+            where, why = (exc.path, exc.reason) if isinstance(exc, UnsafePath) else (SESSIONS_DIR, str(exc))
+            self._skip(batch, where, why)
+            view[2][where] = Skipped(where, why)
         for session_id in ids:
             self._load(session_id, batch, view)
         for path in other:
