@@ -113,10 +113,13 @@ class PieceTable:
 
     def __init__(self, pieces: Sequence[str]) -> None:
         encoded = [p.encode() for p in pieces]
-        offsets = np.zeros(len(pieces) + 1, np.int64)
-        np.cumsum([len(b) for b in encoded], out=offsets[1:])
         self._utf8 = b"".join(encoded)
-        self._offsets = array("q", offsets.tobytes())  # array: indexed one by one, faster than numpy
+        wide = len(self._utf8) >= 2**31  # 250k pieces are ~2.6 MB: int32 offsets
+        offsets = np.zeros(len(pieces) + 1, np.int64 if wide else np.int32)
+        np.cumsum([len(b) for b in encoded], out=offsets[1:])
+        self._offsets = array(
+            "q" if wide else "i", offsets.tobytes()
+        )  # indexed one by one: faster than numpy
         del encoded
         hashes = np.fromiter(map(hash, pieces), np.int64, len(pieces))
         order = np.argsort(hashes, kind="stable")
@@ -184,7 +187,8 @@ class UnigramTokenizer:
         self._pieces = PieceTable(pieces)
         if self._pieces.duplicated():
             raise ValueError(f"{model_dir / PIECES_FILE}: pieces are not distinct")
-        self._scores = array("d", scores)  # float64, as tokenizers adds them up; 8 bytes each, not 24
+        # read as Python floats (float64, as tokenizers adds them up): each float32 converts exactly
+        self._scores = scores
         self._max_len = self._pieces._max_len
         self._unk_score = min(self._scores) - _UNK_PENALTY
         self._special_ids = {p: i for p in SPECIALS if (i := self._pieces.get(p)) is not None}
