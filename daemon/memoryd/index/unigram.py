@@ -1,10 +1,10 @@
-"""The XLM-R Unigram tokenizer of the default model, held compactly: ~11 MB resident instead of ~286 MB.
+"""The XLM-R Unigram tokenizer of the default model, held compactly: ~9 MB resident instead of ~286 MB.
 
 The ``tokenizers`` library keeps a 250k-piece Unigram vocabulary as a byte trie of hash maps. Here the
 pieces are a few flat arrays (:class:`PieceTable`: their hashes sorted, their UTF-8 in one buffer),
 float64 scores, loaded from ``tokenizer.pieces``, and the Viterbi search is the ``tokenizers``
 Unigram's, step for step (see :meth:`UnigramTokenizer._best`). A dict of 250k Python strings and ints
-held the same vocabulary in 36 MiB of Python objects; the table holds 10.7 MiB, and the words of a
+held the same vocabulary in 36 MiB of Python objects; the table holds 8.3 MiB, and the words of a
 batch that are not cached are looked up together (every substring of each, one search of the table).
 Everything around the search -- special tokens, the nmt_nfkc normaliser, Metaspace pre-tokenisation -- is
 still done by the ``tokenizers`` library's own components (they hold no vocabulary), so each word the
