@@ -2,7 +2,7 @@
 
 The ``tokenizers`` library keeps a 250k-piece Unigram vocabulary as a byte trie of hash maps. Here the
 pieces are a few flat arrays (:class:`PieceTable`: their hashes sorted, their UTF-8 in one buffer),
-float64 scores, loaded from ``tokenizer.pieces``, and the Viterbi search is the ``tokenizers``
+float32 scores, loaded from ``tokenizer.pieces``, and the Viterbi search is the ``tokenizers``
 Unigram's, step for step (see :meth:`UnigramTokenizer._best`). A dict of 250k Python strings and ints
 held the same vocabulary in 36 MiB of Python objects; the table holds 8.3 MiB, and the words of a
 batch that are not cached are looked up together (every substring of each, one search of the table).
