@@ -199,3 +199,15 @@ def test_memories_read_back_share_their_repeated_strings(tmp_path):
     with_extra = parse_memory(render_memory(made[0]).replace("---\n", "---\nmine: 1\n", 1), made[0].id)
     assert dict(with_extra.extra) == {"mine": 1}
     assert "mine: 1" in render_memory(with_extra)
+
+
+def test_a_one_line_memory_s_record_line_is_its_text():
+    """The index's in-memory line column shares the view's string instead of holding a copy."""
+    from memoryd.kinds.memories.records import memory_record
+
+    one = Memory.new("the checkout flow retries the payment call twice")
+    assert memory_record(one).line is one.content
+    spaced = Memory.new("two  spaces\nand a second line")
+    assert memory_record(spaced).line == "two spaces"
+    long = Memory.new("word " * 100)
+    assert len(memory_record(long).line) == 200 and memory_record(long).line.endswith("…")
