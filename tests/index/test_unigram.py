@@ -144,6 +144,12 @@ def test_pieces_of_one_hash_are_told_apart():
     both = unigram.PieceTable(["<unk>", "pg", "杰"])
     assert (both.get("pg"), both.get("杰")) == (1, 2)
     assert not both.duplicated() and unigram.PieceTable(["a", "pg", "a"]).duplicated()
+    # many hits at once (the vectorised check): "杰" ahead of "pg" among the pieces of that hash
+    many = [f"w{i}" for i in range(100)]
+    table = unigram.PieceTable(["<unk>", "杰", "pg", *many])
+    texts = ["pg", *many, "杰", "gp", "杰杰"]
+    assert table.find(texts) == [(0, 2), *((k + 1, k + 3) for k in range(100)), (101, 1)]
+    assert unigram.PieceTable(["<unk>", "杰", *many]).find(texts)[0] == (1, 2)  # "pg" is no piece there
 
 
 def test_the_vocabulary_holds_no_python_object_per_piece(embedder):
