@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from tests.conftest import need_shared
 
-from memoryd.index import unigram
+from memoryd.index import pieces, unigram
 from memoryd.index.embed import load_embedder
 
 pytestmark = pytest.mark.slow
@@ -132,3 +132,35 @@ def test_pieces_must_be_distinct_and_a_bad_file_fails_the_load(tmp_path, embedde
     (broken / unigram.PIECES_FILE).write_bytes(b"MDU1" + b"\xff" * 20)
     loaded, status = load_embedder(str(broken), tmp_path)
     assert loaded is None and status.state == "failed"
+
+
+def test_pieces_of_one_hash_are_told_apart():
+    """CPython hashes a str's buffer: "pg" (1-byte characters) and "杰" (U+6770) share a hash."""
+    assert hash("pg") == hash("杰")
+    table = pieces.PieceTable(["<unk>", "杰", "ab", "pgx"])
+    assert table.get("杰") == 1
+    assert table.get("pg") is None
+    assert table.find(["pg", "ab", "杰", "x", "pgx"]) == [(1, 2), (2, 1), (4, 3)]
+    both = pieces.PieceTable(["<unk>", "pg", "杰"])
+    assert (both.get("pg"), both.get("杰")) == (1, 2)
+    assert not both.duplicated() and pieces.PieceTable(["a", "pg", "a"]).duplicated()
+    # many hits at once (the vectorised check): "杰" ahead of "pg" among the pieces of that hash
+    many = [f"w{i}" for i in range(100)]
+    table = pieces.PieceTable(["<unk>", "杰", "pg", *many])
+    texts = ["pg", *many, "杰", "gp", "杰杰"]
+    assert table.find(texts) == [(0, 2), *((k + 1, k + 3) for k in range(100)), (101, 1)]
+    assert pieces.PieceTable(["<unk>", "杰", *many]).find(texts)[0] == (1, 2)  # "pg" is no piece there
+
+
+def test_the_vocabulary_holds_no_python_object_per_piece(embedder):
+    """250k pieces as a dict of strings and ints took 36 MiB of Python objects; the table far less."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        lean = unigram.UnigramTokenizer(embedder.model_dir)
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(lean._pieces) > 250_000
+    assert held < 16 * 2**20

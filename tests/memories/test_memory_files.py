@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import threading
 import unicodedata
 
@@ -172,3 +173,41 @@ def test_create_never_replaces_and_overwrite_does(tmp_path):
     assert read_memory(tmp_path, m.id).tags == ("b",)
     assert delete_memory(tmp_path, m.id) is True and delete_memory(tmp_path, m.id) is False
     assert read_memory(tmp_path, m.id) is None
+
+
+def test_memories_read_back_share_their_repeated_strings(tmp_path):
+    """The daemon keeps every memory as read (its view): no per-memory dict, and the strings that repeat
+    across memories (type, tags, project, a relation's type; accessed_at equal to created_at) are one
+    object each, so 10,000 memories cost less; unknown keys still round-trip."""
+    (tmp_path / "memories").mkdir()
+    target = sha("c")
+    made = [
+        Memory.new(text, tags=("db", "ops"), memory_type="decision", project="shop", created_at=now)
+        for text, now in (("a", "2026-12-02T10:00:00Z"), ("b", "2026-12-02T11:00:00Z"))
+    ]
+    made[1] = made[1].with_(relations=(Relation("1" * 32, "relates_to", target, made[1].created_at),))
+    for m in made:
+        write_memory(tmp_path, m)
+    a, b = (read_memory(tmp_path, m.id) for m in made)
+    assert (a, b) == tuple(made)
+    assert not hasattr(a, "__dict__")
+    assert a.memory_type is b.memory_type and a.project is b.project
+    assert all(x is y for x, y in zip(a.tags, b.tags, strict=True))
+    assert b.relations[0].type is sys.intern("relates_to")
+    assert a.accessed_at is a.created_at
+    assert a.extra is b.extra and dict(a.extra) == {}
+    with_extra = parse_memory(render_memory(made[0]).replace("---\n", "---\nmine: 1\n", 1), made[0].id)
+    assert dict(with_extra.extra) == {"mine": 1}
+    assert "mine: 1" in render_memory(with_extra)
+
+
+def test_a_one_line_memory_s_record_line_is_its_text():
+    """The index's in-memory line column shares the view's string instead of holding a copy."""
+    from memoryd.kinds.memories.records import memory_record
+
+    one = Memory.new("the checkout flow retries the payment call twice")
+    assert memory_record(one).line is one.content
+    spaced = Memory.new("two  spaces\nand a second line")
+    assert memory_record(spaced).line == "two spaces"
+    long = Memory.new("word " * 100)
+    assert len(memory_record(long).line) == 200 and memory_record(long).line.endswith("…")

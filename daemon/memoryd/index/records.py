@@ -122,11 +122,14 @@ def unplaced(text: str) -> str:
 
 
 def first_line(text: str, limit: int = LINE_CHARS) -> str:
-    """The first non-blank line of ``text``, whitespace-collapsed, cut to ``limit`` characters."""
+    """The first non-blank line of ``text``, whitespace-collapsed, cut to ``limit`` characters (``text``
+    itself when that is all of it: the index's columns then share the string with the record's source)."""
     for raw in text.splitlines():
         line = " ".join(raw.split())
         if line:
-            return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+            if len(line) > limit:
+                return line[: limit - 1].rstrip() + "…"
+            return text if line == text else line
     return ""
 
 

@@ -1,8 +1,11 @@
-"""The XLM-R Unigram tokenizer of the default model, held compactly: ~40 MB resident instead of ~286 MB.
+"""The XLM-R Unigram tokenizer of the default model, held compactly: ~9 MB resident instead of ~286 MB.
 
 The ``tokenizers`` library keeps a 250k-piece Unigram vocabulary as a byte trie of hash maps. Here the
-pieces are one dict (piece -> id) and a float64 score array, loaded from ``tokenizer.pieces``, and the
-Viterbi search is the ``tokenizers`` Unigram's, step for step (see :meth:`UnigramTokenizer._viterbi`).
+pieces are a few flat arrays (:class:`memoryd.index.pieces.PieceTable`) and float32 scores, loaded from
+``tokenizer.pieces``, and the Viterbi search is the ``tokenizers`` Unigram's, step for step (see
+:meth:`UnigramTokenizer._best`). A dict of 250k Python strings and ints held the same vocabulary in 36
+MiB of Python objects; the table and scores hold 8.5 MiB, and the words of a batch that are not cached
+are looked up together (every substring of each, one search of the table).
 Everything around the search -- special tokens, the nmt_nfkc normaliser, Metaspace pre-tokenisation -- is
 still done by the ``tokenizers`` library's own components (they hold no vocabulary), so each word the
 search sees is the word the ``tokenizers`` Unigram would see. Tests check the ids and offsets are identical.
@@ -32,6 +35,8 @@ from tokenizers import (
     pre_tokenizers,
     processors,
 )
+
+from memoryd.index.pieces import PieceTable
 
 PIECES_FILE = "tokenizer.pieces"
 _MAGIC = b"MDU1"
@@ -115,34 +120,44 @@ class UnigramTokenizer:
         if len(pieces) != n or not 0 <= self.unk < n:
             raise ValueError(f"{model_dir / PIECES_FILE}: {len(pieces)} pieces, header says {n}")
         del data
-        # one dict, piece -> id, and the scores by id: ~40 MB for 250k pieces
-        self._ids = {p: i for i, p in enumerate(pieces)}
-        self._scores = array("d", scores)  # float64, as tokenizers adds them up; 8 bytes each, not 24
-        self._max_len = max(map(len, pieces))
+        self._pieces = PieceTable(pieces)
+        if self._pieces.duplicated():
+            raise ValueError(f"{model_dir / PIECES_FILE}: pieces are not distinct")
+        # read as Python floats (float64, as tokenizers adds them up): each float32 converts exactly
+        self._scores = scores
+        self._max_len = self._pieces._max_len
         self._unk_score = min(self._scores) - _UNK_PENALTY
+        self._special_ids = {p: i for p in SPECIALS if (i := self._pieces.get(p)) is not None}
         del pieces, scores
-        self._special_ids = {p: self._ids[p] for p in SPECIALS if p in self._ids}
         self.bos, self.eos, self.pad = (self._special_ids[p] for p in ("<s>", "</s>", "<pad>"))
         self._specials = re.compile("|".join(re.escape(p) for p in sorted(self._special_ids, key=len)[::-1]))
         self._normalizer = xlmr_normalizer()
         self._pre_tokenizer = xlmr_pre_tokenizer()
         self._cache: dict[str, tuple[tuple[int, int, int], ...]] = {}
+        self._span_lists: dict[
+            int, list[tuple[int, int]]
+        ] = {}  # word length -> its (start, end) in search order
 
     def encode_batch(self, texts: Sequence[str], add_special_tokens: bool = True) -> list[list[int]]:
-        """Ids per text (specials added unless ``add_special_tokens`` is false); never truncated."""
-        return [self.encode(text, add_special_tokens) for text in texts]
+        """Ids per text (specials added unless ``add_special_tokens`` is false); never truncated. The
+        words no text of the batch met before are segmented together (one vocabulary search)."""
+        parts = [self._parts(text) for text in texts]
+        known = self._segmented([p for ps in parts for p in ps if type(p) is str])
+        out = []
+        for ps in parts:
+            ids = [self.bos] if add_special_tokens else []
+            for p in ps:
+                if type(p) is int:
+                    ids.append(p)
+                else:
+                    ids.extend(token[0] for token in known[p])
+            if add_special_tokens:
+                ids.append(self.eos)
+            out.append(ids)
+        return out
 
     def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
-        ids = [self.bos] if add_special_tokens else []
-        for segment, special in self._segments(text):
-            if special is not None:
-                ids.append(special)
-                continue
-            for word, _ in self._pre_tokenizer.pre_tokenize_str(self._normalizer.normalize_str(segment)):
-                ids.extend(token[0] for token in self._word(word))
-        if add_special_tokens:
-            ids.append(self.eos)
-        return ids
+        return self.encode_batch([text], add_special_tokens)[0]
 
     def offsets(self, text: str) -> list[tuple[int, int]]:
         """(start, end) character offsets into ``text`` of each token (no special tokens added)."""
@@ -154,40 +169,87 @@ class UnigramTokenizer:
             pts = PreTokenizedString(segment)
             pts.normalize(self._normalize_in_place)
             self._pre_tokenizer.pre_tokenize(pts)
-            pts.tokenize(self._tokens)  # offsets mapped back through the normaliser's alignments
+            known = self._segmented([word for word, _, _ in pts.get_splits()])  # one search for them all
+            # offsets mapped back through the normaliser's alignments
+            pts.tokenize(lambda word, known=known: self._tokens(word, known))
             out.extend((start + a, start + b) for a, b in pts.to_encoding().offsets)
         return out
 
     # --- internals ------------------------------------------------------------------------------
 
+    def _parts(self, text: str) -> list[str | int]:
+        """The text's pre-tokenised words (str) and special tokens (their ids), in order."""
+        out: list[str | int] = []
+        for segment, special in self._segments(text):
+            if special is not None:
+                out.append(special)
+                continue
+            normalized = self._normalizer.normalize_str(segment)
+            out.extend(word for word, _ in self._pre_tokenizer.pre_tokenize_str(normalized))
+        return out
+
     def _word(self, word: str) -> tuple[tuple[int, int, int], ...]:
         """(id, start, end) per token of one pre-tokenised word (character offsets), cached."""
-        tokens = self._cache.get(word)
-        if tokens is None:
-            tokens = self._viterbi(word)
-            if len(self._cache) >= _CACHE_WORDS:
-                self._cache.clear()  # crude, but bounded: a burst of new words never grows it further
-            self._cache[word] = tokens
-        return tokens
+        return self._segmented([word])[word]
 
-    def _viterbi(self, word: str) -> tuple[tuple[int, int, int], ...]:
-        """The best segmentation, exactly as the ``tokenizers`` Unigram finds it (``encode_optimized``).
+    def _segmented(self, words: Sequence[str]) -> dict[str, tuple[tuple[int, int, int], ...]]:
+        """Each of ``words`` -> its tokens (:meth:`_word`): cached ones from the cache, the rest searched
+        together and then cached (the cache is emptied when full: crude, but bounded)."""
+        known: dict[str, tuple[tuple[int, int, int], ...]] = {}
+        missing: list[str] = []
+        cache = self._cache
+        for word in words:
+            if word not in known:
+                tokens = cache.get(word)
+                if tokens is None:
+                    missing.append(word)
+                known[word] = tokens  # None until segmented below
+        if missing:
+            made = self._viterbi(missing)
+            known.update(made)
+            if len(cache) + len(made) > _CACHE_WORDS:
+                cache.clear()
+            if len(made) <= _CACHE_WORDS:
+                cache.update(made)
+        return known
+
+    def _viterbi(self, words: Sequence[str]) -> dict[str, tuple[tuple[int, int, int], ...]]:
+        """Each word's best segmentation (:meth:`_best`), every substring of every word up to the longest
+        piece's length looked up in one table search."""
+        spans = [self._span_lists.get(len(w)) or self._spans_of(len(w)) for w in words]
+        found = self._pieces.find([w[a:b] for w, ws in zip(words, spans, strict=True) for a, b in ws])
+        out, k, base = {}, 0, 0
+        for word, ws in zip(words, spans, strict=True):
+            limit, first = base + len(ws), k
+            while k < len(found) and found[k][0] < limit:
+                k += 1
+            out[word] = self._best(word, ws, [(at - base, i) for at, i in found[first:k]])
+            base = limit
+        return out
+
+    def _best(
+        self, word: str, spans: Sequence[tuple[int, int]], found: Sequence[tuple[int, int]]
+    ) -> tuple[tuple[int, int, int], ...]:
+        """The best segmentation, exactly as the ``tokenizers`` Unigram finds it (``encode_optimized``),
+        given ``found``: ``[(index into spans, piece id)]`` of the word's substrings that are pieces, in
+        the order of ``spans`` (:meth:`_spans_of`).
 
         Scores add up as float64; a candidate replaces the best path into a position only when strictly
         better, so on a tie the path found first (its last piece starting earliest) stays. A character no
         piece covers costs the lowest score minus 10, and runs of such characters fuse into one unknown.
         """
-        ids, scores, size = self._ids, self._scores, len(word)
+        scores, size = self._scores, len(word)
         best = [0.0] + [0.0] * size
         came_from = [-1] * (size + 1)
         piece_id = [0] * (size + 1)
+        k, hits = 0, len(found)
         for start in range(size):
             here = best[start]
             single = False
-            for end in range(start + 1, min(size, start + self._max_len) + 1):
-                i = ids.get(word[start:end])
-                if i is None:
-                    continue
+            # the pieces starting here, shortest first: the order the tokenizers Unigram tries them in
+            while k < hits and spans[found[k][0]][0] == start:
+                end, i = spans[found[k][0]][1], found[k][1]
+                k += 1
                 candidate = scores[i] + here
                 if came_from[end] < 0 or candidate > best[end]:
                     best[end], came_from[end], piece_id[end] = candidate, start, i
@@ -208,15 +270,26 @@ class UnigramTokenizer:
             end = start
         tokens.reverse()
         # a fused run is looked up again as a whole, as tokenizers does (it is never a piece in practice)
-        return tuple((ids.get(word[a:b], i) if i == self.unk else i, a, b) for i, a, b in tokens)
+        return tuple((self._fused(word[a:b]) if i == self.unk else i, a, b) for i, a, b in tokens)
+
+    def _fused(self, run: str) -> int:
+        i = self._pieces.get(run)
+        return self.unk if i is None else i
+
+    def _spans_of(self, size: int) -> list[tuple[int, int]]:
+        """Every (start, end) of a word of ``size`` characters up to the longest piece, by start, then end."""
+        spans = [(a, b) for a in range(size) for b in range(a + 1, min(size, a + self._max_len) + 1)]
+        if size <= 64:  # long words are rare: keep only the short lengths' lists
+            self._span_lists[size] = spans
+        return spans
 
     def _normalize_in_place(self, normalized: NormalizedString) -> None:
         self._normalizer.normalize(normalized)
 
-    def _tokens(self, word: str) -> list[Token]:
+    def _tokens(self, word: str, known: dict[str, tuple[tuple[int, int, int], ...]]) -> list[Token]:
         # tokenizers wants byte offsets within the word
         out = []
-        for i, a, b in self._word(word):
+        for i, a, b in known.get(word) or self._word(word):
             lead = len(word[:a].encode())
             out.append(Token(i, word[a:b], (lead, lead + len(word[a:b].encode()))))
         return out
