@@ -9,9 +9,6 @@ the query's terms scored a full keyword match, level with the record holding the
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
 from memoryd.index.keyword import terms
@@ -20,6 +17,7 @@ from memoryd.index.search import search
 from memoryd.index.searcher import SearchQuery
 from memoryd.index.store import IndexStore
 from memoryd.kinds.briefs.source import BoardReader
+from support.briefs import write_briefs
 
 QUERY = "ログインのリダイレクト"
 REDIRECTS = [
@@ -31,29 +29,6 @@ BUTTONS = [
     "ログインボタンの色を濃い青に変更してください",
     "ログインボタンの色がダサいので直して",
 ]
-
-
-def write_board(board: Path, said: list[str]) -> None:
-    """One open task with one brief per text, said = prompt = title (as ``memoryd brief`` files them)."""
-    (board / "tasks").mkdir(parents=True)
-    for n, text in enumerate(said):
-        task, brief = f"t-20261101-00000{n}", f"b-20261101-00000{n}"
-        created = f"2026-11-01T10:0{n}:00Z"
-        meta = {"id": task, "title": text, "project": "web", "status": "open", "created_at": created}
-        (board / "tasks" / f"{task}.json").write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
-        folder = board / "briefs" / brief
-        folder.mkdir(parents=True)
-        doc = {
-            "id": brief,
-            "task": task,
-            "project": "web",
-            "created_at": created,
-            "title": text,
-            "summary": "",
-        }
-        (folder / "brief.json").write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
-        (folder / "said.txt").write_text(text, encoding="utf-8")
-        (folder / "prompt.md").write_text(text, encoding="utf-8")
 
 
 def test_no_bigram_joins_a_katakana_word_to_its_particle():
@@ -73,7 +48,7 @@ def test_no_bigram_joins_a_katakana_word_to_its_particle():
 @pytest.mark.parametrize("redirect", REDIRECTS)
 def test_the_redirect_brief_ranks_first(tmp_path, embedder, redirect, button):
     board = tmp_path / "board"
-    write_board(board, [button, redirect])
+    write_briefs(board, [button, redirect])
     snap = BoardReader(board).load()
     store = IndexStore(tmp_path / "index")
     sync_records(
