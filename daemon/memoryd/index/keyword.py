@@ -14,7 +14,8 @@ plain whitespace tokenizer: we decide what a term is, LanceDB only counts them. 
 * runs of CJK characters (Han, Hiragana, Katakana, Hangul) become overlapping character bigrams, the
   usual dictionary-free CJK indexing (e.g. Lucene's CJKBigramFilter), since Japanese has no spaces;
   a katakana word is bigrammed on its own (no bigram joins it to the text around it), and a query drops
-  a lone hiragana particle between two such words;
+  a lone hiragana particle between two such words; a katakana run made of known loanwords also yields
+  their English words (:mod:`memoryd.index.loanwords`: ログインボタン -> login button);
 * queries additionally drop filler words (English function words, Hinglish particles such as
   ``woh``/``wala``/``hai``) so a stray "the" never decides a ranking.
 
@@ -60,6 +61,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memoryd.index.loanwords import english
 from memoryd.index.redact import PLACEHOLDERS
 from memoryd.logs import get_logger
 
@@ -158,6 +160,8 @@ def _cjk_terms(run: str, query: bool) -> list[str]:
     for m in _KATAKANA_RUN.finditer(run):
         out.extend(_cjk_piece(run[at : m.start()], query))
         out.extend(_bigrams(m.group(0)))
+        for word, chars in english(m.group(0)):  # ログイン also finds "login" (memoryd.index.loanwords)
+            out.extend(_word_terms(word, query) * (max(1, chars - 1) if query else 1))
         at = m.end()
     out.extend(_cjk_piece(run[at:], query))
     return out
@@ -274,10 +278,12 @@ async def search(
     newer: list[tuple[str, float]] = []
     weights: dict[str, float] = {}
     if len(tail):
-        terms = query_terms.split()
+        # a term asked n times weighs n times, as LanceDB scores it
+        asked = Counter(query_terms.split())
+        terms = list(asked)
         for term, toks in zip(terms, await tokenize_many(table, terms, column), strict=True):
             for tok in toks:
-                weights[tok] = max(weights.get(tok, 0.0), idf(term))
+                weights[tok] = max(weights.get(tok, 0.0), idf(term) * asked[term])
         held, newer = tail.score_held(weights, keep, avg)
     indexed: list[tuple[str, float]] = []
     if query is not None:
