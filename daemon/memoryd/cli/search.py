@@ -1,7 +1,9 @@
 """``memoryd search``: the agents' ``search_briefs`` and ``search_memories`` for a person at a terminal.
 
 ``--kind`` picks what is searched: ``all`` (default: briefs, then memories, each listed under its own
-heading), ``briefs`` or ``memories``; each kind keeps its own ranking, as the two tools do.
+heading), ``briefs`` or ``memories``; each kind keeps its own ranking, as the two tools do. Through the
+daemon the memories shown get their ``accessed_at`` stamped, as for an agent; in-process they do not (the
+command writes no memory file).
 
 It asks the running daemon (its warm index and model, through :mod:`memoryd.cli.client`); with ``--board``
 or ``--index`` only a daemon serving that board (its ready line names its board). Otherwise, or when no
