@@ -101,3 +101,37 @@ def test_eval_refuses_what_it_cannot_run(tmp_path, args, says):
     )
     assert out.returncode == 2, out.stderr
     assert says in out.stderr
+
+
+def test_eval_names_the_board_and_queries_resolved(tmp_path):
+    from support.briefs import write_briefs
+
+    write_briefs(tmp_path / "board", ["Login redirect loop after the session expires", "Login button colour"])
+    line = {
+        "id": "q1",
+        "query": "login redirect loop",
+        "task": "t-20261101-000000",
+        "brief": None,
+        "kind": "vague",
+    }
+    (tmp_path / "q.jsonl").write_text(json.dumps(line) + "\n", encoding="utf-8")
+    here = tmp_path / "work"
+    here.mkdir()
+    env = {**os.environ, "MEMORYD_HOME": str(tmp_path / "home"), "LANCEDB_LOG": "error"}
+
+    def run(*extra: str) -> subprocess.CompletedProcess:
+        argv = [sys.executable, "-m", "memoryd", "eval", "--board", "../board", "--queries", "../q.jsonl"]
+        return subprocess.run(
+            [*argv, "--model", "none", *extra], cwd=here, env=env, capture_output=True, text=True
+        )
+
+    table = run()
+    assert table.returncode == 0, table.stderr
+    board, queries = (tmp_path / "board").resolve(), (tmp_path / "q.jsonl").resolve()
+    assert f"board: {board}, queries: {queries}" in table.stdout, table.stdout
+    assert "../" not in table.stdout + table.stderr
+    report = json.loads(run("--json").stdout)
+    assert (report["board"], report["queries_file"], report["top1"]) == (str(board), str(queries), 1.0)
+    (tmp_path / "q.jsonl").unlink()
+    missing = run()
+    assert missing.returncode == 2 and f"{queries} does not exist" in missing.stderr, missing.stderr

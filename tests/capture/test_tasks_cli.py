@@ -83,3 +83,45 @@ def test_a_task_is_closed_reopened_and_given_a_moved_brief(make_daemon):
         assert json.loads((board / "briefs" / stray / "brief.json").read_text())["project"] == "shop"
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_brief_filed_into_a_done_task_reopens_it_and_says_so(make_daemon):
+    root = short_tmpdir()
+    try:
+        board, index = root / "board", root / "index"
+        daemon = make_daemon(root, board=board, index=index).start()
+        wait_engine_ready(daemon)
+        env = cli_env(root, board, index, daemon.socket)
+        first = memoryd(env, "brief", FIRST, "--project", "shop")
+        task = json.loads((board / "briefs" / first.stdout.strip() / "brief.json").read_text())["task"]
+        assert memoryd(env, "tasks", "done", task).returncode == 0
+
+        def status_file() -> str:
+            return json.loads((board / "tasks" / f"{task}.json").read_text())["status"]
+
+        with Shim(daemon.socket, env).initialize() as shim:
+            late = memoryd(env, "brief", AGAIN, "--task", task)
+            assert late.returncode == 0, late.stderr
+            assert f"task {task} was done; it is open again" in late.stderr, late.stderr
+            assert (
+                json.loads((board / "briefs" / late.stdout.strip() / "brief.json").read_text())["task"]
+                == task
+            )
+            assert status_file() == "open"
+            # indexed before the answer: the daemon already lists it as open
+            rows = shim.ok("list_tasks", project="shop", status="open")["tasks"]
+            assert task in {r["task_id"] for r in rows}, rows
+
+        # an open task: nothing to say
+        more = memoryd(env, "brief", "and the hover colour too", "--task", task)
+        assert more.returncode == 0 and "was done" not in more.stderr, more.stderr
+
+        # with no daemon the brief is filed in the command's process, the same way
+        assert memoryd(env, "tasks", "done", task).returncode == 0
+        daemon.kill()
+        offline = memoryd(env, "brief", "the focus ring as well", "--task", task)
+        assert offline.returncode == 0, offline.stderr
+        assert f"task {task} was done; it is open again" in offline.stderr, offline.stderr
+        assert status_file() == "open"
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

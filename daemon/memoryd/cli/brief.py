@@ -5,6 +5,9 @@ the brief is redacted, filed into the task it continues and searchable when the 
 daemon it files the brief the same way in this process (:func:`memoryd.core.local.file_brief`: keyword-only
 search over the board's index, or a new task when there is none) and says so on stderr; the daemon indexes
 it when it next starts.
+
+``--task`` naming a done task opens that task again and says so on stderr: a brief is work wanted, and a
+done task holding it would keep it out of every list of open work.
 """
 
 from __future__ import annotations
@@ -20,7 +23,11 @@ def register(sub) -> None:
     b.add_argument("text", help="what you want, in your own words (<private>...</private> is never stored)")
     b.add_argument("--project", help="default: the project of the current folder")
     where = b.add_mutually_exclusive_group()
-    where.add_argument("--task", metavar="T", help="add it to this task (default: the task it continues)")
+    where.add_argument(
+        "--task",
+        metavar="T",
+        help="add it to this task, reopening it if done (default: the task it continues)",
+    )
     where.add_argument("--new-task", metavar="TITLE", help="start a new task with this title")
     b.add_argument("--screen", metavar="PNG", help="a screenshot to attach")
     b.add_argument(
@@ -74,4 +81,11 @@ def cmd_brief(args) -> int:
         f"task {answer['task']} ({answer['filed']}), project {answer.get('project') or '-'}{searched}",
         file=sys.stderr,
     )
+    if answer.get("reopened"):
+        print(
+            f"memoryd brief: task {answer['task']} was done; it is open again, since it has new work "
+            f"(`memoryd tasks done {answer['task']}` closes it; `memoryd tasks move {answer['brief']} --to T` "
+            "files the brief elsewhere)",
+            file=sys.stderr,
+        )
     return EXIT_OK

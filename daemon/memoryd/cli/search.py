@@ -1,4 +1,9 @@
-"""``memoryd search``: the agents' ``search_briefs`` for a person at a terminal.
+"""``memoryd search``: the agents' ``search_briefs`` and ``search_memories`` for a person at a terminal.
+
+``--kind`` picks what is searched: ``all`` (default: briefs, then memories, each listed under its own
+heading), ``briefs`` or ``memories``; each kind keeps its own ranking, as the two tools do. Through the
+daemon the memories shown get their ``accessed_at`` stamped, as for an agent; in-process they do not (the
+command writes no memory file).
 
 It asks the running daemon (its warm index and model, through :mod:`memoryd.cli.client`); with ``--board``
 or ``--index`` only a daemon serving that board (its ready line names its board). Otherwise, or when no
@@ -6,7 +11,8 @@ daemon runs, it searches in-process (:mod:`memoryd.core.local`) on that board's 
 never on the index of a daemon serving another board. When a daemon serving that board on another socket
 writes that index, the search goes to that daemon. Both paths print the same answer: ``--json`` is the
 tool's ``structuredContent`` plus ``"via"`` (``"daemon"`` | ``"in-process"``) and ``"board"`` (the board
-that answered).
+that answered); with memories searched, ``"memories"`` is ``search_memories``' result list (memdb's
+``Memory`` shape plus ``relevance``). With ``--kind memories`` the briefs' keys are absent.
 
 Exit codes: 0 answered (possibly with no match), 1 the daemon answered with an error (board unreadable,
 still loading, ...) or the index cannot be written here (another process writes it, it belongs to another
@@ -27,6 +33,7 @@ from memoryd.settings import Settings
 from memoryd.wording import redaction_line
 
 LIMIT_MAX = 50  # search_briefs' own bound
+KINDS = {"all": ("briefs", "memories"), "briefs": ("briefs",), "memories": ("memories",)}
 
 
 def register(sub) -> None:
@@ -35,13 +42,23 @@ def register(sub) -> None:
         sub,
         "search",
         run,
-        help="the same search agents get, for a person at a terminal (through the running daemon; "
-        "in-process when none runs)",
+        help="the same search agents get, over briefs and memories, for a person at a terminal (through "
+        "the running daemon; in-process when none runs)",
     )
     q.add_argument("query")
+    q.add_argument(
+        "--kind",
+        choices=tuple(KINDS),
+        default="all",
+        help="what to search: briefs and memories (all, the default), or one of them",
+    )
     q.add_argument("--project", help="only this project")
-    q.add_argument("--limit", type=limit_arg, default=10, help="results to show, 1-50 (default 10)")
-    q.add_argument("--json", action="store_true", help="print the search_briefs answer as one JSON object")
+    q.add_argument("--limit", type=limit_arg, default=10, help="results of each kind, 1-50 (default 10)")
+    q.add_argument(
+        "--json",
+        action="store_true",
+        help='one JSON object: the search_briefs answer, with search_memories\' results as "memories"',
+    )
     locations(
         q,
         board="search this board (in-process unless the running daemon serves it)",
@@ -80,28 +97,59 @@ class OtherBoard(Exception):
 
 
 def via_daemon(
-    socket_path: Path, query: str, project: str | None, limit: int, board: str | None = None
+    socket_path: Path,
+    query: str,
+    project: str | None,
+    limit: int,
+    board: str | None = None,
+    kinds: tuple[str, ...] = ("briefs",),
 ) -> dict[str, Any]:
-    """``search_briefs`` through the daemon, plus ``"board"``: the board it serves. With ``board``, only a
-    daemon serving that board answers.
+    """``search_briefs`` (its answer's keys) and ``search_memories`` (``"memories"``) through the daemon, as
+    ``kinds`` asks, in one session, plus ``"board"``: the board it serves. With ``board``, only a daemon
+    serving that board answers.
 
     Raises DaemonUnavailable (not running), OtherBoard, or DaemonError."""
-    with DaemonClient(socket_path) as client:
+    with DaemonClient(socket_path, tools=kinds) as client:
         if board is not None and client.daemon_board != board:
             raise OtherBoard(client.daemon_board)
-        answer = client.call_tool("search_briefs", _arguments(query, project, limit))
+        answer: dict[str, Any] = {}
+        if "briefs" in kinds:
+            answer.update(client.call_tool("search_briefs", _arguments(query, project, limit)))
+        if "memories" in kinds:
+            _add_memories(answer, client.call_tool("search_memories", _arguments(query, project, limit)))
         return {**answer, "board": client.daemon_board}
 
 
-def in_process(settings: Settings, query: str, project: str | None, limit: int) -> dict[str, Any]:
+def _add_memories(answer: dict[str, Any], envelope: dict[str, Any]) -> None:
+    """Put the result list of a ``search_memories`` answer (memdb's ``{"ok", "result", "note"}``
+    envelope) in ``answer["memories"]``, and its note that stored text is data when ``answer`` has none.
+    Raises DaemonError for a failed search."""
+    if not envelope.get("ok", False):
+        error = envelope.get("error") or {}
+        raise DaemonError(f"search_memories: {error.get('message') or envelope.get('text') or 'failed'}")
+    answer["memories"] = list(envelope.get("result") or [])
+    if envelope.get("note"):
+        answer.setdefault("note", envelope["note"])
+
+
+def in_process(
+    settings: Settings, query: str, project: str | None, limit: int, kinds: tuple[str, ...] = ("briefs",)
+) -> dict[str, Any]:
     """The same answer computed here, on the board's own index under its writer lock (slower, no warm
     model). Raises :class:`~memoryd.errors.StartupError` when that index cannot be written here."""
-    from memoryd.core.local import local_search
+    from memoryd.core.local import local_searches
     from memoryd.kinds.briefs.render import listing_scope, search_answer, search_query
 
-    result = local_search(settings, search_query(query, project))
-    state = "disabled" if settings.model == "none" else "failed"
-    return search_answer(result, limit=limit, project=listing_scope(result, project), model_state=state)
+    briefs = search_query(query, project) if "briefs" in kinds else None
+    memories = _arguments(query, project, limit) if "memories" in kinds else None
+    result, found = local_searches(settings, briefs, memories)
+    answer: dict[str, Any] = {}
+    if result is not None:
+        state = "disabled" if settings.model == "none" else "failed"
+        answer = search_answer(result, limit=limit, project=listing_scope(result, project), model_state=state)
+    if found is not None:
+        _add_memories(answer, found)
+    return answer
 
 
 def _through_index_owner(exc: Exception, board: str, args: Any) -> dict[str, Any] | None:
@@ -111,7 +159,7 @@ def _through_index_owner(exc: Exception, board: str, args: Any) -> dict[str, Any
     if not socket_path or holder.get("board") != board:
         return None
     try:
-        answer = via_daemon(Path(socket_path), args.query, args.project, args.limit, board=board)
+        answer = via_daemon(Path(socket_path), args.query, args.project, args.limit, board, KINDS[args.kind])
     except (DaemonUnavailable, DaemonError, OtherBoard):
         return None
     print(
@@ -123,7 +171,9 @@ def _through_index_owner(exc: Exception, board: str, args: Any) -> dict[str, Any
 
 
 def run(args: Any) -> int:
-    """``args``: ``query``, ``project``, ``limit``, ``json``, ``board``, ``index``, ``socket``, ``model``."""
+    """``args``: ``query``, ``kind``, ``project``, ``limit``, ``json``, ``board``, ``index``, ``socket``,
+    ``model``."""
+    kinds = KINDS[args.kind]
     settings = Settings.load(board=args.board, index=args.index, socket=args.socket, model=args.model)
     loc = settings.locations
     board = str(loc.board)
@@ -131,7 +181,8 @@ def run(args: Any) -> int:
     wanted = board if (args.board or args.index) else None
     answer: dict[str, Any] | None = None
     try:
-        answer = {**via_daemon(loc.socket, args.query, args.project, args.limit, wanted), "via": "daemon"}
+        found = via_daemon(loc.socket, args.query, args.project, args.limit, wanted, kinds)
+        answer = {**found, "via": "daemon"}
     except DaemonUnavailable:
         print(
             f"memoryd search: no daemon is running on {loc.socket}; searching in-process instead "
@@ -149,7 +200,7 @@ def run(args: Any) -> int:
         return 2 if exc.code == -32602 else 1
     if answer is None:
         try:
-            found = in_process(settings, args.query, args.project, args.limit)
+            found = in_process(settings, args.query, args.project, args.limit, kinds)
             answer = {**found, "via": "in-process", "board": board}
         except StartupError as exc:  # the index: written by another process, or another board's
             owner = _through_index_owner(exc, board, args)
@@ -165,7 +216,21 @@ def run(args: Any) -> int:
 
 
 def print_human(answer: dict[str, Any]) -> None:
-    """Results on stdout (score, date, project, task, brief, title, said); notes about the mode on stderr."""
+    """Briefs (score, date, project, task, brief, title, said), then memories (relevance, date, project, type,
+    hash, first line, tags), each kind under its own heading, on stdout; notes about the mode on stderr."""
+    if "results" in answer:
+        _print_briefs(answer)
+    if "memories" in answer:
+        if "results" in answer:
+            print()
+        _print_memories(answer["memories"], answer["via"])
+    if answer.get("mode_note"):
+        print(f"({answer['mode_note']})", file=sys.stderr)
+    if answer.get("redacted"):
+        print(f"({redaction_line(answer['redacted'])})", file=sys.stderr)
+
+
+def _print_briefs(answer: dict[str, Any]) -> None:
     # Not memoryd.tools.answers.of_total: importing memoryd.tools costs the MCP types (about a second).
     matched = f"{answer['matched']}{'+' if answer.get('matched_at_least') else ''}"
     if answer["results"]:
@@ -178,7 +243,24 @@ def print_human(answer: dict[str, Any]) -> None:
             f"{r['score']:.2f}  {r['date']}  {r['project']:<14} {r['task_id']}  {r['brief_id']}\n"
             f"      {r['title']}\n      “{r['said']}”"
         )
-    if answer.get("mode_note"):
-        print(f"({answer['mode_note']})", file=sys.stderr)
-    if answer.get("redacted"):
-        print(f"({redaction_line(answer['redacted'])})", file=sys.stderr)
+
+
+MEMORY_LINE_CHARS = 160
+
+
+def _print_memories(memories: list[dict[str, Any]], via: str) -> None:
+    if not memories:
+        print("no memory matches that query")
+        return
+    print(f"{len(memories)} matching {'memory' if len(memories) == 1 else 'memories'} (via {via})")
+    for m in memories:
+        lines = [line.strip() for line in str(m.get("content", "")).splitlines() if line.strip()]
+        first = lines[0] if lines else ""
+        if len(first) > MEMORY_LINE_CHARS or len(lines) > 1:
+            first = first[:MEMORY_LINE_CHARS].rstrip() + "…"
+        tags = " ".join(f"#{t}" for t in m.get("tags") or ())
+        print(
+            f"{m.get('relevance', 0.0):.2f}  {str(m.get('created_at', ''))[:10]}  {m.get('project') or '-':<14} "
+            f"{m.get('memory_type', '')}  memory {str(m.get('hash', ''))[:12]}\n"
+            f"      {first}" + (f"\n      {tags}" if tags else "")
+        )

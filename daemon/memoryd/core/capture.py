@@ -9,7 +9,7 @@ per-session state and the one filing lock). Its :meth:`Capture.handle` takes one
     {"event": "start",  "agent", "session", "cwd", "source", "tokens"}    -> {"context"}
     {"event": "end",    "agent", "session", "cwd", "reason"}              -> {"summary"}
     {"event": "brief",  "text", "cwd"?, "project"?, "task"?, "new_task"?, "screens"?: [[png, txt|null]]}
-                                                                         -> {"brief", "task", "filed"}
+                                                                         -> {"brief", "task", "filed", "project", "reopened"}
 
 Hook requests carry a ``rid`` (unique per event), recorded with what they file, so the spool can skip
 what was filed already (:mod:`memoryd.core.delivery`). Strings with lone surrogates are mended (U+FFFD),
@@ -50,6 +50,7 @@ from memoryd.kinds.briefs import capture as cap
 from memoryd.kinds.briefs import digest as dig
 from memoryd.kinds.briefs import filing
 from memoryd.kinds.briefs.context import Target
+from memoryd.kinds.briefs.edits import set_task_status
 from memoryd.kinds.sessions import files as sessions
 from memoryd.kinds.sessions.summarize import extractive
 from memoryd.logs import get_logger
@@ -255,8 +256,10 @@ class Capture:
         screens: tuple,
         captured: dict | None,
         wait: bool = True,
+        touched: tuple[str, ...] = (),
     ) -> tuple[str, str, str]:
-        """Write a brief (and its new task when ``task_id`` is None); index both; ``(brief, task, title)``.
+        """Write a brief (and its new task when ``task_id`` is None); index both, and the tasks ``touched``
+        (their files changed); ``(brief, task, title)``.
 
         ``wait=False`` (a prompt hook, which the agent waits for): the files are written and fsynced before
         the answer and queued for the index, which runs after it; searches and the next filing wait for it
@@ -264,7 +267,7 @@ class Capture:
         start's sweep)."""
         now = cap.now_iso()
         title = cap.title_of(said)
-        new_tasks: list[str] = []
+        new_tasks: list[str] = list(touched)
         if task_id is None:
             for _ in range(5):  # a random id that happens to exist: draw again
                 task_id = cap.new_id("t")
@@ -308,6 +311,7 @@ class Capture:
                 raise ValueError(f"no task {str(task)[:40]!r} on the board (memoryd tasks lists them)")
             if not _text(req, "project"):
                 project = self.briefs.tasks()[task].project
+        reopened = False
         screens = []
         pairs = req.get("screens") or []
         if not isinstance(pairs, list) or not all(isinstance(p, list) and 1 <= len(p) <= 2 for p in pairs):
@@ -322,10 +326,22 @@ class Capture:
                 task, filed = decision.task, decision.reason
             else:
                 filed = "given" if task else "new"
+                # A brief is work wanted: filed into a done task, that task has open work again. Left
+                # done, the brief would be missing from every list of open work and session digest. The
+                # file decides, not the view: a `tasks done` just before may not be indexed yet.
+                if task:
+                    reopened = await asyncio.to_thread(set_task_status, self.board, task, "open")
             brief_id, task_id, _ = await self._write(
-                clean.text, clean.text, project, task, new_title, tuple(screens), {"agent": "person"}
+                clean.text,
+                clean.text,
+                project,
+                task,
+                new_title,
+                tuple(screens),
+                {"agent": "person"},
+                touched=(task,) if reopened else (),
             )
-        return {"brief": brief_id, "task": task_id, "filed": filed, "project": project}
+        return {"brief": brief_id, "task": task_id, "filed": filed, "project": project, "reopened": reopened}
 
     # -- turn stopped ----------------------------------------------------------------------------------------
     async def stop(self, req: dict) -> dict[str, Any]:

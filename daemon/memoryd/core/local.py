@@ -23,19 +23,23 @@ from memoryd.index.search import SearchResult, search
 from memoryd.index.searcher import RWLock, SearchQuery
 from memoryd.index.store import IndexStore
 from memoryd.kinds.briefs.source import BoardReader, BriefSource
+from memoryd.kinds.memories.source import MemorySource
 from memoryd.settings import Settings
 
 
-def refresh(settings: Settings, embedder, command: str = "memoryd search") -> IndexStore:
-    """Open the board's index for writing and reconcile it with the board; returns the store, still
-    holding the writer lock (release it with ``store.close()``). Raises what :meth:`IndexStore.open_writer`
-    raises."""
+def refresh(
+    settings: Settings, embedder, command: str = "memoryd search", memories: MemorySource | None = None
+) -> IndexStore:
+    """Open the board's index for writing and reconcile it with the board's briefs (and its memories when
+    ``memories`` is given: that source's view is loaded too); returns the store, still holding the writer
+    lock (release it with ``store.close()``). Raises what :meth:`IndexStore.open_writer` raises."""
     loc = settings.locations
     source = BriefSource(loc.board)
     source.reader.task_ids()  # an unreadable board fails here, before the index is opened
     store = IndexStore.open_writer(IndexLock(loc.index, loc.board, command=command))
+    sources = [source] if memories is None else [source, memories]
     try:
-        report = Indexer(store, lambda: embedder, RWLock(), sources=[source]).full_sync()
+        report = Indexer(store, lambda: embedder, RWLock(), sources=sources).full_sync()
         if report.changed:
             store.optimize()
     except BaseException:
@@ -51,6 +55,45 @@ def local_search(settings: Settings, query: SearchQuery) -> SearchResult:
     store = refresh(settings, embedder)
     try:
         return search(store, embedder, query)
+    finally:
+        store.close()
+
+
+def local_searches(
+    settings: Settings, briefs: SearchQuery | None, memories: dict | None
+) -> tuple[SearchResult | None, dict | None]:
+    """Briefs and memories searched in this process with one refresh of the index and one model load.
+
+    ``briefs``: the briefs' query (None: not searched); ``memories``: ``search_memories``' arguments
+    (``query``, ``project``?, ``limit``; None: not searched). Returns the briefs' result and the
+    ``search_memories`` answer (memdb's envelope), each None when not asked for. A memory found here is not
+    marked as accessed (a look from the terminal is no agent's use of it)."""
+    from memoryd.index.embed import load_embedder
+    from memoryd.kinds.memories.api import Memories
+    from memoryd.kinds.memories.render import found
+    from memoryd.tools.answers import Scrub
+
+    embedder, _ = load_embedder(settings.model, settings.locations.models)
+    view = MemorySource(settings.locations.board) if memories is not None else None
+    store = refresh(settings, embedder, memories=view)
+    try:
+        brief_result = search(store, embedder, briefs) if briefs is not None else None
+        if view is None or memories is None:
+            return brief_result, None
+
+        async def searched(query: SearchQuery, settle: bool = True) -> SearchResult:
+            return search(store, embedder, query)
+
+        async def nothing(_paths) -> None:
+            return None
+
+        api = Memories(settings.locations.board, view, submit=nothing, search=searched)
+        got = asyncio.run(
+            api.search(
+                memories["query"], project=memories.get("project"), limit=memories["limit"], touch=False
+            )
+        )
+        return brief_result, found(got, Scrub(), recall=False)
     finally:
         store.close()
 
@@ -89,8 +132,9 @@ async def _indexed_later(**_changes) -> None:
 def file_brief(settings: Settings, request: dict) -> tuple[dict, str]:
     """File a person's brief (the ``brief`` capture request of :mod:`memoryd.core.capture`) in this process.
 
-    Returns ``(answer, searched)``: the request's answer (``{"brief", "task", "filed", "project"}``) and how
-    the task was chosen when none was given (``"keyword search"``, or why there was no search). Raises
+    Returns ``(answer, searched)``: the request's answer (``{"brief", "task", "filed", "project",
+    "reopened"}``) and how the task was chosen when none was given (``"keyword search"``, or why there was
+    no search). Raises
     ``ValueError`` for a bad request (empty text, unknown task), BoardUnreadable, OSError.
     """
     from memoryd.core.capture import Capture

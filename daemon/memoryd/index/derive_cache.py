@@ -28,7 +28,7 @@ from memoryd.logs import get_logger
 log = get_logger("memoryd.index.derive_cache")
 
 #: Bump when the derivation of records from the same inputs changes without a package version change.
-DERIVE_VERSION = 3  # 3: redaction takes whole tokens, more vendor formats and stated passwords
+DERIVE_VERSION = 4  # 3: redaction takes whole tokens, more vendor formats and stated passwords; 4: katakana words bigrammed on their own
 FILE_NAME = "derive-cache.json"
 
 

@@ -13,6 +13,9 @@ plain whitespace tokenizer: we decide what a term is, LanceDB only counts them. 
   search (CoSQA needs it);
 * runs of CJK characters (Han, Hiragana, Katakana, Hangul) become overlapping character bigrams, the
   usual dictionary-free CJK indexing (e.g. Lucene's CJKBigramFilter), since Japanese has no spaces;
+  a katakana word is bigrammed on its own (no bigram joins it to the text around it), and a query drops
+  a lone hiragana particle between two such words; a katakana run made of known loanwords also yields
+  their English words (:mod:`memoryd.index.loanwords`: ログインボタン -> login button);
 * queries additionally drop filler words (English function words, Hinglish particles such as
   ``woh``/``wala``/``hai``) so a stray "the" never decides a ranking.
 
@@ -58,6 +61,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memoryd.index.loanwords import english
 from memoryd.index.redact import PLACEHOLDERS
 from memoryd.logs import get_logger
 
@@ -140,6 +144,35 @@ def _bigrams(run: str) -> list[str]:
     return [run[i : i + 2] for i in range(len(run) - 1)]
 
 
+_KATAKANA_RUN = re.compile(
+    r"[\u30a1-\u30fa\u30fd-\u30ff\u31f0-\u31ff\uff66-\uff9f][\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f]*"
+)
+_HIRAGANA = re.compile(r"^[\u3040-\u309f]$")
+
+
+def _cjk_terms(run: str, query: bool) -> list[str]:
+    """Bigrams of a CJK run, never across the edge of a katakana word: a loanword such as ログイン is a word
+    of its own, and a bigram joining it to the particle after it ("ンの" in ログインのリダイレクト) matches
+    every other katakana word followed by that particle ("ボタンの"). A lone hiragana letter left between
+    two such words is a particle (の, が, を): a query drops it."""
+    out: list[str] = []
+    at = 0
+    for m in _KATAKANA_RUN.finditer(run):
+        out.extend(_cjk_piece(run[at : m.start()], query))
+        out.extend(_bigrams(m.group(0)))
+        for word, chars in english(m.group(0)):  # ログイン also finds "login" (memoryd.index.loanwords)
+            out.extend(_word_terms(word, query) * (max(1, chars - 1) if query else 1))
+        at = m.end()
+    out.extend(_cjk_piece(run[at:], query))
+    return out
+
+
+def _cjk_piece(piece: str, query: bool) -> list[str]:
+    if not piece or (query and _HIRAGANA.match(piece)):
+        return []
+    return _bigrams(piece)
+
+
 def terms(text: str, *, query: bool = False) -> list[str]:
     """The keyword terms of ``text`` in order (duplicates kept: BM25 counts them).
 
@@ -161,7 +194,7 @@ def _word_terms(raw: str, query: bool) -> tuple[str, ...]:
     if not raw:
         return ()
     if _CJK_RUN.match(raw):
-        return tuple(_bigrams(raw))
+        return tuple(_cjk_terms(raw, query))
     out: list[str] = []
     # a mixed run such as "v3のページ" splits into its CJK and non-CJK parts
     for piece in _MIXED.findall(raw):
@@ -169,7 +202,7 @@ def _word_terms(raw: str, query: bool) -> tuple[str, ...]:
         if not piece:
             continue
         if _CJK_RUN.match(piece):
-            out.extend(_bigrams(piece))
+            out.extend(_cjk_terms(piece, query))
             continue
         whole = piece.lower()
         parts = _split_identifier(piece)
@@ -245,10 +278,12 @@ async def search(
     newer: list[tuple[str, float]] = []
     weights: dict[str, float] = {}
     if len(tail):
-        terms = query_terms.split()
+        # a term asked n times weighs n times, as LanceDB scores it
+        asked = Counter(query_terms.split())
+        terms = list(asked)
         for term, toks in zip(terms, await tokenize_many(table, terms, column), strict=True):
             for tok in toks:
-                weights[tok] = max(weights.get(tok, 0.0), idf(term))
+                weights[tok] = max(weights.get(tok, 0.0), idf(term) * asked[term])
         held, newer = tail.score_held(weights, keep, avg)
     indexed: list[tuple[str, float]] = []
     if query is not None:

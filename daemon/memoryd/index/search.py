@@ -26,6 +26,7 @@ count as much as a strong meaning match (lessons measured in ``shared/eval/READM
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
@@ -166,11 +167,13 @@ def gather(
         found = pending.result()
         return dict(found if not wide else [(i, v) for i, v in found if i in ids][:CANDIDATES])
 
-    # a misspelled term weighs as the term it stands for (the rarest of them), not as a term nobody wrote
-    written = set(qterms.split()) - {t for offers in c.spelled.values() for t in offers}
+    # a misspelled term weighs as the term it stands for (the rarest of them), not as a term nobody wrote;
+    # a term asked n times (a loanword's English word) n times, as BM25 scores it
+    offered = {t for offers in c.spelled.values() for t in offers}
+    written = Counter(t for t in qterms.split() if t not in offered)
     c.ref = TEXT_BOOSTS[0] * sum(
-        max(store.stats.idf(o) for o in c.spelled[t]) if t in c.spelled else store.stats.idf(t)
-        for t in written
+        n * (max(store.stats.idf(o) for o in c.spelled[t]) if t in c.spelled else store.stats.idf(t))
+        for t, n in written.items()
     )
     c.known = any(store.stats.df.get(t, 0) > 0 for t in qterms.split())
     if embedder is not None:

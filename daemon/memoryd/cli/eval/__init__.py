@@ -66,6 +66,10 @@ def cmd_eval(args) -> int:
     from memoryd.settings import Settings
 
     settings = Settings.load(model=args.model)
+    # every path this command names, on stderr, in the table and in --json, is the resolved one
+    for name in ("board", "corpus", "queries", "small", "filing"):
+        if getattr(args, name, None) is not None:
+            setattr(args, name, getattr(args, name).expanduser().resolve())
     if args.small:
         return _eval_small(args, settings)
     if args.filing:
@@ -78,10 +82,12 @@ def cmd_eval(args) -> int:
     embedder = _load_embedder(settings)
     if args.board:
         report = labelled.board_eval(args.board, args.queries, embedder, settings.locations.cache)
+        report = {**report, "board": str(args.board), "queries_file": str(args.queries)}
     else:
         report = labelled.corpus_eval(
             args.corpus, args.queries, args.scope, embedder, settings.locations.cache
         )
+        report = {**report, "corpus": str(args.corpus), "queries_file": str(args.queries)}
     print(json.dumps(report, ensure_ascii=False) if args.json else labelled.format_table(report))
     return 0
 

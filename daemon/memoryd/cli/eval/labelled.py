@@ -286,4 +286,7 @@ def format_table(report: dict) -> str:
         )
     )
     lines.append(f"mode: {report.get('mode')}, records: {report.get('records')}")
+    for key in ("board", "corpus"):
+        if report.get(key):
+            lines.append(f"{key}: {report[key]}, queries: {report.get('queries_file')}")
     return "\n".join(lines)
