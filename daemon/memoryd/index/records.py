@@ -44,6 +44,8 @@ from memoryd.index.redact import PLACEHOLDERS, redact
 from memoryd.logs import get_logger
 
 if TYPE_CHECKING:  # the store imports Record from here
+    import numpy as np
+
     from memoryd.board.gate import Skipped
     from memoryd.index.store import IndexStore
 
@@ -309,8 +311,22 @@ def write_records(
 ) -> None:
     """Upsert ``records``, embedding only those whose stored vector is missing or stale. ``hold``: the
     embedder keeps its buffers for the next write (``Embedder.embed_passages``), released by the caller."""
+    for rows, vectors, model in embed_records(store, records, embedder, report, hold=hold):
+        store.upsert(rows, vectors, model)
+
+
+#: One row write of :func:`embed_records`: ``(records, float32 (len, dim) vectors or None, model name)``.
+RowWrite = tuple[list[Record], "np.ndarray | None", str]
+
+
+def embed_records(
+    store: IndexStore, records: Sequence[Record], embedder, report: SyncReport, *, hold: bool = False
+) -> list[RowWrite]:
+    """The embedding half of :func:`write_records`: the row writes that upsert ``records`` (each one
+    ``store.upsert(*write)``, in order), with stored vectors reused where the embedding text is unchanged
+    and the rest embedded now (counted in ``report.embedded``). Reads the store's hashes; writes nothing."""
     if not records:
-        return
+        return []
     # numpy here, not at the top: the tool registry loads the kinds' record modules, and no numpy
     import numpy as np
 
@@ -325,10 +341,11 @@ def write_records(
         and (embedder is None or stored[r.id].model == model)
     ]
     reuse = store.vectors(reuse_ids) if reuse_ids else {}
+    out: list[RowWrite] = []
     for start in range(0, len(records), BATCH):
         chunk = list(records[start : start + BATCH])
         if embedder is None and not any(r.id in reuse for r in chunk):
-            store.upsert(chunk, None, "")
+            out.append((chunk, None, ""))
             continue
         need = [r for r in chunk if r.id not in reuse]
         fresh: dict[str, np.ndarray] = {}
@@ -341,9 +358,10 @@ def write_records(
         if with_vec:
             mat = np.stack([reuse.get(r.id) if r.id in reuse else fresh[r.id] for r in with_vec])
             kept_model = model or next(stored[r.id].model for r in with_vec if r.id in stored)
-            store.upsert(with_vec, mat.astype(np.float32), kept_model)
+            out.append((with_vec, mat.astype(np.float32), kept_model))
         if without:
-            store.upsert(without, None, "")
+            out.append((without, None, ""))
+    return out
 
 
 def sync_records(
