@@ -80,7 +80,8 @@ def test_each_batch_answers_once_its_own_rows_are_in_the_store_and_batches_answe
             fut = indexer.submit([m.path for m in batch])
             fut.add_done_callback(on_done(k, [m.id for m in batch]))
             futures.append(fut)
-            await asyncio.sleep(0.01)
+            while indexer._queue.taken < indexer._queue.seq:  # a batch of its own: taken before the next
+                await asyncio.sleep(0.002)
         await asyncio.gather(*futures)
         await indexer.close()
         return heard
@@ -190,3 +191,51 @@ def test_close_lands_every_batch_handed_over_and_stops_the_row_thread(tmp_path):
     asyncio.run(run())
     assert set(store.rows([m.id for b in made for m in b], ("id",))) == {m.id for b in made for m in b}
     assert not [t for t in threading.enumerate() if t.name.startswith("memoryd-rows")]
+
+
+def test_single_writes_that_arrive_while_rows_land_land_together_in_fewer_writes(tmp_path):
+    indexer, store, view = writer(tmp_path)
+    singles = notes(view.board, "j", 12)
+
+    async def run() -> int:
+        indexer.start()
+        futures = []
+        for m in singles:  # each a batch of its own, read back while the rows before it land
+            futures.append(indexer.submit([m.path]))
+            while indexer._queue.taken < indexer._queue.seq:
+                await asyncio.sleep(0.002)
+        await asyncio.gather(*futures)
+        present = len(store.rows([m.id for m in singles], ("id",)))
+        await indexer.close()
+        return present
+
+    assert asyncio.run(run()) == len(singles)
+    assert len(store.landed) <= len(singles) // 2, f"{len(store.landed)} LanceDB writes for {len(singles)}"
+
+
+def test_maintenance_waits_while_a_client_writes_its_next_batch_after_each_answer(tmp_path):
+    """A client that sends its next batch a moment after each answer leaves the queue empty for that
+    moment: no gap in the stream, so the scheduled maintenance waits for the stream's end."""
+    interval_s = 0.2
+    indexer, store, view = writer(tmp_path, interval_s=interval_s)
+    batches = [notes(view.board, f"k{n}", 3) for n in range(12)]
+
+    async def run() -> tuple[float, float | None, float | None]:
+        indexer.start()
+        first = time.time()
+        for batch in batches:
+            await indexer.submit([m.path for m in batch])
+            await asyncio.sleep(0.1)  # the client writes its next batch's files
+        during = indexer.last_optimize_at
+        end = time.time()
+        deadline = time.monotonic() + 10
+        while indexer.last_optimize_at is None and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        after = indexer.last_optimize_at
+        await indexer.close()
+        return end - first, during, after and after - end
+
+    length, during, after = asyncio.run(run())
+    assert length > 5 * interval_s
+    assert during is None, "maintenance ran in the moment between an answer and the next batch"
+    assert after is not None and after < 2.0

@@ -42,6 +42,7 @@ from memoryd.index.records import (
     SourceBatch,
     SyncReport,
     embed_records,
+    merged_writes,
     sync_records,
 )
 from memoryd.index.searcher import RWLock
@@ -64,6 +65,10 @@ MAX_BACKLOG = 32
 MAX_BACKLOG_CHARS = 16_000
 #: Files remembered as a write's batch read them, so the watcher's echo of that write is not read again.
 ECHO_MEMORY = 4096
+#: Seconds without a new write after which a stream of writes has paused (scheduled maintenance may run):
+#: a client storing batch after batch leaves the queue empty for a moment while it writes its next
+#: batch's files, which is no pause.
+STREAM_GAP_S = 0.5
 #: Seconds without a write after which the model's buffers held for a stream of writes are handed back
 #: (:meth:`memoryd.index.embed.Embedder.release`): a client storing batch after batch sends the next a
 #: few hundred ms after the answer, while the writer may have caught up; released at once, every other
@@ -137,7 +142,8 @@ class Indexer:
         self._trim_at: float | None = None  # monotonic time of the next trim (None: nothing freed since)
         self._held = None  # the embedder holding a write's buffers (Embedder.embed_passages), until the trim
         self._release_at: float | None = None  # monotonic time the held buffers go if no write came since
-        self._landing = Landing()  # the second stage: row writes, in order, beside the next embedding
+        # the second stage: row writes, in order, beside the next batch's embedding
+        self._landing = Landing(self._land_all)
         self._landed: asyncio.Task | None = None  # the task that hears back from the last batch handed over
 
     # -- requests (event loop thread) -----------------------------------------------------------
@@ -300,7 +306,7 @@ class Indexer:
             self._failed(work, exc)
             self._queue.release(done)
             return
-        landing = self._landing.submit(lambda: self._land(plan), plan.ids)
+        landing = self._landing.submit(plan, plan.ids)
         self._landed = asyncio.get_running_loop().create_task(
             self._hear_back(self._landed, landing, work, done, plan.report), name="memoryd-landed"
         )
@@ -359,12 +365,15 @@ class Indexer:
             trim()
 
     def _deferring(self) -> bool:
-        """Whether the scheduled maintenance waits for the first gap in the writes: while writes are queued
-        or a batch's rows are still landing (a stream of ``store_memories`` batches) a compaction would
-        stall every one of them for its hundreds of ms, and the tail it folds keeps growing only up to
-        :data:`TAIL_MAX`. Not after a delete or an edit: forgotten text leaves the disk within the
-        interval whatever comes next."""
-        return not self.purge_due and (self._queue.writes_waiting or self._landed is not None)
+        """Whether the scheduled maintenance waits for the first gap in the writes: while writes are queued,
+        a batch's rows are still landing or the last write came less than :data:`STREAM_GAP_S` ago (a
+        stream of ``store_memories`` batches) a compaction would stall every one of them for its hundreds
+        of ms, and the tail it folds keeps growing only up to :data:`TAIL_MAX`. Not after a delete or an
+        edit: forgotten text leaves the disk within the interval whatever comes next."""
+        if self.purge_due:
+            return False
+        recent = time.monotonic() - self._queue.last_submit_at < STREAM_GAP_S
+        return self._queue.writes_waiting or self._landed is not None or recent
 
     def _next_wake_in(self) -> float | None:
         """Seconds until the writer has something to do unasked (maintenance or a trim), or None."""
@@ -535,10 +544,18 @@ class Indexer:
 
     def _land(self, plan: RowPlan) -> None:
         """The second stage: write the planned rows, then delete the planned ids that are stored."""
-        for rows, vectors, model in plan.writes:
+        self._land_all([plan])
+
+    def _land_all(self, plans) -> None:
+        """The second stage of one or more batches, oldest first (they share no id: see
+        :mod:`memoryd.core.landing`): their rows in as few writes as their models allow, then the
+        planned ids that are stored deleted; each plan's ``report.deleted`` counts its own."""
+        for rows, vectors, model in merged_writes(w for p in plans for w in p.writes):
             self.store.upsert(rows, vectors, model)
-        present = self.store.stored_hashes_for(plan.deletes)
-        plan.report.deleted += self.store.delete(list(present))
+        present = self.store.stored_hashes_for([i for p in plans for i in p.deletes])
+        self.store.delete(list(present))
+        for p in plans:
+            p.report.deleted += sum(1 for i in p.deletes if i in present)
 
     def _apply_batch(
         self,

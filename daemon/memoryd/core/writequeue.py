@@ -92,6 +92,7 @@ class WriteQueue:
         self.seq = 0  # the last submission a barrier counts
         self.done = 0  # every submission numbered up to this is applied (or failed and was logged)
         self.taken = 0  # every submission numbered up to this is applied or in a batch being applied
+        self.last_submit_at = 0.0  # time.monotonic() of the last submission
         # per batch taken and not yet released, oldest first: (its paths, those some write submitted);
         # the writer may write one batch's rows while it embeds the next, and releases them in order
         self._flying: list[tuple[int, set[str]]] = []
@@ -126,6 +127,7 @@ class WriteQueue:
         writer's exception)."""
         fut = asyncio.get_running_loop().create_future()
         self.seq += 1
+        self.last_submit_at = time.monotonic()
         if chars:
             self._chars[self.seq] = chars
         self.pending.add(self.seq, paths, rescan, purge)

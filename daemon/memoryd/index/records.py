@@ -364,6 +364,22 @@ def embed_records(
     return out
 
 
+def merged_writes(writes: Iterable[RowWrite]) -> list[RowWrite]:
+    """``writes`` (of records with distinct ids, in order) as few row writes as their models allow: the
+    consecutive ones with the same model and kind of vectors become one."""
+    import numpy as np
+
+    out: list[RowWrite] = []
+    for rows, vectors, model in writes:
+        if out and out[-1][2] == model and (out[-1][1] is None) == (vectors is None):
+            last_rows, last_vectors, _ = out[-1]
+            joined = None if vectors is None else np.concatenate([last_vectors, vectors])
+            out[-1] = ([*last_rows, *rows], joined, model)
+        else:
+            out.append((list(rows), vectors, model))
+    return out
+
+
 def sync_records(
     store: IndexStore,
     desired: Iterable[Record],
