@@ -11,7 +11,8 @@ alone embeds the round's texts (batches of 50, in this process: the same-run bas
 thread; the model-alone baseline's own calls are not counted in them), with the calling thread's CPU time
 beside each; per round also the process's CPU per batch against the model alone's, and per thread (CPU
 is what 2 shared cores run out of: it moves far less with the load than wall time). ``--cprofile``: also
-a cProfile of the worker threads' board passes and index writes (pstats; in thread CPU time, which a loaded machine disturbs less than wall time). Not a benchmark of record: a
+a cProfile of the worker threads' board passes and index writes (pstats; in thread CPU time, which a
+loaded machine disturbs less than wall time). Not a benchmark of record: a
 profile, for finding what is on the path.
 """
 
@@ -110,10 +111,9 @@ def instrument() -> None:
     timed(atomic, "fsync_dir", "  fsync of the folder")
     timed(files, "_memories_dir", "  open the folder (gate)")
     timed(writes.BoardOps, "read", "  read the file first (dedupe)")
-    timed(indexer.Indexer, "_prepare", "index write, first stage (writer thread)", profile=True)
-    timed(indexer.Indexer, "_land", "index write, second stage (rows thread)", profile=True)
+    timed(indexer.Indexer, "_apply", "index write (writer thread)", profile=True)
     timed(indexer.Indexer, "maintain", "index maintenance (refresh/optimize)")
-    timed(indexer, "embed_records", "  embed_records (embed)")
+    timed(indexer, "write_records", "  write_records (embed + LanceDB)")
     timed(source.MemorySource, "records_for", "  the source's batch (read back, records)")
     timed(embed.Embedder, "embed_passages", "    embed passages (the model)")
     timed(unigram.UnigramTokenizer, "encode_batch", "      tokenize (unigram)")

@@ -1,7 +1,7 @@
 """The one writer: turns board changes into batched index writes, and runs index maintenance.
 
-One module (~550 lines) because the write queue, the backfill, maintenance, the release of held
-buffers and the hand-over of row writes share one task and its state.
+One module (~500 lines) because the write queue, the backfill, maintenance and the release of held
+buffers share one task and its state.
 
 Everything that writes to LanceDB goes through :class:`Indexer`'s single asyncio task, so writes are
 batched (each LanceDB write adds a fragment and a version) and never race each other; searches read
@@ -9,12 +9,6 @@ concurrently, except during compaction (see :class:`memoryd.index.searcher.RWLoc
 
 Writes are acknowledged before they are indexed (the board file is the truth) and made visible by a read
 barrier, :meth:`Indexer.barrier`; the queue and its numbering are :mod:`memoryd.core.writequeue`.
-
-A batch of saved files is applied in two stages: reading the files back, deriving and embedding the
-records in the writer's worker thread, then writing the rows on :mod:`memoryd.core.landing`'s thread
-while the next batch's first stage runs. A batch's waiters hear back (and the read barrier passes it)
-once its rows have landed, batches in order; a rescan, a purge, the backfill and maintenance first
-wait for every landing.
 
 Every board folder belongs to a record source (:mod:`memoryd.core.sources`); the writer knows no record
 kind. Changed paths are routed to the source owning their folder, and the writer keeps origin -> record ids
@@ -28,23 +22,13 @@ import contextlib
 import os
 import stat
 import time
-from dataclasses import dataclass, field
 
 from memoryd.board.gate import Skipped
-from memoryd.core.landing import Landing
 from memoryd.core.sources import RecordSource, owners
 from memoryd.core.writequeue import ChangeFeed, Pending, WriteQueue
 from memoryd.index.derive_cache import DeriveCache
 from memoryd.index.memory import trim
-from memoryd.index.records import (
-    Record,
-    RowWrite,
-    SourceBatch,
-    SyncReport,
-    embed_records,
-    merged_writes,
-    sync_records,
-)
+from memoryd.index.records import Record, SourceBatch, SyncReport, sync_records, write_records
 from memoryd.index.searcher import RWLock
 from memoryd.index.store import IndexStore
 from memoryd.logs import get_logger
@@ -65,10 +49,6 @@ MAX_BACKLOG = 32
 MAX_BACKLOG_CHARS = 16_000
 #: Files remembered as a write's batch read them, so the watcher's echo of that write is not read again.
 ECHO_MEMORY = 4096
-#: Seconds without a new write after which a stream of writes has paused (scheduled maintenance may run):
-#: a client storing batch after batch leaves the queue empty for a moment while it writes its next
-#: batch's files, which is no pause.
-STREAM_GAP_S = 0.5
 #: Seconds without a write after which the model's buffers held for a stream of writes are handed back
 #: (:meth:`memoryd.index.embed.Embedder.release`): a client storing batch after batch sends the next a
 #: few hundred ms after the answer, while the writer may have caught up; released at once, every other
@@ -79,20 +59,6 @@ RELEASE_AFTER_S = 0.5
 #: compactions free ~100 MB per 20,000 records that glibc would keep. Never during a stream of writes: a
 #: trim once a second while 16 agents stored and searched cut their calls/s from ~55 to ~35.
 TRIM_AFTER_S = 2.0
-
-
-@dataclass
-class RowPlan:
-    """A batch after its first stage: the row writes (in order), the record ids to delete if stored, and
-    what the batch changed (``report``; its ``deleted`` is counted when the deletes land)."""
-
-    writes: list[RowWrite] = field(default_factory=list)
-    deletes: list[str] = field(default_factory=list)
-    report: SyncReport = field(default_factory=SyncReport)
-
-    @property
-    def ids(self) -> set[str]:
-        return {r.id for rows, _, _ in self.writes for r in rows} | set(self.deletes)
 
 
 class Indexer:
@@ -142,9 +108,6 @@ class Indexer:
         self._trim_at: float | None = None  # monotonic time of the next trim (None: nothing freed since)
         self._held = None  # the embedder holding a write's buffers (Embedder.embed_passages), until the trim
         self._release_at: float | None = None  # monotonic time the held buffers go if no write came since
-        # the second stage: row writes, in order, beside the next batch's embedding
-        self._landing = Landing(self._land_all)
-        self._landed: asyncio.Task | None = None  # the task that hears back from the last batch handed over
 
     # -- requests (event loop thread) -----------------------------------------------------------
     def submit(self, paths=(), rescan: bool = False) -> asyncio.Future:
@@ -233,21 +196,29 @@ class Indexer:
                 self._wake.set()  # the rest runs next, without waiting for another submission
             if work or backfill:
                 self._trim_at = time.monotonic() + TRIM_AFTER_S
-            if work and not (work.rescan or work.purge):
-                await self._first_stage(work, done)
-            elif work:
-                await self._drain()  # a rescan or a purge reads and writes the whole store
+            if work:
                 try:
                     await asyncio.to_thread(self._apply, work)
                     if work.purge:  # forget --now: the waiters hear back once old versions are gone
                         await asyncio.to_thread(self.maintain, True)
                 except Exception as exc:  # the writer must survive a bad batch; the board keeps the files
-                    self._failed(work, exc)
+                    log.error(
+                        "index_write_failed",
+                        error=f"{type(exc).__name__}: {exc}",
+                        paths=sorted(work.paths)[:20],
+                        rescan=work.rescan,
+                        exc_info=exc,
+                    )
+                    for _, w in work.waiters:
+                        if not w.done():
+                            w.set_exception(exc)
                 else:
-                    self._succeeded(work)
-                self._queue.release(done)
-            elif self._landed is None:
-                self._queue.release(done, batch=False)
+                    if self.changes is not None:
+                        self.changes.publish(paths=work.paths, rescan=work.rescan)
+                    for _, w in work.waiters:
+                        if not w.done():
+                            w.set_result(None)
+            self._queue.release(done)
             if work:
                 self._release_at = time.monotonic() + RELEASE_AFTER_S
             elif (
@@ -261,7 +232,6 @@ class Indexer:
                 with contextlib.suppress(Exception):  # only memory is at stake
                     await asyncio.to_thread(held.release, False)
             if not work and backfill:
-                await self._drain()
                 try:
                     self._backfill = await asyncio.to_thread(self._backfill_step)
                 except Exception as exc:
@@ -272,90 +242,19 @@ class Indexer:
                 or len(self.store.tail) >= TAIL_MAX
                 or (time.monotonic() - self.dirty_since >= self.optimize_interval_s and not self._deferring())
             ):
-                await self._drain()
                 try:
                     await asyncio.to_thread(self.maintain)
                 except Exception as exc:
                     log.error("index_optimize_failed", error=str(exc), exc_info=exc)
                 self._trim_at = time.monotonic() + TRIM_AFTER_S  # a compaction frees the most
             if self._closing and not self._queue.pending:
-                await self._drain()
-                if self._queue.pending:  # a landing's waiter submitted more meanwhile
-                    continue
-                await asyncio.to_thread(self._landing.close)
                 return
-            if (
-                self._trim_at is not None
-                and time.monotonic() >= self._trim_at
-                and not self._queue.pending
-                and self._landed is None
-            ):
+            if self._trim_at is not None and time.monotonic() >= self._trim_at and not self._queue.pending:
                 self._trim_at = None
                 try:
                     await asyncio.to_thread(self._release)
                 except Exception as exc:  # only memory is at stake: the writer goes on
                     log.warning("memory_trim_failed", error=f"{type(exc).__name__}: {exc}")
-
-    async def _first_stage(self, work: Pending, done: int) -> None:
-        """Read back, derive and embed ``work`` (worker thread), then hand its row writes to the second
-        stage; a task resolves its waiters and releases it once they land, after every earlier batch."""
-        try:
-            plan = await asyncio.to_thread(self._prepare, work)
-        except Exception as exc:  # the writer must survive a bad batch; the board keeps the files
-            await self._drain()  # batches are released in order
-            self._failed(work, exc)
-            self._queue.release(done)
-            return
-        landing = self._landing.submit(plan, plan.ids)
-        self._landed = asyncio.get_running_loop().create_task(
-            self._hear_back(self._landed, landing, work, done, plan.report), name="memoryd-landed"
-        )
-
-    async def _hear_back(self, before, landing, work: Pending, done: int, report: SyncReport) -> None:
-        """Once the batch before this one was heard back and this one's rows landed: its waiters, the
-        change feed, the queue (never raises)."""
-        if before is not None:
-            with contextlib.suppress(Exception):
-                await before
-        try:
-            await asyncio.wrap_future(landing)
-        except Exception as exc:
-            self._failed(work, exc)
-        else:
-            self._after_write(report)
-            self._succeeded(work)
-        finally:
-            self._queue.release(done)
-            if self._landed is asyncio.current_task():
-                self._landed = None
-            self._wake.set()  # maintenance and the trim wait for the landings
-
-    async def _drain(self) -> None:
-        """Wait until every batch handed to the second stage has landed and been heard back."""
-        while (last := self._landed) is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.shield(last)
-            if self._landed is last:
-                self._landed = None
-
-    def _failed(self, work: Pending, exc: BaseException) -> None:
-        log.error(
-            "index_write_failed",
-            error=f"{type(exc).__name__}: {exc}",
-            paths=sorted(work.paths)[:20],
-            rescan=work.rescan,
-            exc_info=exc,
-        )
-        for _, w in work.waiters:
-            if not w.done():
-                w.set_exception(exc)
-
-    def _succeeded(self, work: Pending) -> None:
-        if self.changes is not None:
-            self.changes.publish(paths=work.paths, rescan=work.rescan)
-        for _, w in work.waiters:
-            if not w.done():
-                w.set_result(None)
 
     def _release(self) -> None:
         held, self._held = self._held, None
@@ -365,15 +264,11 @@ class Indexer:
             trim()
 
     def _deferring(self) -> bool:
-        """Whether the scheduled maintenance waits for the first gap in the writes: while writes are queued,
-        a batch's rows are still landing or the last write came less than :data:`STREAM_GAP_S` ago (a
-        stream of ``store_memories`` batches) a compaction would stall every one of them for its hundreds
-        of ms, and the tail it folds keeps growing only up to :data:`TAIL_MAX`. Not after a delete or an
-        edit: forgotten text leaves the disk within the interval whatever comes next."""
-        if self.purge_due:
-            return False
-        recent = time.monotonic() - self._queue.last_submit_at < STREAM_GAP_S
-        return self._queue.writes_waiting or self._landed is not None or recent
+        """Whether the scheduled maintenance waits for the first gap in the writes: while writes are queued
+        (a stream of ``store_memories`` batches) a compaction would stall every one of them for its
+        hundreds of ms, and the tail it folds keeps growing only up to :data:`TAIL_MAX`. Not after a
+        delete or an edit: forgotten text leaves the disk within the interval whatever comes next."""
+        return not self.purge_due and self._queue.writes_waiting
 
     def _next_wake_in(self) -> float | None:
         """Seconds until the writer has something to do unasked (maintenance or a trim), or None."""
@@ -410,7 +305,7 @@ class Indexer:
             "index_optimized",
             purge=purge,
             version=self.store.version(),
-            refresh_ms=round((t1 - t0) * 1000),
+            refresh_ms=round((t1 - t0) * 1000),  # grows with the table: see docs/benchmarks.md
             optimize_ms=round((time.perf_counter() - t1) * 1000),
         )
 
@@ -513,18 +408,10 @@ class Indexer:
         return False
 
     def _apply(self, work: Pending) -> None:
-        """Both stages of ``work`` in this thread (a rescan: a full sync)."""
         if work.rescan:
             self.full_sync()
             return
-        plan = self._prepare(work)
-        self._land(plan)
-        self._after_write(plan.report)
-
-    def _prepare(self, work: Pending) -> RowPlan:
-        """The first stage of a batch of paths (no rescan): each source's records, read back and
-        reconciled with what it yielded before, embedded; the row writes are left to :meth:`_land`."""
-        plan = RowPlan()
+        report = SyncReport()
         by_source: dict[str, list[str]] = {}
         for path in work.paths:
             src = self.sources.get(path.split("/", 1)[0])
@@ -539,23 +426,8 @@ class Indexer:
                 continue  # the watcher's echo of a write whose file was read as it is now
             by_source.setdefault(src.folders[0], []).append(path)
         for name, paths in sorted(by_source.items()):
-            self._apply_batch(name, self._named[name].records_for(sorted(paths)), plan.report, plan=plan)
-        return plan
-
-    def _land(self, plan: RowPlan) -> None:
-        """The second stage: write the planned rows, then delete the planned ids that are stored."""
-        self._land_all([plan])
-
-    def _land_all(self, plans) -> None:
-        """The second stage of one or more batches, oldest first (they share no id: see
-        :mod:`memoryd.core.landing`): their rows in as few writes as their models allow, then the
-        planned ids that are stored deleted; each plan's ``report.deleted`` counts its own."""
-        for rows, vectors, model in merged_writes(w for p in plans for w in p.writes):
-            self.store.upsert(rows, vectors, model)
-        present = self.store.stored_hashes_for([i for p in plans for i in p.deletes])
-        self.store.delete(list(present))
-        for p in plans:
-            p.report.deleted += sum(1 for i in p.deletes if i in present)
+            self._apply_batch(name, self._named[name].records_for(sorted(paths)), report)
+        self._after_write(report)
 
     def _apply_batch(
         self,
@@ -563,12 +435,10 @@ class Indexer:
         batch: SourceBatch,
         report: SyncReport,
         force: set[str] | frozenset[str] = frozenset(),
-        plan: RowPlan | None = None,
     ) -> None:
         """Upsert a source's batch and delete every record its origins no longer yield.
 
-        ``force``: ids rewritten even when their content hash is unchanged (backfill of vectors).
-        ``plan``: add the row writes to it instead of writing them now."""
+        ``force``: ids rewritten even when their content hash is unchanged (backfill of vectors)."""
         known = self._origins[name]
         covered = dict(batch.origins)
         if batch.complete:
@@ -587,18 +457,9 @@ class Indexer:
         skipped.update((s.path, s) for s in batch.skipped)
         self._source_skipped[name] = list(skipped.values())
         fresh, _ = self._derive(batch, skip_unchanged=False)
-        now = plan is None
-        plan = RowPlan(report=report) if plan is None else plan
-        self._plan([*batch.records, *fresh], sorted(gone), plan, force)
-        if now:
-            self._land(plan)
+        self._write([*batch.records, *fresh], sorted(gone), report, force)
 
-    def _plan(self, upserts, deletes, plan: RowPlan, force=frozenset()) -> None:
-        """Add to ``plan`` the row writes of the ``upserts`` that changed (embedded now) and the
-        ``deletes``; counts what changed in ``plan.report``."""
-        # what is stored decides what changed: wait for the landing of a batch writing these ids
-        self._landing.wait_for({r.id for r in upserts} | set(deletes))
-        report = plan.report
+    def _write(self, upserts, deletes, report: SyncReport, force=frozenset()) -> None:
         stored = self.store.stored_hashes_for([r.id for r in upserts])
         changed = [
             r for r in upserts if r.id not in stored or stored[r.id].hash != r.content_hash or r.id in force
@@ -610,10 +471,11 @@ class Indexer:
         embedder = self.embedder_ref()
         # the writer's batches hold the model's buffers: the next batch reuses them instead of mapping and
         # zeroing them again (blocks from 4 MB on are mapped alone); they go once writes pause (_run)
-        plan.writes += embed_records(self.store, changed, embedder, report, hold=True)
+        write_records(self.store, changed, embedder, report, hold=True)
         if changed and embedder is not None:
             self._held = embedder
-        plan.deletes += deletes
+        present = self.store.stored_hashes_for(deletes)
+        report.deleted += self.store.delete(list(present))
 
     def _after_write(self, report: SyncReport) -> None:
         self.last_report = report

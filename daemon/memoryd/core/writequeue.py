@@ -91,20 +91,12 @@ class WriteQueue:
         self.pending = Pending()
         self.seq = 0  # the last submission a barrier counts
         self.done = 0  # every submission numbered up to this is applied (or failed and was logged)
-        self.taken = 0  # every submission numbered up to this is applied or in a batch being applied
-        self.last_submit_at = 0.0  # time.monotonic() of the last submission
-        # per batch taken and not yet released, oldest first: (its paths, those some write submitted);
-        # the writer may write one batch's rows while it embeds the next, and releases them in order
-        self._flying: list[tuple[int, set[str]]] = []
+        self.in_flight = 0  # paths in the batch the writer is applying
+        self._flying: set[str] = set()  # those some write submitted
         self._admissions: list[tuple[frozenset[str], asyncio.Future]] = []
         self._bounds = (0, 0)  # (paths ahead, characters) an admission may answer within
         self._chars: dict[int, int] = {}  # submission -> characters of text it queued (admitted writes)
         self._barriers: list[tuple[int, asyncio.Future]] = []
-
-    @property
-    def in_flight(self) -> int:
-        """Paths in the batches the writer is applying."""
-        return sum(n for n, _ in self._flying)
 
     @property
     def backlog(self) -> int:
@@ -127,7 +119,6 @@ class WriteQueue:
         writer's exception)."""
         fut = asyncio.get_running_loop().create_future()
         self.seq += 1
-        self.last_submit_at = time.monotonic()
         if chars:
             self._chars[self.seq] = chars
         self.pending.add(self.seq, paths, rescan, purge)
@@ -159,7 +150,7 @@ class WriteQueue:
         return written, admitted
 
     def _fits(self, own: frozenset[str]) -> bool:
-        ahead = len(_submitted(self.pending).union(*(f for _, f in self._flying)) - own)
+        ahead = len((_submitted(self.pending) | self._flying) - own)
         return ahead <= self._bounds[0] and self.backlog_chars <= self._bounds[1]
 
     def note(self, paths=(), rescan: bool = False) -> None:
@@ -178,26 +169,22 @@ class WriteQueue:
 
     def take(self) -> tuple[Pending, int]:
         """The next batch, and the number up to which it completes the submissions; what it leaves
-        stays pending (:attr:`pending` is then non-empty). Each batch taken is released by
-        :meth:`release`, in the order taken; a barrier that a batch still being applied covers cuts
-        nothing."""
-        cut = min((seq for seq, _ in self._barriers if seq > self.taken), default=self.seq)
+        stays pending (:attr:`pending` is then non-empty)."""
+        cut = min((seq for seq, _ in self._barriers), default=self.seq)
         pending = self.pending
         if cut >= self.seq or (pending.rescan and pending.rescan_seq <= cut):
             self.pending, work, done = Pending(), pending, self.seq
         else:
             work, done = pending.split(cut), cut
-        if work:
-            self._flying.append((len(work.paths), _submitted(work)))
-        self.taken = max(self.taken, done)
+        self.in_flight = len(work.paths)
+        self._flying = _submitted(work)
         return work, done
 
-    def release(self, done: int, batch: bool = True) -> None:
-        """Every submission numbered up to ``done`` is applied: resolve the barriers waiting for them.
-        ``batch``: the oldest batch :meth:`take` gave is what was applied (False: an empty take)."""
+    def release(self, done: int) -> None:
+        """Every submission numbered up to ``done`` is applied: resolve the barriers waiting for them."""
         self.done = max(self.done, done)
-        if batch and self._flying:
-            self._flying.pop(0)
+        self.in_flight = 0
+        self._flying = set()
         for seq in [n for n in self._chars if n <= self.done]:
             del self._chars[seq]
         waiting_admissions = []

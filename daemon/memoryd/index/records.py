@@ -44,8 +44,6 @@ from memoryd.index.redact import PLACEHOLDERS, redact
 from memoryd.logs import get_logger
 
 if TYPE_CHECKING:  # the store imports Record from here
-    import numpy as np
-
     from memoryd.board.gate import Skipped
     from memoryd.index.store import IndexStore
 
@@ -311,22 +309,8 @@ def write_records(
 ) -> None:
     """Upsert ``records``, embedding only those whose stored vector is missing or stale. ``hold``: the
     embedder keeps its buffers for the next write (``Embedder.embed_passages``), released by the caller."""
-    for rows, vectors, model in embed_records(store, records, embedder, report, hold=hold):
-        store.upsert(rows, vectors, model)
-
-
-#: One row write of :func:`embed_records`: ``(records, float32 (len, dim) vectors or None, model name)``.
-RowWrite = tuple[list[Record], "np.ndarray | None", str]
-
-
-def embed_records(
-    store: IndexStore, records: Sequence[Record], embedder, report: SyncReport, *, hold: bool = False
-) -> list[RowWrite]:
-    """The embedding half of :func:`write_records`: the row writes that upsert ``records`` (each one
-    ``store.upsert(*write)``, in order), with stored vectors reused where the embedding text is unchanged
-    and the rest embedded now (counted in ``report.embedded``). Reads the store's hashes; writes nothing."""
     if not records:
-        return []
+        return
     # numpy here, not at the top: the tool registry loads the kinds' record modules, and no numpy
     import numpy as np
 
@@ -341,11 +325,10 @@ def embed_records(
         and (embedder is None or stored[r.id].model == model)
     ]
     reuse = store.vectors(reuse_ids) if reuse_ids else {}
-    out: list[RowWrite] = []
     for start in range(0, len(records), BATCH):
         chunk = list(records[start : start + BATCH])
         if embedder is None and not any(r.id in reuse for r in chunk):
-            out.append((chunk, None, ""))
+            store.upsert(chunk, None, "")
             continue
         need = [r for r in chunk if r.id not in reuse]
         fresh: dict[str, np.ndarray] = {}
@@ -358,26 +341,9 @@ def embed_records(
         if with_vec:
             mat = np.stack([reuse.get(r.id) if r.id in reuse else fresh[r.id] for r in with_vec])
             kept_model = model or next(stored[r.id].model for r in with_vec if r.id in stored)
-            out.append((with_vec, mat.astype(np.float32), kept_model))
+            store.upsert(with_vec, mat.astype(np.float32), kept_model)
         if without:
-            out.append((without, None, ""))
-    return out
-
-
-def merged_writes(writes: Iterable[RowWrite]) -> list[RowWrite]:
-    """``writes`` (of records with distinct ids, in order) as few row writes as their models allow: the
-    consecutive ones with the same model and kind of vectors become one."""
-    import numpy as np
-
-    out: list[RowWrite] = []
-    for rows, vectors, model in writes:
-        if out and out[-1][2] == model and (out[-1][1] is None) == (vectors is None):
-            last_rows, last_vectors, _ = out[-1]
-            joined = None if vectors is None else np.concatenate([last_vectors, vectors])
-            out[-1] = ([*last_rows, *rows], joined, model)
-        else:
-            out.append((list(rows), vectors, model))
-    return out
+            store.upsert(without, None, "")
 
 
 def sync_records(
