@@ -101,6 +101,7 @@ def main() -> int:
                     for _ in range(args.singles):
                         shim.tool("store_memory", item())
                     maintained = len(d.events("index_optimized"))
+                    folded = len(d.events("index_tail_folded"))
                     f0 = faults(d.pid)
                     d0, s0, c0, t0 = (
                         cpu_s(d.pid),
@@ -121,13 +122,13 @@ def main() -> int:
                     upkeep = [
                         f"{e.get('refresh_ms', '?')}+{e.get('optimize_ms', '?')}"
                         for e in d.events("index_optimized")[maintained:]
-                    ]
+                    ] + [f"fold {e.get('ms', '?')}" for e in d.events("index_tail_folded")[folded:]]
                     print(
                         f"round {r + 1}: model alone {model_rate:.0f}/s, batches {rate:.0f}/s = "
                         f"{rate / model_rate:.2f}x; CPU per batch of {BATCH}: model alone {model_cpu * 1000:.0f} ms,"
                         f" daemon {per[0] * 1000:.0f} ms (ratio {model_cpu / per[0]:.2f}), shim"
                         f" {per[1] * 1000:.0f} ms, client {per[2] * 1000:.0f} ms; daemon's page faults"
-                        f" {paged:.0f} MB per batch; index maintenance meanwhile (refresh+optimize ms):"
+                        f" {paged:.0f} MB per batch; index maintenance meanwhile (refresh+optimize ms, tail folds ms):"
                         f" {', '.join(upkeep) or 'none'}; load {load_average()}",
                         flush=True,
                     )

@@ -8,7 +8,9 @@ from __future__ import annotations
 import asyncio
 import time
 
+from memoryd.core import indexer as indexer_module
 from memoryd.core.indexer import Indexer
+from memoryd.index.columns import Filter
 from memoryd.index.searcher import RWLock
 from memoryd.index.store import IndexStore
 from memoryd.kinds.memories.files import Memory, write_memory
@@ -84,3 +86,46 @@ def test_after_a_delete_maintenance_does_not_wait_for_a_gap(tmp_path):
 
     first, ran, end = asyncio.run(run())
     assert ran is not None, f"no maintenance during {end - first:.2f} s of writes after a delete"
+
+
+def test_in_a_stream_the_tail_bound_folds_the_tail_and_the_full_maintenance_waits_for_the_gap(
+    tmp_path, monkeypatch
+):
+    """Past the keyword tail's bound mid-stream, only the tail is folded into the text indexes (rows stay
+    searchable by keyword, searches are not locked out); the compaction that rewrites the table and the
+    cleanup of old versions run in the first gap."""
+    monkeypatch.setattr(indexer_module, "TAIL_MAX", 60)
+    indexer, made = writer(tmp_path)
+    store = indexer.store
+    versions: list[int] = []  # LanceDB versions kept on disk, after each fold
+    fold = indexer.fold_tail
+
+    def counting_fold():
+        fold()
+        versions.append(len(store._table.list_versions()))
+
+    indexer.fold_tail = counting_fold
+
+    async def run() -> tuple[float | None, float | None, int, list[tuple[str, float]]]:
+        indexer.start()
+        futures = []
+        for at in range(0, 600, 3):  # faster than the writer: some are always queued
+            futures.append(indexer.submit([m.path for m in made[at : at + 3]]))
+            await asyncio.sleep(0.002)
+        await asyncio.gather(*futures)
+        during = indexer.last_optimize_at
+        tail_after = len(store.tail)
+        hits = store.keyword("zqstream", Filter(), 1000)
+        deadline = time.monotonic() + 10
+        while indexer.last_optimize_at is None and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        after = indexer.last_optimize_at
+        await indexer.close()
+        return during, after, tail_after, hits
+
+    during, after, tail_after, hits = asyncio.run(run())
+    assert versions, "the tail was never folded in a stream of 600 writes past a bound of 60"
+    assert during is None, "the full maintenance ran inside the stream"
+    assert tail_after < 60 + 60  # bounded: folded each time it passed the bound (plus a batch)
+    assert len(hits) == 600  # every row found by keyword, folded or in the tail
+    assert after is not None  # then in the gap

@@ -38,7 +38,8 @@ log = get_logger("memoryd.core.indexer")
 #: Records embedded per backfill step; board changes and saves queued meanwhile are applied between steps.
 BACKFILL_CHUNK = 16
 #: Rows in the store's keyword tail (:class:`memoryd.index.keyword.KeywordTail`) from which the text indexes are refreshed
-#: at once rather than at the next scheduled maintenance: scoring the tail grows with it.
+#: at once rather than at the next scheduled maintenance: scoring the tail grows with it. While writes
+#: stream in, only the tail is folded (:meth:`Indexer.fold_tail`); the rest waits for the first gap.
 TAIL_MAX = 2000
 #: Other paths queued or being indexed above which :meth:`Indexer.admit` makes a write wait (until the
 #: writer is back within the bound, or its own paths are indexed): writes faster than the model would
@@ -237,7 +238,17 @@ class Indexer:
                 except Exception as exc:
                     self._backfill = False
                     log.error("index_backfill_failed", error=f"{type(exc).__name__}: {exc}", exc_info=exc)
-            if self.dirty_since is not None and (
+            if (
+                self.dirty_since is not None
+                and len(self.store.tail) >= TAIL_MAX
+                and not self._closing
+                and self._deferring()
+            ):
+                try:  # mid-stream: the tail's bound only; compaction and old versions wait for the gap
+                    await asyncio.to_thread(self.fold_tail)
+                except Exception as exc:
+                    log.error("index_optimize_failed", error=str(exc), exc_info=exc)
+            elif self.dirty_since is not None and (
                 self._closing
                 or len(self.store.tail) >= TAIL_MAX
                 or (time.monotonic() - self.dirty_since >= self.optimize_interval_s and not self._deferring())
@@ -285,6 +296,18 @@ class Indexer:
         if len(self.store.tail) >= TAIL_MAX:
             return 0.05
         return max(0.05, self.optimize_interval_s - (time.monotonic() - self.dirty_since))
+
+    def fold_tail(self) -> None:
+        """Fold the keyword tail into the full-text indexes, keeping old versions and without the exclusive
+        lock (searches go on); ``dirty_since`` stays, so :meth:`maintain` follows at the first gap. LanceDB
+        compacts on the way: the fragments written since, and (from the second fold on) the whole table,
+        since it merges neighbouring fragments the same indexes cover; :meth:`maintain` always does the
+        latter, in a second call under the exclusive lock, and drops old versions."""
+        t0 = time.perf_counter()
+        self.store.refresh()
+        log.info(
+            "index_tail_folded", version=self.store.version(), ms=round((time.perf_counter() - t0) * 1000)
+        )
 
     def maintain(self, purge: bool | None = None) -> None:
         """Compact, refresh the full-text indexes and drop old versions. After deletions or edits the
