@@ -95,6 +95,7 @@ def test_in_a_stream_the_tail_bound_folds_the_tail_and_the_full_maintenance_wait
     searchable by keyword, searches are not locked out); the compaction that rewrites the table and the
     cleanup of old versions run in the first gap."""
     monkeypatch.setattr(indexer_module, "TAIL_MAX", 60)
+    monkeypatch.setattr(indexer_module, "FOLD_INTERVALS", 1000)  # however long the stream takes here
     indexer, made = writer(tmp_path)
     store = indexer.store
     versions: list[int] = []  # LanceDB versions kept on disk, after each fold

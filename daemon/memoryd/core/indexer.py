@@ -41,6 +41,9 @@ BACKFILL_CHUNK = 16
 #: at once rather than at the next scheduled maintenance: scoring the tail grows with it. While writes
 #: stream in, only the tail is folded (:meth:`Indexer.fold_tail`); the rest waits for the first gap.
 TAIL_MAX = 2000
+#: Optimize intervals a stream may defer the full maintenance for by folding the tail: old versions (a
+#: copy of the table per compaction) must still leave the disk during writes that never pause.
+FOLD_INTERVALS = 10
 #: Other paths queued or being indexed above which :meth:`Indexer.admit` makes a write wait (until the
 #: writer is back within the bound, or its own paths are indexed): writes faster than the model would
 #: otherwise leave the next search an ever longer wait.
@@ -243,6 +246,7 @@ class Indexer:
                 and len(self.store.tail) >= TAIL_MAX
                 and not self._closing
                 and self._deferring()
+                and time.monotonic() - self.dirty_since < FOLD_INTERVALS * self.optimize_interval_s
             ):
                 try:  # mid-stream: the tail's bound only; compaction and old versions wait for the gap
                     await asyncio.to_thread(self.fold_tail)
