@@ -130,3 +130,29 @@ def test_in_a_stream_the_tail_bound_folds_the_tail_and_the_full_maintenance_wait
     assert tail_after < 60 + 60  # bounded: folded each time it passed the bound (plus a batch)
     assert len(hits) == 600  # every row found by keyword, folded or in the tail
     assert after is not None  # then in the gap
+
+
+def test_maintenance_waits_while_a_client_writes_its_next_batch_after_each_answer(tmp_path):
+    """A client that sends its next batch a moment after each answer leaves the queue empty for that
+    moment: no gap in the stream, so the scheduled maintenance waits for the stream's end."""
+    indexer, made = writer(tmp_path)
+
+    async def run() -> tuple[float, float | None, float | None]:
+        indexer.start()
+        first = time.time()
+        for at in range(0, 60, 5):
+            await indexer.submit([m.path for m in made[at : at + 5]])
+            await asyncio.sleep(0.1)  # the client writes its next batch's files
+        during = indexer.last_optimize_at
+        end = time.time()
+        deadline = time.monotonic() + 10
+        while indexer.last_optimize_at is None and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        after = indexer.last_optimize_at
+        await indexer.close()
+        return end - first, during, after and after - end
+
+    length, during, after = asyncio.run(run())
+    assert length > 5 * INTERVAL_S
+    assert during is None, "maintenance ran in the moment between an answer and the next batch"
+    assert after is not None and after < 2.0

@@ -53,6 +53,10 @@ MAX_BACKLOG = 32
 MAX_BACKLOG_CHARS = 16_000
 #: Files remembered as a write's batch read them, so the watcher's echo of that write is not read again.
 ECHO_MEMORY = 4096
+#: Seconds without a new write after which a stream of writes has paused (scheduled maintenance may run):
+#: a client storing batch after batch leaves the queue empty for a moment while it writes its next
+#: batch's files (hundreds of ms on a loaded machine), which is no pause.
+STREAM_GAP_S = 0.5
 #: Seconds without a write after which the model's buffers held for a stream of writes are handed back
 #: (:meth:`memoryd.index.embed.Embedder.release`): a client storing batch after batch sends the next a
 #: few hundred ms after the answer, while the writer may have caught up; released at once, every other
@@ -280,10 +284,13 @@ class Indexer:
 
     def _deferring(self) -> bool:
         """Whether the scheduled maintenance waits for the first gap in the writes: while writes are queued
-        (a stream of ``store_memories`` batches) a compaction would stall every one of them for its
-        hundreds of ms, and the tail it folds keeps growing only up to :data:`TAIL_MAX`. Not after a
-        delete or an edit: forgotten text leaves the disk within the interval whatever comes next."""
-        return not self.purge_due and self._queue.writes_waiting
+        or the last one came less than :data:`STREAM_GAP_S` ago (a stream of ``store_memories`` batches)
+        a compaction would stall every one of them for its hundreds of ms (seconds at 10,000 records),
+        and the tail it folds keeps growing only up to :data:`TAIL_MAX`. Not after a delete or an edit:
+        forgotten text leaves the disk within the interval whatever comes next."""
+        if self.purge_due:
+            return False
+        return self._queue.writes_waiting or time.monotonic() - self._queue.last_submit_at < STREAM_GAP_S
 
     def _next_wake_in(self) -> float | None:
         """Seconds until the writer has something to do unasked (maintenance or a trim), or None."""
