@@ -1,13 +1,15 @@
 """``store_memories`` batches through a real daemon and shim: CPU per batch of each process beside the model's.
 
-    .venv/bin/python bench/batch_cpu.py [--batches 8] [--rounds 2] [--grow 100] [--join 1]
+    .venv/bin/python bench/batch_cpu.py [--batches 8] [--rounds 2] [--grow 100] [--join 1] [--singles 0]
 
 One ``memoryd serve`` of this checkout with the default model on a fresh board (its default info log),
 one ``memoryd-shim``; ``--grow`` single ``store_memory`` calls first, then per round the model alone
 embeds the round's texts in this process (batches of 50, the texts as the daemon embeds them: content and
 tags), and ``--batches`` ``store_memories`` calls of 50 follow, then one ``search_memories`` (until
-searchable). Printed per round: the wall ratio (as ``bench/bench_users.py`` measures it), and the CPU
-seconds per batch of the model alone, the daemon, the shim and this client (``/proc/<pid>/stat``). On 2
+searchable). ``--singles`` single ``store_memory`` calls just before each round's batches (after the model
+alone), as ``bench/bench_users.py`` stores a step's singles right before its batches. Printed per round: the wall ratio (as ``bench/bench_users.py`` measures it), and the CPU
+seconds per batch of the model alone, the daemon, the shim and this client (``/proc/<pid>/stat``), and the
+index maintenance that ended during the batches (from the daemon's log). On 2
 shared cores the wall ratio swings with the load; the CPU ratio (model alone / daemon) barely does, and a
 pipeline that keeps both cores busy cannot beat it. Linux only (``/proc``). Not in ``make bench``.
 """
@@ -49,6 +51,9 @@ def main() -> int:
     p.add_argument("--batches", type=int, default=8)
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--grow", type=int, default=100)
+    p.add_argument(
+        "--singles", type=int, default=0, help="store_memory calls right before each round's batches"
+    )
     p.add_argument(
         "--join",
         type=int,
@@ -93,6 +98,10 @@ def main() -> int:
                         embedder.embed_passages(texts[at : at + BATCH])
                     model_rate = len(texts) / (time.perf_counter() - t0)
                     model_cpu = (time.process_time() - c0) / args.batches
+                    for _ in range(args.singles):
+                        shim.tool("store_memory", item())
+                    maintained = len(d.events("index_optimized"))
+                    folded = len(d.events("index_tail_folded"))
                     f0 = faults(d.pid)
                     d0, s0, c0, t0 = (
                         cpu_s(d.pid),
@@ -110,12 +119,17 @@ def main() -> int:
                         (time.process_time() - c0) / args.batches,
                     ]
                     paged = (faults(d.pid) - f0) * os.sysconf("SC_PAGE_SIZE") / args.batches / 2**20
+                    upkeep = [
+                        f"{e.get('refresh_ms', '?')}+{e.get('optimize_ms', '?')}"
+                        for e in d.events("index_optimized")[maintained:]
+                    ] + [f"fold {e.get('ms', '?')}" for e in d.events("index_tail_folded")[folded:]]
                     print(
                         f"round {r + 1}: model alone {model_rate:.0f}/s, batches {rate:.0f}/s = "
                         f"{rate / model_rate:.2f}x; CPU per batch of {BATCH}: model alone {model_cpu * 1000:.0f} ms,"
                         f" daemon {per[0] * 1000:.0f} ms (ratio {model_cpu / per[0]:.2f}), shim"
                         f" {per[1] * 1000:.0f} ms, client {per[2] * 1000:.0f} ms; daemon's page faults"
-                        f" {paged:.0f} MB per batch; load {load_average()}",
+                        f" {paged:.0f} MB per batch; index maintenance meanwhile (refresh+optimize ms, tail folds ms):"
+                        f" {', '.join(upkeep) or 'none'}; load {load_average()}",
                         flush=True,
                     )
             finally:

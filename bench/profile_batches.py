@@ -11,7 +11,8 @@ alone embeds the round's texts (batches of 50, in this process: the same-run bas
 thread; the model-alone baseline's own calls are not counted in them), with the calling thread's CPU time
 beside each; per round also the process's CPU per batch against the model alone's, and per thread (CPU
 is what 2 shared cores run out of: it moves far less with the load than wall time). ``--cprofile``: also
-a cProfile of the worker threads' board passes and index writes (pstats). Not a benchmark of record: a
+a cProfile of the worker threads' board passes and index writes (pstats; in thread CPU time, which a
+loaded machine disturbs less than wall time). Not a benchmark of record: a
 profile, for finding what is on the path.
 """
 
@@ -51,7 +52,7 @@ def timed(owner, name: str, label: str, profile: bool = False) -> None:
         try:
             if profile and not nested and ARGS.cprofile:
                 _profiling.on = True
-                return PROFILES.setdefault(label, cProfile.Profile()).runcall(fn, *a, **kw)
+                return PROFILES.setdefault(label, cProfile.Profile(time.thread_time)).runcall(fn, *a, **kw)
             return fn(*a, **kw)
         finally:
             if profile and not nested:

@@ -8,7 +8,9 @@ from __future__ import annotations
 import asyncio
 import time
 
+from memoryd.core import indexer as indexer_module
 from memoryd.core.indexer import Indexer
+from memoryd.index.columns import Filter
 from memoryd.index.searcher import RWLock
 from memoryd.index.store import IndexStore
 from memoryd.kinds.memories.files import Memory, write_memory
@@ -121,3 +123,73 @@ def test_a_write_that_fails_after_its_embedding_still_hands_the_models_buffers_b
     assert asyncio.run(run()), "the index write should have failed"
     assert embedder.passages_embedded - embedded == len(made)  # embedded (holding its buffers), then failed
     assert not embedder._holding, "the failed batch's buffers were never handed back"
+
+
+def test_in_a_stream_the_tail_bound_folds_the_tail_and_the_full_maintenance_waits_for_the_gap(
+    tmp_path, monkeypatch
+):
+    """Past the keyword tail's bound mid-stream, only the tail is folded into the text indexes (rows stay
+    searchable by keyword, searches are not locked out); the compaction that rewrites the table and the
+    cleanup of old versions run in the first gap."""
+    monkeypatch.setattr(indexer_module, "TAIL_MAX", 60)
+    monkeypatch.setattr(indexer_module, "FOLD_INTERVALS", 1000)  # however long the stream takes here
+    indexer, made = writer(tmp_path)
+    store = indexer.store
+    versions: list[int] = []  # LanceDB versions kept on disk, after each fold
+    fold = indexer.fold_tail
+
+    def counting_fold():
+        fold()
+        versions.append(len(store._table.list_versions()))
+
+    indexer.fold_tail = counting_fold
+
+    async def run() -> tuple[float | None, float | None, int, list[tuple[str, float]]]:
+        indexer.start()
+        futures = []
+        for at in range(0, 600, 3):  # faster than the writer: some are always queued
+            futures.append(indexer.submit([m.path for m in made[at : at + 3]]))
+            await asyncio.sleep(0.002)
+        await asyncio.gather(*futures)
+        during = indexer.last_optimize_at
+        tail_after = len(store.tail)
+        hits = store.keyword("zqstream", Filter(), 1000)
+        deadline = time.monotonic() + 10
+        while indexer.last_optimize_at is None and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        after = indexer.last_optimize_at
+        await indexer.close()
+        return during, after, tail_after, hits
+
+    during, after, tail_after, hits = asyncio.run(run())
+    assert versions, "the tail was never folded in a stream of 600 writes past a bound of 60"
+    assert during is None, "the full maintenance ran inside the stream"
+    assert tail_after < 60 + 60  # bounded: folded each time it passed the bound (plus a batch)
+    assert len(hits) == 600  # every row found by keyword, folded or in the tail
+    assert after is not None  # then in the gap
+
+
+def test_maintenance_waits_while_a_client_writes_its_next_batch_after_each_answer(tmp_path):
+    """A client that sends its next batch a moment after each answer leaves the queue empty for that
+    moment: no gap in the stream, so the scheduled maintenance waits for the stream's end."""
+    indexer, made = writer(tmp_path)
+
+    async def run() -> tuple[float, float | None, float | None]:
+        indexer.start()
+        first = time.time()
+        for at in range(0, 60, 5):
+            await indexer.submit([m.path for m in made[at : at + 5]])
+            await asyncio.sleep(0.1)  # the client writes its next batch's files
+        during = indexer.last_optimize_at
+        end = time.time()
+        deadline = time.monotonic() + 10
+        while indexer.last_optimize_at is None and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        after = indexer.last_optimize_at
+        await indexer.close()
+        return end - first, during, after and after - end
+
+    length, during, after = asyncio.run(run())
+    assert length > 5 * INTERVAL_S
+    assert during is None, "maintenance ran in the moment between an answer and the next batch"
+    assert after is not None and after < 2.0

@@ -1,6 +1,6 @@
 """The one writer: turns board changes into batched index writes, and runs index maintenance.
 
-One module (~500 lines) because the write queue, the backfill, maintenance and the release of held
+One module (~540 lines) because the write queue, the backfill, maintenance and the release of held
 buffers share one task and its state.
 
 Everything that writes to LanceDB goes through :class:`Indexer`'s single asyncio task, so writes are
@@ -38,8 +38,12 @@ log = get_logger("memoryd.core.indexer")
 #: Records embedded per backfill step; board changes and saves queued meanwhile are applied between steps.
 BACKFILL_CHUNK = 16
 #: Rows in the store's keyword tail (:class:`memoryd.index.keyword.KeywordTail`) from which the text indexes are refreshed
-#: at once rather than at the next scheduled maintenance: scoring the tail grows with it.
+#: at once rather than at the next scheduled maintenance: scoring the tail grows with it. While writes
+#: stream in, only the tail is folded (:meth:`Indexer.fold_tail`); the rest waits for the first gap.
 TAIL_MAX = 2000
+#: Optimize intervals a stream may defer the full maintenance for by folding the tail: old versions (a
+#: copy of the table per compaction) must still leave the disk during writes that never pause.
+FOLD_INTERVALS = 10
 #: Other paths queued or being indexed above which :meth:`Indexer.admit` makes a write wait (until the
 #: writer is back within the bound, or its own paths are indexed): writes faster than the model would
 #: otherwise leave the next search an ever longer wait.
@@ -49,6 +53,10 @@ MAX_BACKLOG = 32
 MAX_BACKLOG_CHARS = 16_000
 #: Files remembered as a write's batch read them, so the watcher's echo of that write is not read again.
 ECHO_MEMORY = 4096
+#: Seconds without a new write after which a stream of writes has paused (scheduled maintenance may run):
+#: a client storing batch after batch leaves the queue empty for a moment while it writes its next
+#: batch's files (hundreds of ms on a loaded machine), which is no pause.
+STREAM_GAP_S = 0.5
 #: Seconds without a write after which the model's buffers held for a stream of writes are handed back
 #: (:meth:`memoryd.index.embed.Embedder.release`): a client storing batch after batch sends the next a
 #: few hundred ms after the answer, while the writer may have caught up; released at once, every other
@@ -237,7 +245,18 @@ class Indexer:
                 except Exception as exc:
                     self._backfill = False
                     log.error("index_backfill_failed", error=f"{type(exc).__name__}: {exc}", exc_info=exc)
-            if self.dirty_since is not None and (
+            if (
+                self.dirty_since is not None
+                and len(self.store.tail) >= TAIL_MAX
+                and not self._closing
+                and self._deferring()
+                and time.monotonic() - self.dirty_since < FOLD_INTERVALS * self.optimize_interval_s
+            ):
+                try:  # mid-stream: the tail's bound only; compaction and old versions wait for the gap
+                    await asyncio.to_thread(self.fold_tail)
+                except Exception as exc:
+                    log.error("index_optimize_failed", error=str(exc), exc_info=exc)
+            elif self.dirty_since is not None and (
                 self._closing
                 or len(self.store.tail) >= TAIL_MAX
                 or (time.monotonic() - self.dirty_since >= self.optimize_interval_s and not self._deferring())
@@ -265,10 +284,13 @@ class Indexer:
 
     def _deferring(self) -> bool:
         """Whether the scheduled maintenance waits for the first gap in the writes: while writes are queued
-        (a stream of ``store_memories`` batches) a compaction would stall every one of them for its
-        hundreds of ms, and the tail it folds keeps growing only up to :data:`TAIL_MAX`. Not after a
-        delete or an edit: forgotten text leaves the disk within the interval whatever comes next."""
-        return not self.purge_due and self._queue.writes_waiting
+        or the last one came less than :data:`STREAM_GAP_S` ago (a stream of ``store_memories`` batches)
+        a compaction would stall every one of them for its hundreds of ms (seconds at 10,000 records),
+        and the tail it folds keeps growing only up to :data:`TAIL_MAX`. Not after a delete or an edit:
+        forgotten text leaves the disk within the interval whatever comes next."""
+        if self.purge_due:
+            return False
+        return self._queue.writes_waiting or time.monotonic() - self._queue.last_submit_at < STREAM_GAP_S
 
     def _next_wake_in(self) -> float | None:
         """Seconds until the writer has something to do unasked (maintenance or a trim), or None."""
@@ -286,20 +308,40 @@ class Indexer:
             return 0.05
         return max(0.05, self.optimize_interval_s - (time.monotonic() - self.dirty_since))
 
+    def fold_tail(self) -> None:
+        """Fold the keyword tail into the full-text indexes, keeping old versions and without the exclusive
+        lock (searches go on); ``dirty_since`` stays, so :meth:`maintain` follows at the first gap. LanceDB
+        compacts on the way: the fragments written since, and (from the second fold on) the whole table,
+        since it merges neighbouring fragments the same indexes cover; :meth:`maintain` always does the
+        latter, in a second call under the exclusive lock, and drops old versions."""
+        t0 = time.perf_counter()
+        self.store.refresh()
+        log.info(
+            "index_tail_folded", version=self.store.version(), ms=round((time.perf_counter() - t0) * 1000)
+        )
+
     def maintain(self, purge: bool | None = None) -> None:
         """Compact, refresh the full-text indexes and drop old versions. After deletions or edits the
         old versions are dropped at once (``purge``): forgotten text leaves the disk."""
         purge = self.purge_due if purge is None else purge
+        t0 = time.perf_counter()
         if not purge:
             # the slow part (compaction, folding new rows into the text indexes) keeps old versions,
             # so searches go on meanwhile; only dropping old versions below waits for them
             self.store.refresh()
+        t1 = time.perf_counter()
         with self.lock.exclusive():
             self.store.optimize(purge=purge)
         self.dirty_since = None
         self.purge_due = False
         self.last_optimize_at = time.time()
-        log.info("index_optimized", purge=purge, version=self.store.version())
+        log.info(
+            "index_optimized",
+            purge=purge,
+            version=self.store.version(),
+            refresh_ms=round((t1 - t0) * 1000),  # grows with the table: see docs/benchmarks.md
+            optimize_ms=round((time.perf_counter() - t1) * 1000),
+        )
 
     # -- applying work (worker thread) ----------------------------------------------------------
     @property

@@ -91,6 +91,7 @@ class WriteQueue:
         self.pending = Pending()
         self.seq = 0  # the last submission a barrier counts
         self.done = 0  # every submission numbered up to this is applied (or failed and was logged)
+        self.last_submit_at = 0.0  # time.monotonic() of the last submission
         self.in_flight = 0  # paths in the batch the writer is applying
         self._flying: set[str] = set()  # those some write submitted
         self._admissions: list[tuple[frozenset[str], asyncio.Future]] = []
@@ -119,6 +120,7 @@ class WriteQueue:
         writer's exception)."""
         fut = asyncio.get_running_loop().create_future()
         self.seq += 1
+        self.last_submit_at = time.monotonic()
         if chars:
             self._chars[self.seq] = chars
         self.pending.add(self.seq, paths, rescan, purge)
