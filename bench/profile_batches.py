@@ -137,6 +137,13 @@ def instrument() -> None:
     embed.Embedder.embed_passages = sized
 
 
+def _per_batch(seconds_by_thread) -> str:
+    """``name N ms`` per batch for each thread that used CPU, most first."""
+    return ", ".join(
+        f"{name} {s * 1000 / ARGS.batches:.0f} ms" for name, s in seconds_by_thread.most_common() if s > 0
+    )
+
+
 def main() -> int:
     global ARGS
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -219,21 +226,9 @@ def main() -> int:
                         )
                     )
                 print(f"  {dict(COUNTS)}")
+                print("  CPU per batch by thread: " + _per_batch(threads))
                 print(
-                    "  CPU per batch by thread: "
-                    + ", ".join(
-                        f"{name} {ms * 1000 / ARGS.batches:.0f} ms"
-                        for name, ms in threads.most_common()
-                        if ms > 0
-                    )
-                )
-                print(
-                    "  model alone's CPU per batch by thread (the caller is MainThread): "
-                    + ", ".join(
-                        f"{name} {ms * 1000 / ARGS.batches:.0f} ms"
-                        for name, ms in alone.most_common()
-                        if ms > 0
-                    )
+                    "  model alone's CPU per batch by thread (the caller is MainThread): " + _per_batch(alone)
                 )
                 COUNTS.clear()
     finally:
