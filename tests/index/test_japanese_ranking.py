@@ -16,12 +16,9 @@ from __future__ import annotations
 import pytest
 
 from memoryd.index.keyword import terms
-from memoryd.index.records import brief_record, sync_records
 from memoryd.index.search import search
 from memoryd.index.searcher import SearchQuery
-from memoryd.index.store import IndexStore
-from memoryd.kinds.briefs.source import BoardReader
-from support.briefs import write_briefs
+from support.briefs import index_briefs, write_briefs
 
 QUERY = "ログインのリダイレクト"
 REDIRECTS = [
@@ -72,15 +69,7 @@ def test_known_loanwords_also_give_their_english_words():
 def test_the_redirect_brief_ranks_first(tmp_path, embedder, redirect, button):
     board = tmp_path / "board"
     write_briefs(board, [button, redirect])
-    snap = BoardReader(board).load()
-    store = IndexStore(tmp_path / "index")
-    sync_records(
-        store,
-        [brief_record(b, snap.tasks.get(b.task)) for b in snap.briefs.values()],
-        embedder,
-        kinds=("brief",),
-    )
-    store.optimize(purge=True)
+    store = index_briefs(board, tmp_path / "index", embedder)
     for model in (embedder, None):  # hybrid, and keyword-only (the model not warm yet)
         # in English only where the brief says login too (サインイン is "sign-in")
         for query in (QUERY, "login redirect") if "サインイン" not in redirect else (QUERY,):

@@ -17,6 +17,7 @@ from memoryd.index.search import search
 from memoryd.index.searcher import SearchQuery
 from memoryd.index.store import IndexStore
 from memoryd.kinds.briefs.source import BoardReader
+from support.briefs import index_briefs
 
 SYNTAX = [
     '"',
@@ -56,19 +57,6 @@ SYNTAX = [
 ]
 
 
-def index_board(board: Path, index: Path, embedder) -> IndexStore:
-    snap = BoardReader(board).load()
-    store = IndexStore(index)
-    sync_records(
-        store,
-        [brief_record(b, snap.tasks.get(b.task)) for b in snap.briefs.values()],
-        embedder,
-        kinds=("brief",),
-    )
-    store.optimize(purge=True)
-    return store
-
-
 @pytest.fixture(scope="module")
 def board_copy(tmp_path_factory) -> Path:
     src = need_shared("eval", "board-v1", "board")
@@ -80,7 +68,7 @@ def board_copy(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def indexed(board_copy, embedder, tmp_path_factory):
     index = tmp_path_factory.mktemp("index") / "index"
-    return index_board(board_copy, index, embedder), index
+    return index_briefs(board_copy, index, embedder), index
 
 
 @pytest.mark.parametrize("query", SYNTAX)
@@ -94,7 +82,7 @@ def test_query_syntax_is_never_parsed(indexed, embedder, query):
 def test_empty_board_returns_nothing(tmp_path, embedder):
     (tmp_path / "board" / "tasks").mkdir(parents=True)
     (tmp_path / "board" / "briefs").mkdir()
-    store = index_board(tmp_path / "board", tmp_path / "index", embedder)
+    store = index_briefs(tmp_path / "board", tmp_path / "index", embedder)
     assert search(store, embedder, SearchQuery("login redirect loop")).hits == []
 
 
@@ -180,7 +168,7 @@ def test_no_secret_or_removed_screen_in_stored_text_or_index_bytes(indexed, boar
 
 
 def test_edit_reindexes_only_what_changed(board_copy, embedder, tmp_path):
-    store = index_board(board_copy, tmp_path / "index", embedder)
+    store = index_briefs(board_copy, tmp_path / "index", embedder)
     before = embedder.passages_embedded
     snap = BoardReader(board_copy).load()
     records = [brief_record(b, snap.tasks.get(b.task)) for b in snap.briefs.values()]
@@ -205,12 +193,12 @@ def test_edit_reindexes_only_what_changed(board_copy, embedder, tmp_path):
 
 def test_deleted_index_folder_is_rebuilt(board_copy, embedder, tmp_path):
     index = tmp_path / "index"
-    store = index_board(board_copy, index, embedder)
+    store = index_briefs(board_copy, index, embedder)
     assert store.count() == 200
     del store
     IndexStore.wipe(index)
     assert not index.exists()
-    store = index_board(board_copy, index, embedder)
+    store = index_briefs(board_copy, index, embedder)
     assert store.count() == 200
     assert (
         search(store, embedder, SearchQuery("redirect loop login account")).hits[0].task
@@ -221,7 +209,7 @@ def test_deleted_index_folder_is_rebuilt(board_copy, embedder, tmp_path):
 def test_deleted_brief_leaves_the_index(board_copy, embedder, tmp_path):
     board = tmp_path / "b"
     shutil.copytree(board_copy, board)
-    store = index_board(board, tmp_path / "index", embedder)
+    store = index_briefs(board, tmp_path / "index", embedder)
     shutil.rmtree(board / "briefs" / "b-20260803-52ea08")
     snap = BoardReader(board).load()
     report = sync_records(

@@ -2,7 +2,8 @@
 
 * :class:`Shim` runs ``memoryd-shim --socket S --no-start`` and keeps every byte it printed (leak checks);
   :meth:`Shim.ok` also checks that a result's text says the same as its ``structuredContent``.
-* :func:`write_briefs` writes a small board of one-brief tasks.
+* :func:`write_briefs` writes a small board of one-brief tasks; :func:`index_briefs` indexes a board's briefs
+  in-process (real model or ``None``, real LanceDB) and compacts the index.
 * :func:`board_files` snapshots a tree (size, mtime, link) to prove a refused call touched nothing.
 """
 
@@ -46,6 +47,21 @@ def write_briefs(board: Path, said: list[str]) -> None:
         (folder / "brief.json").write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
         (folder / "said.txt").write_text(text, encoding="utf-8")
         (folder / "prompt.md").write_text(text, encoding="utf-8")
+
+
+def index_briefs(board: Path, index: Path, embedder):
+    """An ``IndexStore`` at ``index`` holding every brief of ``board``, embedded by ``embedder`` (keyword-only
+    when ``None``), optimized so every row is in LanceDB's text index."""
+    from memoryd.index.records import brief_record, sync_records
+    from memoryd.index.store import IndexStore
+    from memoryd.kinds.briefs.source import BoardReader
+
+    snap = BoardReader(board).load()
+    store = IndexStore(index)
+    records = [brief_record(b, snap.tasks.get(b.task)) for b in snap.briefs.values()]
+    sync_records(store, records, embedder, kinds=("brief",))
+    store.optimize(purge=True)
+    return store
 
 
 def copy_board(source: Path, dest: Path) -> Path:
