@@ -187,6 +187,24 @@ def test_bind_makes_a_0600_socket_and_removes_only_its_own(short_dir):
     assert (short_dir / "s.sock").read_text() == "someone else's now"
 
 
+def test_a_removed_socket_never_removes_the_next_daemons_socket_that_reuses_its_inode_number(short_dir):
+    """A stopping daemon removes its socket, releases its locks, and removes "its" socket once more on
+    the way out; a daemon started meanwhile has bound the path, and the kernel may give the new file the
+    freed inode number (seen: the agent's restarted daemon lost its socket and never answered again)."""
+    old = socketfile.bind(short_dir / "s.sock")
+    old.sock.close()
+    assert old.remove_file() is True
+    new = socketfile.bind(short_dir / "s.sock")
+    try:
+        # the kernel's reuse of the freed inode number, which a test cannot force: same device, same inode
+        old.dev, old.ino = new.dev, new.ino
+        assert old.remove_file() is False
+        assert stat.S_ISSOCK((short_dir / "s.sock").lstat().st_mode), "the new daemon's socket was removed"
+    finally:
+        new.sock.close()
+        assert new.remove_file() is True
+
+
 def test_bind_refuses_a_path_longer_than_sun_path(short_dir):
     deep = short_dir / ("d" * 60) / ("e" * 60)
     deep.mkdir(parents=True)

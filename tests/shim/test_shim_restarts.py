@@ -45,7 +45,10 @@ def test_a_stateless_session_survives_a_graceful_restart(world, shims):  # noqa:
     wait_until(lambda: b"lost the daemon connection" in shim.stderr, timeout=10, what="the drop")
     shim.send(modern_call("next", "diag_echo", value="after"))
     answer = shim.recv(timeout=START_TIMEOUT_S)
-    assert answer["id"] == "next" and answer["result"]["structuredContent"]["value"] == "after", answer
+    assert (
+        answer["id"] == "next"
+        and answer.get("result", {}).get("structuredContent", {}).get("value") == "after"
+    ), (answer, shim.stderr.decode(errors="replace")[-2000:], world.spawn_log())
     wait_until(lambda: old not in world.daemons(), timeout=10, what="the old daemon to finish stopping")
     [new] = world.daemons()
     assert new != old

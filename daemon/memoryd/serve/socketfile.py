@@ -135,7 +135,7 @@ def replace_stale(path: Path) -> bool:
     return True
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class BoundSocket:
     """A listening socket and the identity of the file it created (to remove only our own on exit).
 
@@ -148,17 +148,23 @@ class BoundSocket:
     dev: int
     ino: int
     activation: str | None = None
+    gone: bool = False  # our file was removed or replaced: never look at the path again
 
     def remove_file(self) -> bool:
-        """Unlink the socket file if it is still the one we bound; ``True`` when removed."""
-        if self.activation is not None:
-            return False  # the service manager's socket: it stays for the next daemon
+        """Unlink the socket file if it is still the one we bound; ``True`` when removed. Once our file
+        is gone, later calls do nothing: a daemon started meanwhile may have bound a socket that the
+        kernel gave our freed inode number, and the identity check alone would take it for ours."""
+        if self.activation is not None or self.gone:
+            return False  # the service manager's socket stays for the next daemon
         try:
             st = self.path.lstat()
         except FileNotFoundError:
+            self.gone = True
             return False
         if not stat.S_ISSOCK(st.st_mode) or (st.st_dev, st.st_ino) != (self.dev, self.ino):
-            return False  # someone else's file now (inode numbers get reused): not ours to remove
+            self.gone = True  # someone else's file now: not ours to remove
+            return False
+        self.gone = True
         try:
             self.path.unlink()
         except FileNotFoundError:
