@@ -60,7 +60,7 @@ def test_stop_says_connected_agents_start_it_again_and_how_to_stop_for_good(make
     lines = done.stdout.splitlines()
     assert lines[0].startswith("stopped memoryd (pid ") and len(lines) == 2, done.stdout
     assert lines[1].startswith(
-        "1 agent session was connected: its shim starts memoryd again at the next call"
+        "1 agent session was connected: its shim starts memoryd again within a second"
     ), lines[1]
     assert " disconnect`" in lines[1] and " service stop`" in lines[1], lines[1]
     assert daemon.wait_exit(10) == 0
@@ -164,3 +164,13 @@ def test_terminate_reports_a_process_that_outlives_the_wait():
         stubborn.wait(10)
         stubborn.stdout.close()
     assert not alive(stubborn.pid) and terminate(stubborn.pid, 0.3) is True
+
+
+def test_open_with_agents_connected_names_the_service_since_their_shims_would_start_it_again(make_daemon):
+    daemon = make_daemon().start()
+    with Shim(daemon.socket, daemon.env).initialize():
+        wait_until(lambda: json.loads(memoryd(daemon, "status", "--json").stdout)["sessions"] == 1)
+        opened = memoryd(daemon, "open", "--print")
+    assert opened.returncode == 3 and "not serving HTTP" in opened.stderr, opened.stderr
+    assert "start one without HTTP again as soon as it stops" in opened.stderr, opened.stderr
+    assert " service install --http`" in opened.stderr, opened.stderr

@@ -43,6 +43,12 @@ def _turn_on(socket_path, me: str) -> str:
     then = f"then run `{me} open` again."
     if status and status.get("activation"):
         return f"It runs as the {status['activation']} service: run `{me} service install --http`, {then}"
+    if status and status.get("sessions"):
+        return (
+            f"The running daemon (pid {status.get('pid')}) was started without HTTP, and the shims of the "
+            f"agents connected to it start one without HTTP again as soon as it stops: run "
+            f"`{me} service install --http` (or close those agents, `{me} stop`, `{me} serve --http`), {then}"
+        )
     if status:
         return (
             f"The running daemon (pid {status.get('pid')}) was started without HTTP: stop it with `{me} stop`, "

@@ -180,7 +180,7 @@ def main(socket: str | None = None, wait_s: float = DEFAULT_WAIT_S) -> int:
         print(
             f"{counted(connected, 'agent session')} "
             + ("was connected: its shim starts" if connected == 1 else "were connected: their shims start")
-            + f" memoryd again at the next call; to stop it for good, close those agents or run `{me} "
+            + f" memoryd again within a second; to stop it for good, close those agents or run `{me} "
             f"disconnect` (`{me} service stop` or `uninstall` when the service is installed)."
         )
     return EXIT_STOPPED
