@@ -117,6 +117,20 @@ def test_claude_code_prompts_become_briefs_in_the_right_task(setup):
         assert out.code == 0 and out.stdout == ""
     assert len(briefs(daemon.board)) == 4
     assert meta["task"] == second["task"] == third["task"] != fourth["task"]
+    # the agent is told which task it joined by that task's title, not by the prompt it just sent
+    joined = run_hook(
+        cmd["UserPromptSubmit"],
+        claude(
+            "UserPromptSubmit",
+            repo,
+            "s-4",
+            prompt="the login page redirecting to account after the cookie expires",
+        ),
+        home,
+        repo,
+    ).json()["hookSpecificOutput"]["additionalContext"]
+    task_title = json.loads((daemon.board / "tasks" / f"{meta['task']}.json").read_text())["title"]
+    assert f'in task {meta["task"]} ("{task_title}", which continues earlier work' in joined, joined
 
     raw = board_bytes(daemon.board)
     for secret in (AWS_ID, PASSWORD, PRIVATE):

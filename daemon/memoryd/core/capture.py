@@ -192,6 +192,8 @@ class Capture:
             project=project,
         )
         joined = decision.task is not None
+        if joined and (task := self.briefs.tasks().get(task_id)) is not None and task.title:
+            title = task.title  # the task it joined is named by its own title, not this prompt's
         context = (
             f'{MARKER} memoryd filed this prompt as brief {brief_id} in task {task_id} ("{title}"'
             + (", which continues earlier work: get_task shows its history" if joined else ", a new task")
