@@ -207,3 +207,23 @@ def test_status_and_doctor_report_an_unusable_setting(tmp_path):
     env.pop("MEMORYD_TOOL_TIMEOUT_MS")
     code, found = checks(env, tmp_path)
     assert code == 0 and found["settings"]["state"] == "info"
+
+
+def test_a_gemini_settings_file_with_comments_is_fixed_by_the_snippet_not_by_connect(tmp_path):
+    """connect leaves a JSONC settings file alone and prints the entry to paste; doctor must give that fix,
+    not ``memoryd connect gemini``, which would refuse again."""
+    home, project = tmp_path / "h", tmp_path / "project"
+    (home / ".gemini").mkdir(parents=True)
+    project.mkdir()
+    (home / ".gemini" / "settings.json").write_text('{\n  // my theme\n  "theme": "Dracula"\n}\n')
+    env = env_for(home, tmp_path)
+    refused = memoryd(env, project, "connect", "gemini")
+    assert "NOT changed" in refused.stdout + refused.stderr, (refused.stdout, refused.stderr)
+    _, found = checks(env, project)
+    gemini = found["agent gemini"]
+    assert "has comments" in gemini["detail"], gemini
+    assert gemini["command"].endswith("connect --print gemini"), gemini
+    run_fix(gemini, env, project)
+    printed = subprocess.run(["/bin/sh", "-c", gemini["command"]], capture_output=True, text=True, env=env,
+                             cwd=project, timeout=180)  # fmt: skip
+    assert "memoryd" in printed.stdout and "mcpServers" in printed.stdout, printed.stdout

@@ -225,6 +225,12 @@ def _agents(asked: tuple[str, ...] = ()) -> tuple[list[Check], dict[str, bool]]:
                     Check(name, INFO, f"{detail}; memoryd cannot tell whether it is connected", fix)
                 )
         elif st.state in ("not connected", "not installed") and st.hook in (None, "missing"):
+            if _is_jsonc(agent):  # connect leaves a commented file alone and prints the entry instead
+                paste = _me("connect --print " + agent.name)
+                detail = f"{st.state} ({agent.config} has comments, so connect does not rewrite it)"
+                fix = f"{paste}   (and paste its entry into {agent.config} by hand)"
+                checks.append(Check(name, PROBLEM if wanted else INFO, detail, fix))
+                continue
             detail = f"{st.state} ({agent.config}); {connect} connects it"
             checks.append(Check(name, PROBLEM if wanted else INFO, detail, connect))
         else:  # connected through a stale entry, or without its Stop hook
@@ -232,6 +238,21 @@ def _agents(asked: tuple[str, ...] = ()) -> tuple[list[Check], dict[str, bool]]:
     if not checks:
         checks.append(Check("agents", INFO, "no known agent found on this machine", _me("connect --print")))
     return checks, connected
+
+
+def _is_jsonc(agent) -> bool:
+    """Whether the agent's JSON config file is JSONC (comments, trailing commas), which connect never edits."""
+    from memoryd.cli.connect.jsonedit import NotPlainJson, classify
+
+    if agent.fmt != "json":
+        return False
+    try:
+        classify(agent.config.read_text(encoding="utf-8"))
+    except NotPlainJson as exc:
+        return exc.kind == "jsonc"
+    except (OSError, UnicodeDecodeError):
+        return False
+    return False
 
 
 def _settings() -> Check:
