@@ -1,7 +1,7 @@
 """In-process work on the board when no daemon runs: search it (``memoryd search``), file a brief
 (``memoryd brief``).
 
-:func:`local_search` builds or refreshes the board's index, then searches it; tests of the core use it too.
+:func:`local_searches` builds or refreshes the board's index, then searches its briefs, its memories or both.
 :func:`file_brief` hands a person's brief to the daemon's own :class:`memoryd.core.capture.Capture` in this
 process: the same text rules, files and filing, with keyword-only search (no model is loaded) over the
 refreshed index, or straight into a new task (or the ``task`` asked for) when there is no index to search
@@ -46,17 +46,6 @@ def refresh(
         store.close()
         raise
     return store
-
-
-def local_search(settings: Settings, query: SearchQuery) -> SearchResult:
-    from memoryd.index.embed import load_embedder
-
-    embedder, _ = load_embedder(settings.model, settings.locations.models)
-    store = refresh(settings, embedder)
-    try:
-        return search(store, embedder, query)
-    finally:
-        store.close()
 
 
 def local_searches(
