@@ -364,3 +364,14 @@ def test_fast_path_triggers_cover_every_triggered_rule():
     assert set(_KEY_TRIGGERS) <= set(_ANY_TRIGGER)
     for rule in _library().triggered:
         assert set(rule.triggers) <= set(_ANY_TRIGGER), rule
+
+
+def test_iso_times_are_never_secrets_and_take_no_long_token_path():
+    from memoryd.index.redact import _Text
+
+    for text in ("2026-12-03T07:00:00Z", "at 2026-12-03T07:00:00.123456+02:00 the deploy ran"):
+        assert redact(text).text == text
+        assert _Text(text).long_tokens == []  # the rules that need a long token are skipped
+    # a time-shaped prefix does not hide what follows it in the same token, nor a key naming a secret
+    assert "[REDACTED" in redact("token=2026-12-03T07:00:00Z12345abcdefABCDEF99").text
+    assert redact("api_key: 2026-12-03T07:00:00Z").text == "api_key: [REDACTED:secret-assignment]"

@@ -32,6 +32,7 @@ changed since it last derived that record (:mod:`memoryd.index.derive_cache`).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -78,18 +79,20 @@ class Record:
     text_aux: str
     embed_text: str
 
-    @property
+    # derived once per record: a write asks for each several times (the derive cache, the change check,
+    # the row), and a record is never changed after it is made
+    @functools.cached_property
     def lang(self) -> str:
         """Script group of the embedded text: ``"cjk"`` or ``"latin"`` (see :func:`script_group`)."""
         return script_group(self.embed_text)
 
-    @property
+    @functools.cached_property
     def content_hash(self) -> str:
         """SHA-256 over every derived field: equal hash = nothing to rewrite."""
         blob = json.dumps([RECORD_FORMAT, asdict(self), self.lang], ensure_ascii=False, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()
 
-    @property
+    @functools.cached_property
     def embed_hash(self) -> str:
         """SHA-256 of the embedding text alone: equal hash = the stored vector is still right."""
         return hashlib.sha256(self.embed_text.encode()).hexdigest()
@@ -106,8 +109,12 @@ def script_group(text: str) -> str:
     normalises cosines within each group so a Japanese question can still find an English record.
     """
     cjk = len(_CJK_CHAR.findall(text))
+    if cjk == 0:  # the usual case, answered without a loop over the characters
+        return "latin"
+    if cjk >= 10:
+        return "cjk" if any(ch.isalpha() for ch in text) else "latin"
     letters = sum(1 for ch in text if ch.isalpha())
-    return "cjk" if letters and (cjk >= 10 or cjk * 5 >= letters) else "latin"
+    return "cjk" if letters and cjk * 5 >= letters else "latin"
 
 
 def clean(text: str) -> str:
