@@ -11,6 +11,7 @@ Speed and memory figures are measured here only; tests assert behaviour, never a
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -353,14 +354,56 @@ def board_texts() -> list[str]:
 
 
 def model_throughput(texts: list[str], batch: int = 50) -> float:
-    """Passages per second of the model itself (this process), in batches of ``batch``."""
-    from memoryd.index.embed import load_embedder
-
-    embedder, status = load_embedder(None, MODELS)
-    if embedder is None:
-        raise SystemExit(f"model unavailable: {status.detail}")
+    """Passages per second of the model itself (this process; loaded once), in batches of ``batch``."""
+    embedder = _embedder()
     embedder.embed_passages(texts[:8])  # warm
     t0 = time.perf_counter()
     for at in range(0, len(texts), batch):
         embedder.embed_passages(texts[at : at + batch])
     return len(texts) / (time.perf_counter() - t0)
+
+
+@functools.cache
+def _embedder():
+    from memoryd.index.embed import load_embedder
+
+    embedder, status = load_embedder(None, MODELS)
+    if embedder is None:
+        raise SystemExit(f"model unavailable: {status.detail}")
+    return embedder
+
+
+def wait_idle(pid: int, below: float = 0.05, window_s: float = 0.5, timeout_s: float = 30.0) -> float:
+    """Wait until process ``pid`` uses less than ``below`` of a core over ``window_s`` (its index
+    maintenance done), at most ``timeout_s``; returns the seconds waited. Without ``/proc`` (macOS): sleeps
+    two seconds instead."""
+    stat = Path(f"/proc/{pid}/stat")
+    t0 = time.perf_counter()
+    if not stat.exists():
+        time.sleep(2)
+        return time.perf_counter() - t0
+
+    def cpu() -> float:
+        fields = stat.read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    while time.perf_counter() - t0 < timeout_s:
+        c0 = cpu()
+        time.sleep(window_s)
+        if cpu() - c0 < below * window_s:
+            break
+    return time.perf_counter() - t0
+
+
+def file_creation_ms(folder: Path, n: int = 20) -> float:
+    """CPU milliseconds (this process, mostly the kernel's) to create, write and close one small file in a
+    new folder ``folder``: the file system's share of each stored note. The files are left in place, as
+    deleting them would make the next creations dearer on ext4 without a journal, which skips inodes freed
+    in the last minutes and reads each one's deletion time to do so."""
+    folder.mkdir(parents=True)
+    c0 = time.process_time()
+    for i in range(n):
+        fd = os.open(folder / f"probe-{i}", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.write(fd, b"x" * 400)
+        os.close(fd)
+    return (time.process_time() - c0) / n * 1000
