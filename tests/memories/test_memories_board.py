@@ -109,6 +109,8 @@ def test_a_broken_memory_file_is_skipped_never_the_board(shim, served):
     assert hits(shim, bad_word) == []
     err = shim.err("get_memory", hash=sha(bad))
     assert err["code"] == "E_BROKEN_FILE" and "YAML" in err["message"]
+    err = shim.err("get_relationships", hash=sha(bad))  # the same answer as get_memory, not "no memory"
+    assert err["code"] == "E_BROKEN_FILE" and "YAML" in err["message"], err
     # fixing the file brings it in
     editor_save(mem / f"{sha(bad)}.md", hand_file(bad))
     poll(lambda: hits(shim, bad_word) == [sha(bad)], "the repaired file indexed", PICKUP_BOUND_S)

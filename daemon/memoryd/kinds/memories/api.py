@@ -445,12 +445,12 @@ class Memories:
     ) -> list[Edge]:
         """Live edges of a memory (``outgoing``, ``incoming`` or ``both``), in memdb's order. Edges to a
         memory that no longer exists are left out, and removed from their file in the background.
-        Raises InvalidMemory, MemoryNotFound."""
+        Raises InvalidMemory, MemoryNotFound, BrokenMemory (its file is unusable, as :meth:`get` says)."""
         check_key(key)
         if direction not in graph.DIRECTIONS:
             raise InvalidMemory("direction must be outgoing, incoming or both")
         await self.settled()
-        m = self.view.find(key) or await asyncio.to_thread(self.ops.read_quiet, key)
+        m = self.view.find(key) or await asyncio.to_thread(self.ops.read, key)
         if m is None:
             raise MemoryNotFound(f"no memory {key}")
         edges, dangling = graph.edges_of(self.view, m, direction, relation_type)
