@@ -179,3 +179,15 @@ def test_a_refused_session_file_is_skipped_not_fatal_to_the_export(tmp_path):
     answer = export_file(board, tmp_path / "out.jsonl")
     text = (tmp_path / "out.jsonl").read_text(encoding="utf-8")
     assert answer["counts"].get("interaction", 0) > 0 and "not board data" not in text
+
+
+def test_a_sessions_entry_that_is_a_file_leaves_the_other_kinds_exported(tmp_path):
+    board = _board(tmp_path / "board")
+    write_memory(board, Memory.new("a memory that must still be exported"))
+    for entry in (board / "sessions").iterdir():
+        entry.unlink()
+    (board / "sessions").rmdir()
+    (board / "sessions").write_text("not a folder", encoding="utf-8")
+    answer = export_file(board, tmp_path / "out.jsonl")
+    assert answer["counts"].get("memory") == 3 and answer["counts"].get("brief") == 1, answer  # 2 + 1
+    assert "interaction" not in answer["counts"]

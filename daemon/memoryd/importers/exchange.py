@@ -116,7 +116,7 @@ def iter_export(board: Path, include: tuple[str, ...] = KINDS):
             relations = tuple(replace(r, target=moved.get(r.target, r.target)) for r in m.relations)
             yield _memory_obj(replace(m, id=moved.get(m.id, m.id), relations=relations))
     if "interactions" in include or "summaries" in include:
-        for sid in sess.list_sessions(board):
+        for sid in _session_ids(board):
             # A file the gate refuses (a planted symlink, a FIFO...) or a broken summary is skipped, as
             # every other reader does; one such file must not fail the whole export.
             if "interactions" in include:
@@ -127,6 +127,16 @@ def iter_export(board: Path, include: tuple[str, ...] = KINDS):
                 s = _session_file(sess.read_summary, board, sid, "summary")
                 if s is not None:
                     yield {"kind": "summary", **s.redacted().to_json()}
+
+
+def _session_ids(board: Path) -> list[str]:
+    """The board's session ids; none (logged) when ``sessions`` is a file or a symlink the gate refuses,
+    which the engine skips too: the other kinds are still exported."""
+    try:
+        return sess.list_sessions(board)
+    except UnsafePath as exc:
+        log.warning("export_skipped", what="sessions", error=str(exc))
+        return []
 
 
 def _session_file(read: Callable[[Path, str], T], board: Path, sid: str, what: str) -> T | None:
