@@ -370,3 +370,33 @@ def test_an_unreadable_board_is_an_error_not_an_empty_list(shared_board):
     finally:
         daemon.kill()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_hand_written_project_name_of_any_length_is_shown_cut():
+    from support.board import write_brief, write_task
+    from support.memories import poll
+
+    root = short_tmpdir()
+    board = root / "board"
+    (board / "tasks").mkdir(parents=True)
+    long_name = "p" * 5_000
+    for n in range(3):
+        task = f"t-20260101-aaaaa{n}"
+        write_task(board, task, project=long_name)
+        write_brief(board, f"b-20260101-bbbbb{n}", task, project=long_name)
+    daemon = InprocessDaemon(root, board=board)
+    try:
+        daemon.start()
+        wait_engine_ready(daemon)
+        s = InprocessShim(daemon).initialize()
+        try:
+            answer = poll(lambda: (a := s.ok("list_tasks"))["total"] == 3 and a, "the three tasks listed")
+            shown = [t["project"] for t in answer["tasks"]] + answer["projects"]
+            assert shown and all(name.startswith("ppp") and len(name) <= 201 for name in shown), shown
+            found = s.ok("search_briefs", query="checkout button")
+            assert all(len(h["project"]) <= 201 for h in found["results"]) and found["results"]
+        finally:
+            s.close()
+    finally:
+        daemon.kill()
+        shutil.rmtree(root, ignore_errors=True)

@@ -38,6 +38,9 @@ OUTCOME_ITEM_CHARS = 2000
 TASK_BRIEFS = 50  # briefs shown by get_task (the newest, in order)
 SCREENSHOTS = 50
 PROJECTS = 50
+#: A project name is a folder's name (at most 255 bytes); one written by hand in a task file may be any
+#: length, and it is repeated on every task of a list: shown names are cut here (the cut is recorded).
+PROJECT_SHOWN = 200
 SKIPPED_SHOWN = 5  # unreadable task files named in a list_tasks answer (all are counted)
 UNBRIEFED_SHOWN = 30  # open tasks without a brief named by a search that lists the open work
 SEARCH_POOL = 100  # hits asked of the search core (its maximum), so an answer can count matches
@@ -104,7 +107,7 @@ def search_answer(
             "date": _date(h.date),
             "task_id": h.task,
             "task_status": h.status,
-            "project": scrub(h.project),
+            "project": _project(scrub, h.project),
             "title": scrub.bounded(h.title, TITLE_CHARS, "title"),
             "said": scrub.line(h.line, LINE_CHARS),
             "score": round(float(h.score), 3),
@@ -130,7 +133,7 @@ def search_answer(
             {
                 "task_id": task.id,
                 "title": scrub.bounded(task.title, TITLE_CHARS, "title"),
-                "project": scrub(task.project),
+                "project": _project(scrub, task.project),
                 "created": _date(task.created_at),
             }
             for task in unbriefed[:UNBRIEFED_SHOWN]
@@ -192,7 +195,7 @@ def tasks_answer(
         {
             "task_id": task.id,
             "title": scrub.bounded(task.title, TITLE_CHARS, "title"),
-            "project": scrub(task.project),
+            "project": _project(scrub, task.project),
             "status": task.status,
             "created": _date(task.created_at),
             "last_activity": _date(last),
@@ -205,7 +208,7 @@ def tasks_answer(
         "total": len(rows),
         "project": project,
         "status": status,
-        "projects": [scrub(p) for p in sorted(projects)[:PROJECTS]],
+        "projects": [_project(scrub, p) for p in sorted(projects)[:PROJECTS]],
         "note": DATA_NOTE,
         "tasks": tasks,
         "skippedFiles": len(unread),
@@ -295,7 +298,7 @@ def task_answer(task: Task, briefs: Sequence[Brief], unread_briefs: Sequence[Ski
         "task": {
             "task_id": task.id,
             "title": scrub.bounded(task.title, TITLE_CHARS, "task.title"),
-            "project": scrub(task.project),
+            "project": _project(scrub, task.project),
             "status": task.status,
             "created": _date(task.created_at),
         },
@@ -359,7 +362,7 @@ def brief_answer(
         "task_id": brief.task,
         "task_title": scrub.bounded(task.title, TITLE_CHARS, "task_title") if task else None,
         "task_status": task.status if task else None,
-        "project": scrub(brief.project),
+        "project": _project(scrub, brief.project),
         "created_at": brief.created_at,
         "title": scrub.bounded(brief.title, TITLE_CHARS, "title"),
         "summary": scrub.bounded(brief.summary, SUMMARY_CHARS, "summary"),
@@ -492,3 +495,8 @@ def render_context(a: Mapping[str, Any]) -> str:
     if not a["context"]:
         return "\n".join([head, empty_context(a), *_tail(a)])
     return "\n".join([head, a["note"], a["context"], *_tail(a)])
+
+
+def _project(scrub: Scrub, name: str | None) -> str:
+    """A project name as answers show it: redacted, cut at :data:`PROJECT_SHOWN` characters."""
+    return scrub.bounded(name, PROJECT_SHOWN, "project")
