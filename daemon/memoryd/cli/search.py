@@ -45,7 +45,7 @@ def register(sub) -> None:
         "search",
         run,
         help="the same search agents get, over briefs and memories, for a person at a terminal (through "
-        "the running daemon; in-process when none runs)",
+        "the running daemon; directly on the board's index when none runs)",
     )
     q.add_argument("query")
     q.add_argument(
@@ -63,11 +63,11 @@ def register(sub) -> None:
     )
     locations(
         q,
-        board="search this board (in-process unless the running daemon serves it)",
-        index="index folder for the in-process search (default: the board's own)",
+        board="search this board (directly, unless the running daemon serves it)",
+        index="index folder for a search without the daemon (default: the board's own)",
         socket=SOCKET_HELP,
     )
-    q.add_argument("--model", help="embedding model for the in-process fallback, or 'none'")
+    q.add_argument("--model", help="embedding model for a search without the daemon, or 'none'")
 
 
 def limit_arg(value: str) -> int:
