@@ -118,6 +118,17 @@ def project_of(cwd: str | None) -> str:
         return ""
 
 
+def no_project_reason(cwd: str | None) -> str:
+    """Why ``cwd`` is no project, in words (``"your home folder"``, ``"the file-system root"``), or ``""``
+    when it is one or the reason is another (a missing or relative path)."""
+    if not cwd or not os.path.isabs(cwd) or project_of(cwd):
+        return ""
+    if Path(cwd) == Path(cwd).parent:
+        return "the file-system root"
+    home = os.environ.get("HOME")
+    return "your home folder" if home and os.path.abspath(home) == os.path.abspath(cwd) else ""
+
+
 def branch_of(cwd: str | None) -> str:
     """The checked-out branch of the work tree around ``cwd`` (``HEAD``'s ``refs/heads/...``), else ``""``."""
     if not cwd or not os.path.isabs(cwd):

@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from support.briefs import cli_env, memoryd, wait_engine_ready
@@ -101,5 +102,47 @@ def test_only_a_png_screenshot_and_utf8_text_are_attached(tmp_path):
         screens = board / "briefs" / ok.stdout.strip() / "screens"
         assert (screens / "1.png").read_bytes() == PNG
         assert (screens / "1.txt").read_text("utf-8") == "Checkout button is grey"
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_brief_filed_from_the_root_or_home_says_it_has_no_project(make_daemon):
+    """The root and ``$HOME`` are no project (every unrelated thing typed there would be one): the brief is
+    filed without one, and ``memoryd brief`` says so and how to name one; a refused brief is not a
+    "capture"."""
+    root = short_tmpdir()
+    try:
+        board, index = root / "board", root / "index"
+        daemon = make_daemon(root, board=board, index=index).start()
+        wait_engine_ready(daemon)
+        env = cli_env(root, board, index, daemon.socket)
+        at_root = brief(env, "Fix the footer links on the about page")  # memoryd() runs from /
+        assert at_root.returncode == 0, at_root.stderr
+        assert meta(board, at_root.stdout.strip())["project"] == ""
+        assert "no project" in at_root.stderr and "/ is the file-system root" in at_root.stderr, (
+            at_root.stderr
+        )
+        assert "--project NAME" in at_root.stderr
+        named = brief(env, "Fix the footer links on the contact page", "--project", "site")
+        assert "project site" in named.stderr and "no project" not in named.stderr, named.stderr
+
+        refused = brief(env, "Fix the footer links", "--task", "t-20990101-000000")
+        assert refused.returncode != 0 and "brief not filed: no task" in refused.stderr, refused.stderr
+        assert "capture" not in refused.stderr
+
+        daemon.kill()  # filed in this process: the same rule, the same words
+        home = Path(daemon.env["HOME"])
+        home.mkdir(parents=True, exist_ok=True)
+        at_home = subprocess.run(
+            [sys.executable, "-m", "memoryd", "brief", "Write the release notes"],
+            capture_output=True,
+            text=True,
+            env=env | {"HOME": str(home)},
+            cwd=home,
+            timeout=120,
+        )
+        assert at_home.returncode == 0, at_home.stderr
+        assert meta(board, at_home.stdout.strip())["project"] == ""
+        assert f"{home} is your home folder" in at_home.stderr, at_home.stderr
     finally:
         shutil.rmtree(root, ignore_errors=True)

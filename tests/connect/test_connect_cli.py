@@ -176,7 +176,7 @@ def test_groups_written_as_tools_equals_are_kept_as_the_shim_reads_them(tmp_path
 
 def test_connect_refreshing_an_entry_keeps_the_agents_own_keys_and_other_env_variables(tmp_path):
     """An entry connect rewrites (an older install, no --tools) keeps what memoryd does not manage: an
-    agent's start-up timeout, tool approvals, env variables other than memoryd's own."""
+    agent's start-up timeout, tool approvals, env variables other than memoryd's own, comments."""
     home = tmp_path / "h"
     (home / ".claude").mkdir(parents=True)
     (home / ".codex").mkdir()
@@ -184,11 +184,20 @@ def test_connect_refreshing_an_entry_keeps_the_agents_own_keys_and_other_env_var
            "alwaysAllow": ["search_briefs"], "env": {"HTTPS_PROXY": "http://proxy:3128"}}  # fmt: skip
     (home / ".claude.json").write_text(json.dumps({"mcpServers": {"memoryd": old}}))
     (home / ".codex" / "config.toml").write_text(
-        '[mcp_servers.memoryd]\ncommand = "/old/python"\nargs = ["-S", "/old/shim.py"]\n'
-        'startup_timeout_sec = 30\n\n[mcp_servers.memoryd.env]\nHTTPS_PROXY = "http://proxy:3128"\n'
+        '[mcp_servers.memoryd]\n# my notes on this entry\ncommand = "/old/python"\nargs = ["-S", "/old/shim.py"]\n'
+        "# the first start builds the model\nstartup_timeout_sec = 30  # seconds\n\n"
+        '[mcp_servers.memoryd.env]\nHTTPS_PROXY = "http://proxy:3128"  # the office proxy\n'
     )
     out = memoryd(home, "connect", "--no-capture").stdout
     assert out.count("updated") == 2, out
+    written = (home / ".codex" / "config.toml").read_text()
+    for comment in (
+        "# my notes on this entry",
+        "# the first start builds the model",
+        "# seconds",
+        "# the office",
+    ):
+        assert comment in written, (comment, written)  # comments inside memoryd's own table stay too
     claude = json.loads((home / ".claude.json").read_text())["mcpServers"]["memoryd"]
     codex = tomlkit.parse((home / ".codex" / "config.toml").read_text())["mcp_servers"]["memoryd"]
     assert claude["timeout"] == 30000 and claude["alwaysAllow"] == ["search_briefs"], claude

@@ -106,6 +106,30 @@ def test_toml_stale_entry_is_replaced_where_it_is_and_comments_survive():
     assert tomledit.get_entry(removed, "memoryd") is None and "[mcp_servers.docs]" in removed
 
 
+def test_toml_comments_inside_memoryds_own_table_survive_a_refresh():
+    text = TOML.replace(
+        "[profiles.fast]",
+        "[mcp_servers.memoryd]\n# added by hand: keep\n"
+        'command = "/old/python"  # moved\nstartup_timeout_sec = 30  # slow disk\n\n'
+        '[mcp_servers.memoryd.env]\n# my proxy\nHTTPS_PROXY = "http://proxy:3128"\n\n[profiles.fast]',
+    )
+    entry = {**ENTRY, "startup_timeout_sec": 30, "env": {"HTTPS_PROXY": "http://proxy:3128"}}
+    new = edits.set_entry(text, "toml", ("mcp_servers",), entry)
+    assert tomledit.get_entry(new, "memoryd") == entry
+    for comment in (
+        "# added by hand: keep",
+        "# moved",
+        "# slow disk",
+        "# my proxy",
+        "# top comment",
+        "# inline",
+    ):
+        assert comment in new, (comment, new)
+    assert (
+        new.index("# added by hand") < new.index("[mcp_servers.memoryd.env]") < new.index("[profiles.fast]")
+    )
+
+
 def test_broken_toml_is_refused():
     with pytest.raises(tomledit.NotToml):
         edits.set_entry('model = "o3\n[mcp_servers', "toml", ("mcp_servers",), ENTRY)

@@ -65,3 +65,46 @@ def test_search_lists_briefs_and_memories_each_under_its_heading(make_daemon, mo
     answer = json.loads(local.stdout)
     assert answer["via"] == "in-process" and answer["results"][0]["title"] == REDIRECT, answer
     assert answer["memories"][0]["content"] == LESSON, answer["memories"]
+
+
+SAMESITE = "Changed the session cookie SameSite from Strict to Lax on the /auth callback"
+
+
+def test_a_hit_found_through_its_outcome_shows_that_outcome_and_a_short_brief_its_text_once(
+    make_daemon, models_dir
+):
+    from memoryd.kinds.briefs.files import Outcome, render_outcome
+
+    root = short_tmpdir()
+    board, index = root / "board", root / "index"
+    write_briefs(board, [BUTTON, REDIRECT])
+    outcome = Outcome(did=("Added an e2e test for the expired session", SAMESITE), decided=("Keep Lax",))
+    (board / "briefs" / "b-20261101-000001" / "outcome.md").write_text(
+        render_outcome(outcome), encoding="utf-8"
+    )
+    daemon = make_daemon(root, board=board, index=index, model="", env={"MEMORYD_MODELS": str(models_dir)})
+    daemon.start()
+    wait_engine_ready(daemon)
+    env = cli_env(root, board, index, daemon.socket) | {"MEMORYD_MODELS": str(models_dir)}
+    with Shim(daemon.socket, daemon.env, tools="memories").initialize() as shim:
+        assert shim.ok("store_memory", content=LESSON, tags=["web"], importance=10)["ok"]
+
+    for via in ("(via daemon)", "(daemon not running: searched the board directly)"):
+        found = memoryd(env, "search", "SameSite cookie", "--kind", "briefs")
+        assert found.returncode == 0, found.stderr
+        assert via in found.stdout and "in-process" not in found.stdout, found.stdout
+        hit = found.stdout[found.stdout.index("b-20261101-000001") :]
+        assert hit.splitlines()[1:3] == [f"      “{REDIRECT}”", f"      outcome: did: {SAMESITE}"], (
+            found.stdout
+        )
+        assert found.stdout.count(REDIRECT) == 1, found.stdout
+
+        # a memory's relevance (its score plus importance and recency) is shown on the briefs' 0-1 scale
+        lessons = memoryd(
+            env, "search", "login redirect loop middleware expired sessions", "--kind", "memories"
+        )
+        assert lessons.returncode == 0 and "clear the cookie first" in lessons.stdout, lessons.stderr
+        listed = memoryd(env, "search", "login redirect loop middleware expired sessions", "--json")
+        assert json.loads(listed.stdout)["memories"][0]["relevance"] > 1.0, listed.stdout
+        assert lessons.stdout.splitlines()[1].startswith("1.00  "), lessons.stdout
+        daemon.kill()

@@ -11,7 +11,7 @@ from tests.conftest import need_shared
 
 from memoryd.cli.eval.labelled import read_jsonl
 from memoryd.index.columns import Filter
-from memoryd.index.keyword import term_string
+from memoryd.index.keyword import meaning_text, term_string
 from memoryd.index.records import brief_record, sync_records
 from memoryd.index.search import search
 from memoryd.index.searcher import SearchQuery
@@ -77,6 +77,16 @@ def test_query_syntax_is_never_parsed(indexed, embedder, query):
     for model in (embedder, None):
         result = search(store, model, SearchQuery(query))
         assert isinstance(result.hits, list)
+
+
+def test_hinglish_request_words_are_neither_terms_nor_meaning():
+    """A Hinglish request's words ("ka", "kaise", "kare") are dropped from its terms and from the text the model
+    embeds; English words that are also Hinglish ones ("the", "main", "tab") stay in the embedded text."""
+    assert term_string("login button ka colour kaise set kare", query=True) == "login button colour set"
+    assert term_string("ye karein ya karo?", query=True) == ""
+    assert meaning_text("login button ka colour kaise set kare") == "login button colour set"
+    assert meaning_text("the main tab ka bug kab aaya") == "the main tab bug aaya"
+    assert meaning_text("kya hai") == "kya hai"  # nothing else to embed
 
 
 def test_empty_board_returns_nothing(tmp_path, embedder):

@@ -109,6 +109,33 @@ def test_a_question_in_japanese_hinglish_or_other_words_finds_the_english_memory
             assert contents(s, query) == [], query
 
 
+#: Another trial's four notes, two of them in Japanese.
+MIXED = [
+    "ログインボタンの色はデザインシステムの primary トークンを使う。直接 hex を書かない。",
+    "ステージング環境のDBパスワードは1Passwordの「staging-db」に保存してある",
+    "Use pnpm, not npm, in the web repo (shopfront). npm breaks the lockfile.",
+    "Login redirect loop was caused by the session cookie SameSite=Strict on the /auth callback; fixed by Lax.",
+]
+
+
+def test_hinglish_words_around_a_question_do_not_sink_it(models_dir):
+    """A question that found the colour note ("login button ka colour") asked in a full Hinglish sentence
+    found nothing: its request words counted as rare query terms the note lacks, and they pulled the query's
+    meaning away from its subject."""
+    with warm_daemon(models_dir) as daemon, InprocessMemShim(daemon, tools="memories").initialize() as s:
+        for text in MIXED:
+            s.ok("store_memory", content=text, tags=["notes"])
+        for query in [
+            "login button ka colour",
+            "login button ka colour kaise set kare",
+            "login button ka colour kaise set karein",
+            "login button ka colour kya hai",
+        ]:
+            assert contents(s, query)[:1] == [MIXED[0]], query
+        for query in [*NONSENSE, "aaj mausam kaisa hai", "kya hai", "recipe for banana bread"]:
+            assert contents(s, query) == [], query
+
+
 #: A new user's ten notes as stored in a trial, one misspelled as it was typed ("Teh nightly backpu job").
 TRIAL = [
     "The web repo uses pnpm as its package manager, not npm",

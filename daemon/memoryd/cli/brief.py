@@ -6,6 +6,10 @@ daemon it files the brief the same way in this process (:func:`memoryd.core.loca
 search over the board's index, or a new task when there is none) and says so on stderr; the daemon indexes
 it when it next starts.
 
+Filed from ``$HOME`` or ``/`` without ``--project`` the brief has no project (:func:`memoryd.project.project_of`):
+every unrelated thing typed there would otherwise be one project. The command says so on stderr, with how to
+name one.
+
 ``--task`` naming a done task opens that task again and says so on stderr: a brief is work wanted, and a
 done task holding it would keep it out of every list of open work.
 """
@@ -31,12 +35,15 @@ def register(sub) -> None:
     where.add_argument("--new-task", metavar="TITLE", help="start a new task with this title")
     b.add_argument("--screen", metavar="PNG", help="a screenshot to attach")
     b.add_argument(
-        "--screen-text", metavar="TXT", help="that screenshot's text (searchable, never handed out)"
+        "--screen-text",
+        metavar="FILE",
+        help="a text file holding that screenshot's text (searchable, never handed out)",
     )
 
 
 def cmd_brief(args) -> int:
     from memoryd.paths import resolve
+    from memoryd.project import no_project_reason
     from memoryd.serve.control import ask_capture
 
     if args.screen_text and not args.screen:
@@ -77,10 +84,16 @@ def cmd_brief(args) -> int:
             "daemon next starts"
         )
     print(answer["brief"])
-    print(
-        f"task {answer['task']} ({answer['filed']}), project {answer.get('project') or '-'}{searched}",
-        file=sys.stderr,
-    )
+    project = f"project {answer['project']}" if answer.get("project") else "no project"
+    print(f"task {answer['task']} ({answer['filed']}), {project}{searched}", file=sys.stderr)
+    reason = no_project_reason(request["cwd"]) if not (answer.get("project") or args.task) else ""
+    if reason:
+        print(
+            f"memoryd brief: {request['cwd']} is {reason}, not a project's folder, so the brief has no project; "
+            "run it in the project's folder or add --project NAME "
+            f"(`memoryd tasks move {answer['brief']} --to T` moves it into a task of one)",
+            file=sys.stderr,
+        )
     if answer.get("reopened"):
         print(
             f"memoryd brief: task {answer['task']} was done; it is open again, since it has new work "

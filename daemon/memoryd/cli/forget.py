@@ -49,7 +49,7 @@ def register(sub: Any) -> None:
     f.add_argument(
         "--now",
         action="store_true",
-        help="re-read the board and purge the index now (through the running daemon, in-process when none runs)",
+        help="re-read the board and purge the index now (through the running daemon, directly when none runs)",
     )
     f.add_argument("--json", action="store_true", help="print the report as one JSON object")
     locations(f, board=BOARD_HELP, index=INDEX_HELP, socket=SOCKET_HELP)
@@ -207,7 +207,7 @@ def render(report: dict[str, Any]) -> str:
     via = (
         f"through the running daemon (pid {report.get('pid')})"
         if report["via"] == "daemon"
-        else "in-process (no daemon serves this board)"
+        else "directly (no daemon serves this board)"
     )
     r = report["reconciled"]
     if report["version"] is None:

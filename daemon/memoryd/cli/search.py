@@ -12,7 +12,9 @@ never on the index of a daemon serving another board. When a daemon serving that
 writes that index, the search goes to that daemon. Both paths print the same answer: ``--json`` is the
 tool's ``structuredContent`` plus ``"via"`` (``"daemon"`` | ``"in-process"``) and ``"board"`` (the board
 that answered); with memories searched, ``"memories"`` is ``search_memories``' result list (memdb's
-``Memory`` shape plus ``relevance``). With ``--kind memories`` the briefs' keys are absent.
+``Memory`` shape plus ``relevance``). With ``--kind memories`` the briefs' keys are absent. The text output
+names where the answer came from in words, shows a memory's relevance on the briefs' 0-1 scale, and under a
+brief whose outcome holds query words its title and said line lack, that outcome's item (read from the board).
 
 Exit codes: 0 answered (possibly with no match), 1 the daemon answered with an error (board unreadable,
 still loading, ...) or the index cannot be written here (another process writes it, it belongs to another
@@ -28,7 +30,7 @@ from typing import Any
 
 from memoryd.cli.client import DaemonClient, DaemonError, DaemonUnavailable
 from memoryd.cli.options import SOCKET_HELP, command, locations
-from memoryd.errors import StartupError
+from memoryd.errors import MemorydError, StartupError
 from memoryd.settings import Settings
 from memoryd.wording import redaction_line
 
@@ -43,7 +45,7 @@ def register(sub) -> None:
         "search",
         run,
         help="the same search agents get, over briefs and memories, for a person at a terminal (through "
-        "the running daemon; in-process when none runs)",
+        "the running daemon; directly on the board's index when none runs)",
     )
     q.add_argument("query")
     q.add_argument(
@@ -61,11 +63,11 @@ def register(sub) -> None:
     )
     locations(
         q,
-        board="search this board (in-process unless the running daemon serves it)",
-        index="index folder for the in-process search (default: the board's own)",
+        board="search this board (directly, unless the running daemon serves it)",
+        index="index folder for a search without the daemon (default: the board's own)",
         socket=SOCKET_HELP,
     )
-    q.add_argument("--model", help="embedding model for the in-process fallback, or 'none'")
+    q.add_argument("--model", help="embedding model for a search without the daemon, or 'none'")
 
 
 def limit_arg(value: str) -> int:
@@ -180,19 +182,21 @@ def run(args: Any) -> int:
     # --board/--index name a board explicitly: the daemon is used only when it serves that same board.
     wanted = board if (args.board or args.index) else None
     answer: dict[str, Any] | None = None
+    direct = "daemon not running: searched the board directly"
     try:
         found = via_daemon(loc.socket, args.query, args.project, args.limit, wanted, kinds)
         answer = {**found, "via": "daemon"}
     except DaemonUnavailable:
         print(
-            f"memoryd search: no daemon is running on {loc.socket}; searching in-process instead "
+            f"memoryd search: no daemon is running on {loc.socket}; searching the board directly instead "
             "(slower; start one with `memoryd serve`)",
             file=sys.stderr,
         )
     except OtherBoard as exc:
+        direct = "the daemon serves another board: searched this one directly"
         print(
             f"memoryd search: the daemon on {loc.socket} serves {exc.board or 'another board'}; searching "
-            f"{board} in-process on its own index {loc.index}",
+            f"{board} directly, on its own index {loc.index}",
             file=sys.stderr,
         )
     except DaemonError as exc:
@@ -211,38 +215,90 @@ def run(args: Any) -> int:
     if args.json:
         print(json.dumps(answer, ensure_ascii=False))
     else:
-        print_human(answer)
+        print_human(answer, args.query, "via daemon" if answer["via"] == "daemon" else direct)
     return 0
 
 
-def print_human(answer: dict[str, Any]) -> None:
-    """Briefs (score, date, project, task, brief, title, said), then memories (relevance, date, project, type,
-    hash, first line, tags), each kind under its own heading, on stdout; notes about the mode on stderr."""
+def print_human(answer: dict[str, Any], query: str = "", via: str = "via daemon") -> None:
+    """Briefs (score, date, project, task, brief, title, said; the outcome's item holding ``query``'s words the
+    rest lacks), then memories (relevance, date, project, type, hash, first line, tags), each kind under its
+    own heading (``via``: where the answer came from, in words), on stdout; notes about the mode on stderr."""
     if "results" in answer:
-        _print_briefs(answer)
+        _print_briefs(answer, query, via)
     if "memories" in answer:
         if "results" in answer:
             print()
-        _print_memories(answer["memories"], answer["via"])
+        _print_memories(answer["memories"], via)
     if answer.get("mode_note"):
         print(f"({answer['mode_note']})", file=sys.stderr)
     if answer.get("redacted"):
         print(f"({redaction_line(answer['redacted'])})", file=sys.stderr)
 
 
-def _print_briefs(answer: dict[str, Any]) -> None:
+def _print_briefs(answer: dict[str, Any], query: str, via: str) -> None:
     # Not memoryd.tools.answers.of_total: importing memoryd.tools costs the MCP types (about a second).
     matched = f"{answer['matched']}{'+' if answer.get('matched_at_least') else ''}"
     if answer["results"]:
         noun = "matching brief" if matched == "1" else "matching briefs"
-        print(f"{answer['shown']} of {matched} {noun} (via {answer['via']})")
+        print(f"{answer['shown']} of {matched} {noun} ({via})")
     else:
         print("no brief matches that query")
+    outcomes = outcome_lines(answer, query)
     for r in answer["results"]:
-        print(
-            f"{r['score']:.2f}  {r['date']}  {r['project']:<14} {r['task_id']}  {r['brief_id']}\n"
-            f"      {r['title']}\n      “{r['said']}”"
-        )
+        print(f"{r['score']:.2f}  {r['date']}  {r['project']:<14} {r['task_id']}  {r['brief_id']}")
+        title, said = r["title"], r["said"]
+        # a short brief's title is its said text, whole or cut ("…"): print that text once
+        if title.removesuffix("…").rstrip() and said.startswith(title.removesuffix("…").rstrip()):
+            print(f"      “{said}”")
+        else:
+            print(f"      {title}\n      “{said}”")
+        if r["brief_id"] in outcomes:
+            print(f"      outcome: {outcomes[r['brief_id']]}")
+
+
+def outcome_lines(answer: dict[str, Any], query: str) -> dict[str, str]:
+    """brief id -> the item of that hit's outcome (``"did: ..."``) holding the most of ``query``'s words that
+    its shown title and said line lack, for the hits that have one: a brief found through its outcome shows
+    why. Read from the board that answered (``answer["board"]``); ``{}`` when it cannot be read."""
+    from memoryd.index.keyword import term_string
+    from memoryd.kinds.briefs.files import OUTCOME_SECTIONS
+    from memoryd.kinds.briefs.source import BoardReader
+
+    asked = _stems(term_string(query, query=True))
+    if not asked or not answer.get("board"):
+        return {}
+    reader = BoardReader(Path(answer["board"]))
+    found: dict[str, str] = {}
+    for r in answer.get("results") or ():
+        missing = asked - _stems(term_string(f"{r['title']}\n{r['said']}"))
+        if not missing:
+            continue
+        try:
+            brief = reader.read_brief(r["brief_id"])
+        except (OSError, ValueError, MemorydError):  # the board: unreadable here, or a bad id
+            return found
+        if brief is None or brief.outcome is None:
+            continue
+        items = [(name, item) for name, _ in OUTCOME_SECTIONS for item in getattr(brief.outcome, name)]
+        shared = [len(missing & _stems(term_string(item))) for _, item in items]
+        if shared and max(shared):
+            name, item = items[shared.index(max(shared))]  # the first of the best, in the outcome's order
+            cut = item if len(item) <= MEMORY_LINE_CHARS else item[:MEMORY_LINE_CHARS].rstrip() + "…"
+            found[r["brief_id"]] = f"{name}: {cut}"
+    return found
+
+
+def _stems(terms: str) -> set[str]:
+    """``terms`` with a plural or verb ending cut ("retries" and "retried" -> "retri"), so a word asked in
+    another form still counts as found, as LanceDB's stemmer finds it."""
+    out = set()
+    for term in terms.split():
+        for end in ("ing", "ies", "ied", "es", "ed", "s"):
+            if term.endswith(end) and len(term) - len(end) >= 3:
+                term = term[: -len(end)] + ("i" if end in ("ies", "ied") else "")
+                break
+        out.add(term)
+    return out
 
 
 MEMORY_LINE_CHARS = 160
@@ -252,7 +308,7 @@ def _print_memories(memories: list[dict[str, Any]], via: str) -> None:
     if not memories:
         print("no memory matches that query")
         return
-    print(f"{len(memories)} matching {'memory' if len(memories) == 1 else 'memories'} (via {via})")
+    print(f"{len(memories)} matching {'memory' if len(memories) == 1 else 'memories'} ({via})")
     for m in memories:
         lines = [line.strip() for line in str(m.get("content", "")).splitlines() if line.strip()]
         first = lines[0] if lines else ""
@@ -260,7 +316,8 @@ def _print_memories(memories: list[dict[str, Any]], via: str) -> None:
             first = first[:MEMORY_LINE_CHARS].rstrip() + "…"
         tags = " ".join(f"#{t}" for t in m.get("tags") or ())
         print(
-            f"{m.get('relevance', 0.0):.2f}  {str(m.get('created_at', ''))[:10]}  {m.get('project') or '-':<14} "
+            # relevance adds small importance and recency bonuses to a 0-1 score: shown on the briefs' scale
+            f"{min(1.0, m.get('relevance', 0.0)):.2f}  {str(m.get('created_at', ''))[:10]}  {m.get('project') or '-':<14} "
             f"{m.get('memory_type', '')}  memory {str(m.get('hash', ''))[:12]}\n"
             f"      {first}" + (f"\n      {tags}" if tags else "")
         )

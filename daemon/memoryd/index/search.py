@@ -36,7 +36,7 @@ import numpy as np
 from memoryd.index import intent
 from memoryd.index.columns import Filter
 from memoryd.index.embed import reference_cosines
-from memoryd.index.keyword import term_string
+from memoryd.index.keyword import meaning_text, term_string
 from memoryd.index.ranking import DEFAULT_RANKING, RANKINGS, Ranking
 from memoryd.index.redact import PLACEHOLDERS, redact
 from memoryd.index.searcher import SearchQuery
@@ -177,7 +177,7 @@ def gather(
     )
     c.known = any(store.stats.df.get(t, 0) > 0 for t in qterms.split())
     if embedder is not None:
-        qvec = embedder.embed_queries([text])[0]
+        qvec = embedder.embed_queries([meaning_text(text)])[0]
         by_group = store.nearest_by(qvec, CANDIDATES, near_filters, per="lang")
         c.bm25 = keyword_hits()
         # Cosines are compared within each script group (a query scores higher against any text in

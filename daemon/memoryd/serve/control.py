@@ -264,15 +264,21 @@ async def capture_answer(engine_handle: Any, line: bytes, wait_s: float = CAPTUR
         return rendezvous.error_line("capture request is not JSON")
     if not isinstance(msg, dict) or msg.get("v") != rendezvous.WIRE_VERSION:
         return rendezvous.error_line(f"capture request must be a wire v{rendezvous.WIRE_VERSION} object")
+    # a person's `memoryd brief` reads the answer; a hook's goes to the log
+    request = msg.get("request")
+    typed = isinstance(request, dict) and request.get("event") == "brief"
+    refused = (
+        ("brief not filed", "filing the brief failed") if typed else ("capture refused", "capture failed")
+    )
     try:
         engine = await engine_handle.get(wait_s=wait_s)
-        return _answer_line("capture", await engine.capture.handle(msg.get("request")))
+        return _answer_line("capture", await engine.capture.handle(request))
     except ValueError as exc:
-        _warn("capture_refused", msg.get("request"), str(exc))
-        return rendezvous.error_line(f"capture refused: {exc}")
+        _warn("capture_refused", request, str(exc))
+        return rendezvous.error_line(f"{refused[0]}: {exc}")
     except Exception as exc:  # the answer says why; the daemon keeps serving
-        _warn("capture_failed", msg.get("request"), f"{type(exc).__name__}: {exc}")
-        return rendezvous.error_line(f"capture failed: {type(exc).__name__}: {exc}")
+        _warn("capture_failed", request, f"{type(exc).__name__}: {exc}")
+        return rendezvous.error_line(f"{refused[1]}: {type(exc).__name__}: {exc}")
 
 
 def _warn(event: str, request: Any, error: str) -> None:

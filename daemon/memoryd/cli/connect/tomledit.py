@@ -3,7 +3,8 @@
 A new entry is appended as its own table at the end of the file, and removing an entry that still reads as
 memoryd wrote it cuts exactly that text again, so connect + disconnect give back the original bytes. Any
 other case (an entry written by hand or by ``codex mcp add``, a stale entry) goes through tomlkit's
-document model, which keeps every other line, comment and blank line as it was.
+document model, which keeps every other line, comment and blank line as it was; an entry already there as a
+table is changed key by key, so the comments a person wrote inside it stay too.
 """
 
 from __future__ import annotations
@@ -102,8 +103,30 @@ def set_entry(text: str, name: str, entry: dict[str, Any]) -> str:
         servers = doc[SERVERS]
     # ``mcp_servers = { ... }`` takes no table: the entry is written inline there too
     inline = isinstance(servers, tomlkit.items.InlineTable)
-    servers[name] = _inline(entry) if inline else _table(entry)
+    existing = servers.get(name)
+    if isinstance(existing, tomlkit.items.Table):
+        _update(existing, entry)  # in place: the comments inside the entry's table stay
+    else:
+        servers[name] = _inline(entry) if inline else _table(entry)
     return tomlkit.dumps(doc)
+
+
+def _update(table: tomlkit.items.Table, entry: dict[str, Any]) -> None:
+    """Make ``table`` hold ``entry``'s keys and values, leaving its comment lines and the comment after an
+    unchanged or changed value where they are (a nested table, such as ``env``, likewise)."""
+    for key in [k for k in table if k not in entry]:
+        del table[key]
+    for key, value in entry.items():
+        old = table.get(key)
+        if isinstance(value, dict) and isinstance(old, tomlkit.items.Table):
+            _update(old, value)
+        elif old is None or old.unwrap() != value:
+            table[key] = value
+            if old is not None and old.trivia.comment:
+                table[key].trivia.comment_ws, table[key].trivia.comment = (
+                    old.trivia.comment_ws,
+                    old.trivia.comment,
+                )
 
 
 def remove_entry(text: str, name: str, keep_empty: bool) -> str:
