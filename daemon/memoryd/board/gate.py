@@ -108,6 +108,19 @@ def kind_of(st: os.stat_result) -> str:
     return "unknown file type"
 
 
+def file_signature(path: str | os.PathLike[str]) -> tuple[int, ...] | None:
+    """What tells one state of a regular file from another: ``(device, inode, size, mtime ns, ctime ns)``;
+    None when ``path`` is gone or no regular file (a folder's own times miss edits inside it). Any write,
+    rename over it or ``chmod`` changes the ctime, so an equal signature is the file as it was."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
 def refusal(st: os.stat_result, max_bytes: int | None = None) -> str | None:
     """Why ``st`` (an lstat/fstat result) is not a readable board file, or None when it is."""
     if not stat.S_ISREG(st.st_mode):

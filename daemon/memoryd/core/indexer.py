@@ -20,10 +20,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import stat
 import time
 
-from memoryd.board.gate import Skipped
+from memoryd.board.gate import Skipped, file_signature
 from memoryd.core.sources import RecordSource, owners
 from memoryd.core.writequeue import ChangeFeed, Pending, WriteQueue
 from memoryd.index.derive_cache import DeriveCache
@@ -523,15 +522,8 @@ class Indexer:
 
 
 def _signature(src: RecordSource, path: str) -> tuple[int, ...] | None:
-    """What tells a regular file's state apart (inode, size, times in ns), or None when it is not a regular
-    file (a folder's own times miss edits inside it)."""
-    try:
-        st = os.lstat(os.path.join(src.board, path))
-    except OSError:
-        return None
-    if not stat.S_ISREG(st.st_mode):
-        return None
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    """:func:`memoryd.board.gate.file_signature` of a board-relative ``path`` of ``src``."""
+    return file_signature(os.path.join(src.board, path))
 
 
 def _within(path: str, origin: str) -> bool:

@@ -336,6 +336,21 @@ def _relations(raw: Any, path: str) -> tuple[Relation, ...]:
     return tuple(out)
 
 
+def shared(memory: Memory) -> Memory:
+    """``memory`` with the strings many memories repeat (tags, type, project, origin, an access time equal
+    to the creation time) shared as :func:`parse_memory` shares them: the view holds every memory."""
+    m = memory
+    return replace(
+        m,
+        tags=tuple(sys.intern(t) for t in m.tags),
+        memory_type=sys.intern(m.memory_type),
+        project=sys.intern(m.project),
+        origin=None if m.origin is None else sys.intern(m.origin),
+        accessed_at=m.created_at if m.accessed_at == m.created_at else m.accessed_at,
+        extra=m.extra or NO_EXTRA,
+    )
+
+
 def parse_memory(text: str, memory_id: str, path: str | None = None) -> Memory:
     """Parse a memory file's text; raises :class:`MemoryFileError` for a broken one."""
     path = path or memory_path(memory_id)

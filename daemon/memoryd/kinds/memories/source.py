@@ -17,8 +17,8 @@ import unicodedata
 from collections.abc import Collection
 from pathlib import Path
 
-from memoryd.board.gate import Skipped, UnsafePath
-from memoryd.index.records import SourceBatch, records_by_id
+from memoryd.board.gate import Skipped, UnsafePath, file_signature
+from memoryd.index.records import Record, SourceBatch, records_by_id
 from memoryd.index.redact import redact
 from memoryd.kinds.memories.files import (
     MEMORIES_DIR,
@@ -32,10 +32,14 @@ from memoryd.kinds.memories.files import (
     misnamed,
     read_memory,
 )
+from memoryd.kinds.memories.format import shared
 from memoryd.kinds.memories.records import KIND, memory_inputs, memory_record
 from memoryd.logs import get_logger
 
 log = get_logger("memoryd.kinds.memories")
+
+#: Memories this daemon created whose files the writer has not read yet (see :meth:`MemorySource.written`).
+WRITTEN_KEPT = 4096
 
 
 class MemorySource:
@@ -52,6 +56,8 @@ class MemorySource:
         self._incoming: dict[str, set[str]] = {}  # target id -> ids of memories with an edge to it
         self._by_tag: dict[str, set[str]] = {}  # a tag as answers show it (redacted) -> ids carrying it
         self._skipped: dict[str, Skipped] = {}
+        # id -> (its file's signature as written, the memory, its record): :meth:`written`
+        self._written: dict[str, tuple[tuple[int, ...], Memory, Record]] = {}
         self.generation = 0  # bumped on every change (cache key for stats)
 
     # -- RecordSource ---------------------------------------------------------------------------------
@@ -89,17 +95,40 @@ class MemorySource:
         with self._lock:
             self._note(path, problem)
 
+    def written(self, memory: Memory, path: Path) -> None:
+        """``memory`` was just created at ``path`` by this daemon. When the writer comes to that file
+        (:meth:`records_for`) and it is still exactly as written (:func:`file_signature`), the memory and
+        its record are taken from here instead of reading and parsing the file again: the writer's cycle
+        is what a stream of stores waits on, and this call runs on the store's own thread beside it.
+        A file changed meanwhile, by anyone, is read as always. Thread-safe."""
+        signature = file_signature(path)
+        if signature is None:
+            return
+        memory = shared(memory)
+        record = memory_record(memory)
+        with self._lock:
+            self._written[memory.id] = (signature, memory, record)
+            if len(self._written) > WRITTEN_KEPT:  # a writer that never came: forget the oldest
+                del self._written[next(iter(self._written))]
+
     def _load(self, memory_id: str, batch: SourceBatch) -> None:
-        """Re-read one memory's file into ``batch`` and the view."""
+        """Re-read one memory's file into ``batch`` and the view (unless this daemon just wrote it:
+        :meth:`written`)."""
         origin = memory_path(memory_id)
-        try:
-            memory = read_memory(self.board, memory_id)
-            problem = None
-        except (MemoryFileError, UnsafePath) as exc:
-            memory, problem = None, Skipped(exc.path, exc.reason)
-            log.warning("board.file_skipped", path=exc.path, reason=exc.reason)
-            batch.skipped.append(problem)
-        batch.add(origin, [memory_record(memory)] if memory is not None else [])
+        with self._lock:
+            known = self._written.pop(memory_id, None)
+        problem = None
+        if known is not None and known[0] == file_signature(self.board / origin):
+            memory, record = known[1], known[2]
+        else:
+            try:
+                memory = read_memory(self.board, memory_id)
+                record = memory_record(memory) if memory is not None else None
+            except (MemoryFileError, UnsafePath) as exc:
+                memory, record, problem = None, None, Skipped(exc.path, exc.reason)
+                log.warning("board.file_skipped", path=exc.path, reason=exc.reason)
+                batch.skipped.append(problem)
+        batch.add(origin, [record] if record is not None else [])
         with self._lock:
             self._drop(memory_id)
             if memory is not None:

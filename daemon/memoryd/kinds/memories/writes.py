@@ -99,8 +99,9 @@ class BoardOps:
                     existing = fresh
         if existing is None:
             # the caller hands the new file to the index itself: the watcher need not report its link
-            _, is_new = write_memory(self.board, m, folder=self.folder, echo=False)
+            path, is_new = write_memory(self.board, m, folder=self.folder, echo=False)
             if is_new:
+                self.view.written(m, path)  # the writer takes it from here while the file is unchanged
                 return m, True
             existing = self.read(m.id)  # another writer (an import) created it a moment ago
             if existing is None:
