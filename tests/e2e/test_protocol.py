@@ -348,6 +348,28 @@ def test_invalid_arguments_are_tool_execution_errors_from_2025_11_25(conn):
     assert_error(conn.recv(), -32602, "p")  # no tool name at all: a malformed request, a protocol error
 
 
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [
+        ("search_briefs", {"query": "login", "limit": 1.0}),
+        ("list_tasks", {"limit": 2.0}),
+        ("get_context", {"tokens": 100.0}),
+        ("memo_search", {"query": "x", "limit": 1.0}),
+        ("get_all_summaries", {"limit": 1.0, "offset": 0.0}),
+        ("search_memories", {"query": "x", "limit": 3.0}),
+    ],
+)
+def test_a_whole_number_written_with_a_fraction_is_an_integer(daemon, name, args):
+    """JSON Schema counts 1.0 as an integer, and Python clients send integers that way: the schema takes it,
+    so the tool must too (as the integer), never crash on it or echo it as a float."""
+    with RawConnection(daemon.socket, tools=["all"]) as c:
+        c.initialize()
+        result = c.call(name, args, id=1)["result"]
+    text = result["content"][0]["text"]
+    assert not result.get("isError"), text
+    assert ".0 " not in text and "internal error" not in text, text
+
+
 def test_stateless_era_argument_errors_are_tool_execution_errors(daemon):
     with RawConnection(daemon.socket) as c:
         params = {"name": "diag_echo", "arguments": {}, "_meta": ENVELOPE}

@@ -45,6 +45,7 @@ from memoryd.core.warmup import EngineHandle
 from memoryd.errors import Envelope, InvalidParams
 from memoryd.index.redact import redact
 from memoryd.textcheck import first_lone_surrogate
+from memoryd.tools.schema import whole_numbers
 
 #: Tool names: the MCP spec's recommendation narrowed to what every client accepts.
 TOOL_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -244,12 +245,14 @@ class RegisteredTool:
 
     def check_arguments(self, arguments: dict[str, Any]) -> None:
         """Raise :class:`InvalidParams` naming the first schema violation or a string holding a lone UTF-16
-        surrogate (``"\\ud800"`` is valid JSON but no Unicode text: nothing downstream can encode it)."""
+        surrogate (``"\\ud800"`` is valid JSON but no Unicode text: nothing downstream can encode it).
+        Valid ``arguments`` change in place: ``1.0`` where the schema says integer becomes ``1``."""
         problem = _first_error(self._input, arguments)
         if problem is None and not self.spec.checks_text:
             problem = first_lone_surrogate(arguments)
         if problem is not None:
             raise InvalidParams(f"Invalid arguments for tool {self.spec.name}: {problem}")
+        whole_numbers(self.spec.input_schema, arguments)
 
     def to_result(self, output: ToolResult | dict[str, Any]) -> types.CallToolResult:
         """Shape a handler's output; raises ``ValueError`` when it breaks the declared output schema."""

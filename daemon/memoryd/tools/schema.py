@@ -8,6 +8,7 @@ needs a variant builds a new dict (``{**STR, "description": ...}``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 STR: dict[str, Any] = {"type": "string"}
@@ -42,3 +43,18 @@ def answer(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
     """A tool's output schema: an object with ``properties`` then :data:`ANSWER_FIELDS` (not closed:
     fields it does not name are not refused), of which ``required`` must be present."""
     return {"type": "object", "properties": {**properties, **ANSWER_FIELDS}, "required": required}
+
+
+def whole_numbers(schema: Mapping[str, Any], value: Any) -> Any:
+    """``value`` (already valid against ``schema``) with each float at an ``integer`` place made an ``int``;
+    objects and arrays are changed in place. Follows ``properties`` and ``items``, which is all the tools'
+    schemas nest with."""
+    if schema.get("type") == "integer" and isinstance(value, float):
+        return int(value)
+    if isinstance(value, dict):
+        for key, sub in (schema.get("properties") or {}).items():
+            if key in value and isinstance(sub, Mapping):
+                value[key] = whole_numbers(sub, value[key])
+    elif isinstance(value, list) and isinstance(schema.get("items"), Mapping):
+        value[:] = [whole_numbers(schema["items"], item) for item in value]
+    return value
