@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 
 import pytest
 
@@ -108,3 +109,40 @@ def test_a_hit_found_through_its_outcome_shows_that_outcome_and_a_short_brief_it
         assert json.loads(listed.stdout)["memories"][0]["relevance"] > 1.0, listed.stdout
         assert lessons.stdout.splitlines()[1].startswith("1.00  "), lessons.stdout
         daemon.kill()
+
+
+def _argv_bytes(env: dict, *args: bytes) -> subprocess.CompletedProcess:
+    """``memoryd`` with raw argv bytes (what a terminal in a Latin-1 locale, or a script, may pass)."""
+    return subprocess.run(
+        [sys.executable.encode(), b"-m", b"memoryd", *args],
+        capture_output=True,
+        env=env,
+        cwd="/",
+        timeout=120,
+    )
+
+
+def test_bad_queries_and_missing_boards_are_told_plainly_with_or_without_a_daemon(make_daemon):
+    root = short_tmpdir()
+    board, index = root / "board", root / "index"
+    write_briefs(board, [REDIRECT])
+    env = cli_env(root, board, index, root / "s.sock") | {"MEMORYD_MODEL": "none"}
+    too_long = "redirect " * 120  # 1,080 characters: search_briefs takes 1,000
+
+    def told(result, code: int, said: str) -> None:
+        err = result.stderr if isinstance(result.stderr, str) else result.stderr.decode(errors="replace")
+        assert result.returncode == code and said in err and "Traceback" not in err, (result.returncode, err)
+
+    missing = memoryd(env, "search", "login", "--board", str(root / "nowhere"))
+    told(missing, 1, f"board {root / 'nowhere'} does not exist")
+    told(memoryd(env, "search", "login", "--board", str(board / "tasks" / "x.json")), 1, "board ")
+    for daemon_up in (False, True):
+        if daemon_up:
+            make_daemon(root, board=board, index=index, model="none", socket_path=root / "s.sock").start()
+        told(memoryd(env, "search", too_long), 2, "1,080 characters, more than the 1,000 allowed")
+        told(_argv_bytes(env, b"search", b"login \xff\xfe"), 2, "not valid UTF-8")
+        told(_argv_bytes(env, b"search", b"login", b"--project", b"\xff"), 2, "not valid UTF-8")
+        fine = memoryd(env, "search", "login redirect", "--json")
+        assert fine.returncode == 0 and json.loads(fine.stdout)["via"] == (
+            "daemon" if daemon_up else "in-process"
+        )

@@ -18,7 +18,8 @@ brief whose outcome holds query words its title and said line lack, that outcome
 
 Exit codes: 0 answered (possibly with no match), 1 the daemon answered with an error (board unreadable,
 still loading, ...) or the index cannot be written here (another process writes it, it belongs to another
-board), 2 bad arguments.
+board), or there is no readable board, 2 bad arguments (as the tools would refuse them: a query over
+1,000 characters, text that is not UTF-8).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import Any
 
 from memoryd.cli.client import DaemonClient, DaemonError, DaemonUnavailable
 from memoryd.cli.options import SOCKET_HELP, command, locations
-from memoryd.errors import MemorydError, StartupError
+from memoryd.errors import BoardUnreadable, MemorydError, StartupError
 from memoryd.settings import Settings
 from memoryd.wording import redaction_line
 
@@ -176,6 +177,9 @@ def run(args: Any) -> int:
     """``args``: ``query``, ``kind``, ``project``, ``limit``, ``json``, ``board``, ``index``, ``socket``,
     ``model``."""
     kinds = KINDS[args.kind]
+    if problem := _bad_text(args.query, args.project):
+        print(f"memoryd search: {problem}", file=sys.stderr)
+        return 2
     settings = Settings.load(board=args.board, index=args.index, socket=args.socket, model=args.model)
     loc = settings.locations
     board = str(loc.board)
@@ -206,6 +210,9 @@ def run(args: Any) -> int:
         try:
             found = in_process(settings, args.query, args.project, args.limit, kinds)
             answer = {**found, "via": "in-process", "board": board}
+        except BoardUnreadable as exc:  # no board there, not a folder, not readable
+            print(f"memoryd search: {exc}", file=sys.stderr)
+            return 1
         except StartupError as exc:  # the index: written by another process, or another board's
             owner = _through_index_owner(exc, board, args)
             if owner is None:
@@ -217,6 +224,21 @@ def run(args: Any) -> int:
     else:
         print_human(answer, args.query, "via daemon" if answer["via"] == "daemon" else direct)
     return 0
+
+
+def _bad_text(query: str, project: str | None) -> str | None:
+    """Why the tools would refuse ``query`` or ``project`` as typed, so that the daemon and the in-process
+    search refuse alike: bytes that are not UTF-8 (argv decodes them to lone surrogates), a query over the
+    tools' length bound. None when both are fine."""
+    from memoryd.kinds.briefs.schemas import QUERY_CHARS
+    from memoryd.textcheck import has_lone_surrogate
+
+    for name, text in (("query", query), ("--project", project)):
+        if text is not None and has_lone_surrogate(text):
+            return f"the {name} is not valid UTF-8 text; type it again in a UTF-8 terminal"
+    if len(query) > QUERY_CHARS:
+        return f"the query is {len(query):,} characters, more than the {QUERY_CHARS:,} allowed"
+    return None
 
 
 def print_human(answer: dict[str, Any], query: str = "", via: str = "via daemon") -> None:
