@@ -1,6 +1,6 @@
 """The relay: an agent's stdin/stdout <-> the daemon's Unix socket, one thread, one ``select`` loop.
 
-One module of ~560 lines on purpose: the state machine below is one loop whose states share the held
+One module of ~590 lines on purpose: the state machine below is one loop whose states share the held
 lines and the replay; split across modules, the "exactly one answer per request" rule could not be read whole.
 
 States (``Relay.state``)::
@@ -9,7 +9,8 @@ States (``Relay.state``)::
     GREETING    connected, hello sent, waiting for the daemon's one-line answer
     REPLAYING   after a reconnect: the client's cached initialize was re-sent under a shim-private id;
                 client lines wait until its answer arrives (and is swallowed)
-    RELAYING    lines flow both ways, verbatim
+    RELAYING    lines flow both ways, verbatim; once the daemon answered a call "restarted" (it is
+                stopping and reads no more), client lines wait in `held` for the next daemon
     FAILED      no daemon: every request gets a JSON-RPC error saying what to run; exit 1 at stdin EOF
                 or after a short linger
 
@@ -49,6 +50,7 @@ MAX_DAEMON_LINE = 4 * rendezvous.MAX_LINE_BYTES  # a daemon line longer than thi
 MAX_DROPS, DROP_WINDOW_S = 5, 60.0  # more drops than this within the window: give up
 
 RESTARTED = rendezvous.RESTARTED_MESSAGE
+STOPPING_GRACE_S = 10.0  # how long a daemon that said it is stopping may keep the connection open
 
 
 class Exit(BaseException):
@@ -104,6 +106,7 @@ class Relay:
         self.greet_deadline = self.replay_deadline = self.failed_at = 0.0
         self.fail_message = ""
         self.drops: list[float] = []
+        self.stopping_at = 0.0  # when the daemon answered a call "restarted": it is stopping (0: it is not)
 
     # ---- the loop -------------------------------------------------------------------------------
 
@@ -151,6 +154,8 @@ class Relay:
             self._retry(now, "the daemon did not answer the hello")
         elif state == REPLAYING and now >= self.replay_deadline:
             self._drop(now, "the daemon did not answer the replayed initialize")
+        elif state == RELAYING and self.stopping_at and now >= self.stopping_at + STOPPING_GRACE_S:
+            self._drop(now, "the daemon said it was stopping but kept the connection open")
         state = self.state
         if state == FAILED:
             if not self.stdin_open or now >= self.failed_at + FAILED_LINGER_S:
@@ -194,6 +199,7 @@ class Relay:
         hello = rendezvous.hello_line(self.tools, _cwd(), os.getpid(), _version())
         self.connector = Connector(self.socket_path, self.socket_arg, hello, self.may_start, reconnect, now)
         self.state = CONNECTING
+        self.stopping_at = 0.0
         self._connect(now)
 
     def _connect(self, now: float) -> None:
@@ -386,6 +392,10 @@ class Relay:
             self._untrack(msg.key)
             if self.init_msg is not None and not self.init_answered and msg.key == self.init_msg.key:
                 self.init_answered = True
+            if not self.stopping_at and _says_restarted(line):
+                # The daemon is stopping: it reads no more from this connection and closes it soon. The
+                # agent's retry must wait for the next daemon, not be lost with this connection.
+                self.stopping_at = time.monotonic()
         self._write_out(line)
 
     def _write_out(self, data: bytes) -> None:
@@ -440,12 +450,12 @@ class Relay:
             self.init_line, self.init_msg, self.init_answered = line, msg, False
         elif msg.kind == jsonrpc.NOTIFICATION and msg.method == "notifications/initialized":
             self.initialized_line = line
-        elif msg.kind == jsonrpc.RESPONSE and self.state != RELAYING:
+        elif msg.kind == jsonrpc.RESPONSE and (self.state != RELAYING or self.stopping_at):
             log("dropped a client response meant for a lost daemon connection")
             return
         item = _Line(line, msg)
         self.queued_bytes += len(line)
-        if self.state == RELAYING:
+        if self.state == RELAYING and not self.stopping_at:
             self.wire.append(item)
             self._send()  # now, not after another select(): this is the relay's latency
         else:
@@ -505,6 +515,22 @@ def _reserve_std_fds() -> None:
             if null != fd:
                 os.dup2(null, fd)
                 os.close(null)
+
+
+_RESTARTED_BYTES = RESTARTED.encode()
+
+
+def _says_restarted(line: bytes) -> bool:
+    """True for the error a stopping daemon answers its cancelled calls with (``RESTARTED``)."""
+    if _RESTARTED_BYTES not in line:
+        return False
+    from memoryd_shim import wirejson
+
+    try:
+        error = wirejson.loads(line).get("error")
+    except (ValueError, RecursionError, AttributeError):
+        return False
+    return isinstance(error, dict) and error.get("message") == RESTARTED
 
 
 def _is_request(item: _Line) -> bool:

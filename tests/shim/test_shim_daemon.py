@@ -269,8 +269,8 @@ def test_a_live_session_survives_a_daemon_restart(world, shims, how):
     assert in_flight["id"] == 5 and "error" in in_flight or in_flight["result"].get("isError"), in_flight
     if how == "kill -9":
         assert in_flight["error"]["message"] == "memoryd restarted; please retry"
-    # A stopping daemon may answer the call itself (cancelled) and close a moment later; a request sent
-    # in between is in flight when it closes and gets the shim's error. "Next" means after the restart.
+    # A stopping daemon may answer the call itself (cancelled) and close a moment later (a request sent in
+    # between waits for the next daemon: the test after this one).
     wait_until(lambda: b"lost the daemon connection" in shim.stderr, timeout=10, what="the drop")
     shim.send(call(6, "diag_echo", value="after"))
     answer = shim.recv(timeout=START_TIMEOUT_S)
@@ -282,6 +282,32 @@ def test_a_live_session_survives_a_daemon_restart(world, shims, how):
     assert new != old
     shim.expect_silence(0.5)  # no duplicate for 5, no replayed initialize answer
     assert [json.loads(line)["id"] for line in shim.raw] == [1, 5, 6]
+
+
+def test_a_retry_sent_the_moment_a_stopping_daemon_says_retry_reaches_the_next_daemon(world, shims):
+    # A stopping daemon answers its cancelled calls "please retry" itself, then reads nothing more and
+    # closes a moment later: an agent retrying at once must get the next daemon's answer, not that error
+    # again from the shim when the connection closes under the retry. (A race: three rounds, so that
+    # without the rule a round loses it.)
+    shim = shims("--socket", world.socket, env=world.env)
+    handshake(shim)
+    ids = [1]
+    for round in range(3):
+        [old] = world.daemons()
+        slow, retry = 10 * round + 5, 10 * round + 6
+        shim.send(call(slow, "diag_sleep", seconds=30))
+        time.sleep(0.5)  # let the call reach the daemon
+        os.kill(old, signal.SIGTERM)
+        in_flight = shim.recv(timeout=10)
+        assert in_flight["id"] == slow and in_flight["error"]["message"] == "memoryd restarted; please retry"
+        shim.send(call(retry, "diag_echo", value="at once"))
+        answer = shim.recv(timeout=START_TIMEOUT_S)
+        assert answer["id"] == retry and "result" in answer, (round, answer, shim.stderr.decode())
+        assert answer["result"]["structuredContent"]["value"] == "at once"
+        wait_until(lambda old=old: old not in world.daemons(), timeout=15, what="the old daemon's exit")
+        ids += [slow, retry]
+    shim.expect_silence(0.5)
+    assert [json.loads(line)["id"] for line in shim.raw] == ids
 
 
 MODERN_META = {
