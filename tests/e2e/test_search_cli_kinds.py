@@ -142,6 +142,8 @@ def test_bad_queries_and_missing_boards_are_told_plainly_with_or_without_a_daemo
         told(memoryd(env, "search", too_long), 2, "1,080 characters, more than the 1,000 allowed")
         told(_argv_bytes(env, b"search", b"login \xff\xfe"), 2, "not valid UTF-8")
         told(_argv_bytes(env, b"search", b"login", b"--project", b"\xff"), 2, "not valid UTF-8")
+        for project in (" ", "p" * 101):
+            told(memoryd(env, "search", "login", "--project", project), 2, "--project must name a project")
         fine = memoryd(env, "search", "login redirect", "--json")
         assert fine.returncode == 0 and json.loads(fine.stdout)["via"] == (
             "daemon" if daemon_up else "in-process"

@@ -19,7 +19,7 @@ brief whose outcome holds query words its title and said line lack, that outcome
 Exit codes: 0 answered (possibly with no match), 1 the daemon answered with an error (board unreadable,
 still loading, ...) or the index cannot be written here (another process writes it, it belongs to another
 board), or there is no readable board, 2 bad arguments (as the tools would refuse them: a query over
-1,000 characters, text that is not UTF-8).
+1,000 characters, a blank or over-long --project, text that is not UTF-8).
 """
 
 from __future__ import annotations
@@ -230,7 +230,7 @@ def _bad_text(query: str, project: str | None) -> str | None:
     """Why the tools would refuse ``query`` or ``project`` as typed, so that the daemon and the in-process
     search refuse alike: bytes that are not UTF-8 (argv decodes them to lone surrogates), a query over the
     tools' length bound. None when both are fine."""
-    from memoryd.kinds.briefs.schemas import QUERY_CHARS
+    from memoryd.kinds.briefs.schemas import PROJECT_CHARS, QUERY_CHARS
     from memoryd.textcheck import has_lone_surrogate
 
     for name, text in (("query", query), ("--project", project)):
@@ -238,6 +238,8 @@ def _bad_text(query: str, project: str | None) -> str | None:
             return f"the {name} is not valid UTF-8 text; type it again in a UTF-8 terminal"
     if len(query) > QUERY_CHARS:
         return f"the query is {len(query):,} characters, more than the {QUERY_CHARS:,} allowed"
+    if project and (len(project) > PROJECT_CHARS or not project.strip()):
+        return f"--project must name a project (1-{PROJECT_CHARS} characters, not only spaces)"
     return None
 
 
