@@ -146,3 +146,41 @@ def test_a_brief_filed_from_the_root_or_home_says_it_has_no_project(make_daemon)
         assert f"{home} is your home folder" in at_home.stderr, at_home.stderr
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_blank_options_are_refused_and_text_that_is_not_utf8_is_mended_with_or_without_a_daemon(make_daemon):
+    root = short_tmpdir()
+    try:
+        board, index = root / "board", root / "index"
+        env = cli_env(root, board, index, root / "s.sock")
+        for daemon_up in (False, True):
+            if daemon_up:
+                make_daemon(root, board=board, index=index, socket_path=root / "s.sock").start()
+            for option in ("--task", "--new-task", "--project"):
+                for blank in ("", "  "):
+                    refused = brief(env, "Fix the login page", option, blank)
+                    assert refused.returncode == 2 and f"{option} is blank" in refused.stderr, (
+                        daemon_up,
+                        option,
+                        refused.returncode,
+                        refused.stderr,
+                    )
+            typed = subprocess.run(
+                [*_python_m_memoryd(), b"brief", b"Fix the caf\xe9 menu", b"--project", b"shop"],
+                capture_output=True,
+                env=env,
+                cwd="/",
+                timeout=120,
+            )
+            assert typed.returncode == 0 and b"Traceback" not in typed.stderr, (daemon_up, typed.stderr)
+            said = (board / "briefs" / typed.stdout.decode().strip() / "said.txt").read_text()
+            assert said.startswith("Fix the caf\ufffd menu"), said
+        assert not [
+            t for t in (board / "tasks").iterdir() if not json.loads(t.read_text())["project"].strip()
+        ]
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _python_m_memoryd() -> list[bytes]:
+    return [sys.executable.encode(), b"-m", b"memoryd"]

@@ -45,10 +45,15 @@ def cmd_brief(args) -> int:
     from memoryd.paths import resolve
     from memoryd.project import no_project_reason
     from memoryd.serve.control import ask_capture
+    from memoryd.textcheck import without_lone_surrogates
 
     if args.screen_text and not args.screen:
         print("memoryd brief: --screen-text needs --screen", file=sys.stderr)
         return EXIT_USAGE
+    for option, value in (("--task", args.task), ("--new-task", args.new_task), ("--project", args.project)):
+        if value is not None and not value.strip():  # ignored, it would file elsewhere than asked
+            print(f"memoryd brief: {option} is blank; give it a value or leave it out", file=sys.stderr)
+            return EXIT_USAGE
     screens = []
     if args.screen:
         for path in filter(None, (args.screen, args.screen_text)):
@@ -62,6 +67,9 @@ def cmd_brief(args) -> int:
     for key, value in (("project", args.project), ("task", args.task), ("new_task", args.new_task)):
         if value:
             request[key] = value
+    # argv bytes that are not UTF-8 arrive as lone surrogates: mended as a hook mends them (U+FFFD), the
+    # same with or without a daemon (its JSON line could not even be encoded).
+    request = without_lone_surrogates(request)
     socket = resolve().socket
     try:
         answer = ask_capture(socket, request)
