@@ -148,3 +148,7 @@ def test_bad_queries_and_missing_boards_are_told_plainly_with_or_without_a_daemo
         assert fine.returncode == 0 and json.loads(fine.stdout)["via"] == (
             "daemon" if daemon_up else "in-process"
         )
+    # the daemon's board named through a symlink is the same board: no second index of it is built
+    (root / "link").symlink_to(board)
+    linked = memoryd(env, "search", "login redirect", "--json", "--board", str(root / "link"))
+    assert linked.returncode == 0 and json.loads(linked.stdout)["via"] == "daemon", linked.stderr

@@ -25,6 +25,7 @@ board), or there is no readable board, 2 bad arguments (as the tools would refus
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -113,7 +114,7 @@ def via_daemon(
 
     Raises DaemonUnavailable (not running), OtherBoard, or DaemonError."""
     with DaemonClient(socket_path, tools=kinds) as client:
-        if board is not None and client.daemon_board != board:
+        if board is not None and not _same_folder(client.daemon_board, board):
             raise OtherBoard(client.daemon_board)
         answer: dict[str, Any] = {}
         if "briefs" in kinds:
@@ -121,6 +122,16 @@ def via_daemon(
         if "memories" in kinds:
             _add_memories(answer, client.call_tool("search_memories", _arguments(query, project, limit)))
         return {**answer, "board": client.daemon_board}
+
+
+def _same_folder(served: str | None, board: str) -> bool:
+    """Whether the daemon's board ``served`` is the folder ``board`` names (a symlink to it included)."""
+    if served is None:
+        return False
+    try:
+        return served == board or os.path.samefile(served, board)
+    except OSError:  # one of them is gone
+        return False
 
 
 def _add_memories(answer: dict[str, Any], envelope: dict[str, Any]) -> None:
