@@ -77,7 +77,9 @@ class UnknownTool(InvalidParams):
     """A tool name this session does not expose (MCP spec example: ``-32602 Unknown tool: x``)."""
 
     def __init__(self, name: str) -> None:
-        super().__init__(f"Unknown tool: {name!r}")
+        # A real name has at most 64 characters; a longer one (a pasted file, a key) is not echoed whole.
+        shown = repr(name) if len(name) <= 64 else f"{name[:40]!r}… ({len(name):,} characters)"
+        super().__init__(f"Unknown tool: {shown}")
         self.name = name
 
 

@@ -275,6 +275,14 @@ def test_unknown_tool_names_are_unknown(conn, name):
     assert "Unknown tool" in answer["error"]["message"]
 
 
+def test_an_unknown_tool_name_is_not_echoed_whole(conn):
+    # A name is at most 64 characters; a 100 KB one (a pasted file, a key) must not come back in full.
+    answer = conn.call("x" * 100_000, {}, id="long")
+    assert_error(answer, -32602, "long")
+    message = answer["error"]["message"]
+    assert message.startswith("Unknown tool: 'xxx") and "100,000 characters" in message and len(message) < 200
+
+
 def test_tool_groups_pick_what_a_session_sees(daemon):
     with RawConnection(daemon.socket, tools=["all"]) as every:
         every.initialize()
