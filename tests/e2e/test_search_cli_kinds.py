@@ -148,6 +148,9 @@ def test_bad_queries_and_missing_boards_are_told_plainly_with_or_without_a_daemo
         assert fine.returncode == 0 and json.loads(fine.stdout)["via"] == (
             "daemon" if daemon_up else "in-process"
         )
+        # a terminal that cannot show Japanese or curly quotes gets "?" for them, not a traceback
+        latin1 = memoryd(env | {"PYTHONIOENCODING": "latin-1"}, "search", "ログイン redirect")
+        assert latin1.returncode == 0 and "Traceback" not in latin1.stderr, latin1.stderr
     # the daemon's board named through a symlink is the same board: no second index of it is built
     (root / "link").symlink_to(board)
     linked = memoryd(env, "search", "login redirect", "--json", "--board", str(root / "link"))

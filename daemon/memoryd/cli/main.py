@@ -43,6 +43,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    for stream in (sys.stdout, sys.stderr):
+        # A terminal that cannot show a character (a Latin-1 locale, PYTHONIOENCODING=ascii) gets "?" for
+        # it: Japanese text or a curly quote in an answer must not end the command with a traceback.
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="replace")
     args = _parser().parse_args(argv)
     from memoryd.logs import configure
 
