@@ -8,8 +8,10 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from support.briefs import cli_env, memoryd, wait_engine_ready
@@ -184,3 +186,31 @@ def test_blank_options_are_refused_and_text_that_is_not_utf8_is_mended_with_or_w
 
 def _python_m_memoryd() -> list[bytes]:
     return [sys.executable.encode(), b"-m", b"memoryd"]
+
+
+def test_a_daemon_that_closes_without_answering_is_told_as_such():
+    # What `memoryd brief` meets when the daemon stops (SIGTERM) while handling it: the connection is taken,
+    # the request read, and the connection closed with no answer line.
+    root = short_tmpdir()
+    try:
+        path = root / "s.sock"
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        server.bind(str(path))
+        server.listen(1)
+
+        def take_and_close() -> None:
+            conn, _ = server.accept()
+            conn.makefile("rb").readline()
+            conn.close()
+
+        taker = threading.Thread(target=take_and_close, daemon=True)
+        taker.start()
+        env = cli_env(root, root / "board", root / "index", path)
+        told = brief(env, "Fix the login page")
+        taker.join(10)
+        server.close()
+        assert told.returncode == 1, told.stderr
+        assert "closed the connection without answering the capture request" in told.stderr, told.stderr
+        assert "memoryd tasks" in told.stderr and "b''" not in told.stderr
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

@@ -57,7 +57,8 @@ def _ask(
     ``op`` object (a line of at most ``limit`` bytes), or ``None`` when nothing answers on ``socket_path``.
 
     Raises ``ValueError`` with the daemon's message when it answers with an error line, or with what it got
-    when the answer is not an ``op`` line (another program, a daemon speaking another wire version).
+    when the answer is not an ``op`` line (another program, a daemon speaking another wire version), or
+    saying so when it closes the connection without answering (a daemon stopping under the request).
     """
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)
@@ -74,6 +75,16 @@ def _ask(
         raise ValueError(f"the daemon on {socket_path} did not answer the {op} request: {exc}") from exc
     finally:
         sock.close()
+    if not line:  # connected, then closed unanswered: a daemon stopping (or dying) under the request
+        filed = (
+            " (`memoryd tasks` shows whether the brief was filed before it stopped)"
+            if op == "capture"
+            else ""
+        )
+        raise ValueError(
+            f"the daemon on {socket_path} closed the connection without answering the {op} request (it was "
+            f"stopping?); run the command again once `memoryd status` answers{filed}"
+        )
     try:
         answer = json.loads(line)
     except ValueError:
