@@ -30,7 +30,7 @@ from typing import Any
 
 from memoryd.cli.client import DaemonClient, DaemonError, DaemonUnavailable
 from memoryd.cli.options import SOCKET_HELP, command, locations
-from memoryd.errors import MemorydError, StartupError
+from memoryd.errors import BoardUnreadable, MemorydError, StartupError
 from memoryd.paths import board_named
 from memoryd.settings import Settings
 from memoryd.wording import redaction_line
@@ -177,6 +177,10 @@ def run(args: Any) -> int:
     """``args``: ``query``, ``kind``, ``project``, ``limit``, ``json``, ``board``, ``index``, ``socket``,
     ``model``."""
     kinds = KINDS[args.kind]
+    if not args.query.strip():
+        example = 'memoryd search "checkout bug"'
+        print(f"memoryd search: the query is empty; give the words to look for: {example}", file=sys.stderr)
+        return 2
     settings = Settings.load(board=args.board, index=args.index, socket=args.socket, model=args.model)
     loc = settings.locations
     board = str(loc.board)
@@ -207,6 +211,9 @@ def run(args: Any) -> int:
         try:
             found = in_process(settings, args.query, args.project, args.limit, kinds)
             answer = {**found, "via": "in-process", "board": board}
+        except BoardUnreadable as exc:  # no board yet, or not a readable folder
+            print(f"memoryd search: {exc}", file=sys.stderr)
+            return 1
         except StartupError as exc:  # the index: written by another process, or another board's
             owner = _through_index_owner(exc, board, args)
             if owner is None:
