@@ -137,4 +137,6 @@ def _other_board(socket, board) -> str | None:
         return None
     status = ask_status(socket, timeout=3.0)
     served = status.get("board") if status else None
-    return served if isinstance(served, str) and served != str(board) else None
+    if not isinstance(served, str) or os.path.realpath(served) == os.path.realpath(board):
+        return None  # the same folder, perhaps spelled through a link
+    return served
