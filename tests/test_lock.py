@@ -98,6 +98,9 @@ def test_acquire_refuses_at_once_when_the_holder_is_serving(short_dir):
         with pytest.raises(AlreadyRunning, match="already running.*pid holder"):
             lock.acquire(lock.FileLock(path), sock_path, what="socket", wait_s=10)
         assert time.monotonic() - started < 2
+        with pytest.raises(AlreadyRunning) as refused:  # as the daemon names its socket's lock
+            lock.acquire(lock.FileLock(path), sock_path, what=f"socket {sock_path}", wait_s=10)
+        assert str(refused.value).count(str(sock_path)) == 1, refused.value
     finally:
         listener.close()
         holder.kill()

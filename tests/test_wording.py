@@ -3,6 +3,7 @@ project that has nothing recorded at all."""
 
 from __future__ import annotations
 
+from memoryd.cli.main import main
 from memoryd.cli.search import print_human
 from memoryd.kinds.briefs.render import empty_context, render_tasks
 from memoryd.tools.answers import of_total
@@ -46,3 +47,21 @@ def test_an_empty_digest_says_nothing_is_recorded_yet_for_a_new_project():
     assert empty_context(fresh) == "Nothing recorded yet for project tmp. Projects on the board: shop."
     known = {"project": "shop", "budget": 10, "projects": ["shop"]}
     assert empty_context(known).startswith("Nothing recorded for project shop fits in 10 tokens.")
+
+
+def test_briefs_filed_without_a_project_are_named_in_the_list_of_projects():
+    fresh = {"project": "tmp", "budget": 1500, "projects": ["", "Mobile"]}
+    assert empty_context(fresh).endswith("Projects on the board: (no project), Mobile.")
+    assert empty_context({"project": "", "budget": 1500, "projects": ["Mobile"]}).startswith(
+        "Nothing recorded yet for project (no project)."
+    )
+
+
+def test_memoryd_search_refuses_an_empty_query_and_names_a_missing_board(tmp_path, monkeypatch, capsys):
+    for name in ("MEMORYD_BOARD", "MEMORYD_INDEX", "MEMORYD_SOCKET"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MEMORYD_HOME", str(tmp_path))  # no daemon, no board yet
+    assert main(["search", "  "]) == 2
+    assert "the query is empty" in capsys.readouterr().err
+    assert main(["search", "checkout", "--model", "none"]) == 1
+    assert f"board {tmp_path / 'data' / 'board'} does not exist" in capsys.readouterr().err

@@ -109,6 +109,18 @@ def resolve(
     )
 
 
+def board_named(
+    board: str | os.PathLike[str] | None = None,
+    index: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> bool:
+    """Whether the board a command works on was named (``--board``/``--index`` given, or
+    ``MEMORYD_BOARD``/``MEMORYD_INDEX`` set): then a running daemon serves the command only when it serves
+    that board. Left unnamed, the board is whichever the running daemon serves."""
+    env = os.environ if env is None else env
+    return bool(board or index or env.get("MEMORYD_BOARD") or env.get("MEMORYD_INDEX"))
+
+
 def interpreter() -> str:
     """The absolute path of the running interpreter, symlinks kept: a virtualenv's ``bin/python`` is a
     symlink whose location is what makes the venv's packages importable."""

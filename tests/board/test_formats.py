@@ -52,6 +52,8 @@ def test_parse_task():
     [
         ("{", "bad JSON"),
         ('{"id": "t-20260101-aaaaaa", "title": "T", "proj', "bad JSON"),  # half-written
+        # Python's message ends in "at": said once, with where to look in an editor
+        ('{"title": "a\nb"}', r"^bad JSON: Invalid control character at line 1 column 13 \(char 12\)$"),
         ("[]", "expected a JSON object"),
         ("null", "expected a JSON object"),
         (json.dumps(TASK_JSON | {"id": "../x"}), "invalid task id"),

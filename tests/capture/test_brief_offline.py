@@ -49,6 +49,10 @@ def test_a_brief_is_filed_without_a_daemon_and_indexed_by_the_next_one(make_daem
         again_id = again.stdout.strip()
         assert BRIEF_ID.match(again_id) and "filed here (keyword search)" in again.stderr, again.stderr
         assert meta(board, again_id)["task"] == task  # it continues the first brief's task
+        # named by the task's own title, not the new brief's
+        assert f'task {task} ("{FIRST}", which continues earlier work: its words match' in again.stderr, (
+            again.stderr
+        )
         stored = b"".join(p.read_bytes() for p in (board / "briefs" / again_id).iterdir())
         assert b"still wrong" in stored and b"my-private-note" not in stored and SECRET.encode() not in stored
 

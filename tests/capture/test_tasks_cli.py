@@ -57,6 +57,11 @@ def test_a_task_is_closed_reopened_and_given_a_moved_brief(make_daemon):
             move = memoryd(env, "tasks", "move", moved, "--to", task)
             assert move.returncode == 0 and move.stdout.strip() == f"{moved} in {task}", move
             assert "moves from project" not in move.stderr, move  # same project: nothing to say
+            # the task it left had only that brief: still open, now empty, and the command says so
+            assert (
+                f"task {other} now has no briefs and is still open; `memoryd tasks done {other}`"
+                in move.stderr
+            )
             eventually(
                 lambda: moved in {b["brief_id"] for b in shim.ok("get_task", task_id=task)["briefs"]},
                 "get_task lists the moved brief",
@@ -68,7 +73,17 @@ def test_a_task_is_closed_reopened_and_given_a_moved_brief(make_daemon):
         assert unknown.returncode == 1 and "no task t-20990101-000000" in unknown.stderr, unknown
         assert f"{task} done" in unknown.stdout  # the others are still done
         gone = memoryd(env, "tasks", "move", "b-20990101-000000", "--to", task)
-        assert gone.returncode == 1 and "no brief b-20990101-000000" in gone.stderr, gone
+        assert gone.returncode == 1, gone
+        assert gone.stderr.strip() == (
+            f"memoryd tasks: cannot move brief b-20990101-000000 to task {task}: there is no brief "
+            "b-20990101-000000 on the board (`memoryd search` finds briefs)"
+        ), gone
+        nowhere = memoryd(env, "tasks", "move", moved, "--to", "t-20990101-000000")
+        assert nowhere.returncode == 1, nowhere
+        assert nowhere.stderr.startswith(
+            f"memoryd tasks: cannot move brief {moved} to task t-20990101-000000: there is no task "
+            "t-20990101-000000 on the board"
+        ), nowhere
         bad = memoryd(env, "tasks", "move", "not-a-brief", "--to", task)
         assert bad.returncode == 1 and "invalid brief id" in bad.stderr, bad
         assert memoryd(env, "tasks", "move", moved).returncode == 2  # --to is required
@@ -81,6 +96,8 @@ def test_a_task_is_closed_reopened_and_given_a_moved_brief(make_daemon):
         assert across.returncode == 0 and across.stdout.strip() == f"{stray} in {task}", across
         assert f"{stray} moves from project billing to project shop" in across.stderr, across
         assert json.loads((board / "briefs" / stray / "brief.json").read_text())["project"] == "shop"
+        few = memoryd(env, "tasks", "--limit", "1")
+        assert few.returncode == 0 and few.stdout.startswith("1 of 3 tasks on "), few
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -15,9 +15,13 @@ from memoryd.cli.connect import safewrite
 from memoryd.cli.connect.agents import SHIM_MAIN
 
 
-def memoryd(home, *args: str, check_rc: int | None = 0) -> subprocess.CompletedProcess:
+def memoryd(
+    home, *args: str, check_rc: int | None = 0, path: str | None = None
+) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("XDG_CONFIG_HOME", "CODEX_HOME")}
     env["HOME"] = str(home)
+    if path is not None:  # a folder put first on PATH
+        env["PATH"] = path + os.pathsep + env.get("PATH", "")
     result = subprocess.run(
         [sys.executable, "-m", "memoryd", *args],
         capture_output=True,
@@ -44,6 +48,10 @@ def test_connect_without_arguments_picks_installed_agents_and_reports_each(tmp_p
         assert any(line.split()[:2] == [name, "connected"] for line in out.splitlines()), (name, out)
     assert "windsurf" in out and "NOT changed" in out and "paste this into" in out
     assert "Restart the agents" in out
+    assert "Codex skips memoryd's hooks until you trust them: start codex, open /hooks" in out, out
+    assert "Gemini CLI runs memoryd only in folders it trusts: start gemini in each project folder" in out, (
+        out
+    )
 
     status = memoryd(fh.home, "connect", "--status").stdout
     lines = {line.split()[0]: line for line in status.splitlines()}
@@ -292,3 +300,27 @@ def test_connect_output_keeps_its_columns_with_capture_hook_rows(tmp_path):
     assert any("(capture hooks)" in r for r in rows) and any(r.startswith("cursor ") for r in rows), out
     columns = {r.index("connected") for r in rows}
     assert len(columns) == 1, out  # every state starts in the same column
+
+
+def test_an_agent_installed_but_never_run_is_named_not_skipped(tmp_path):
+    """codex on PATH (a stand-in executable: only its presence is looked at) before it made ~/.codex."""
+    home, bin_dir = tmp_path / "home", tmp_path / "bin"
+    home.mkdir()
+    bin_dir.mkdir()
+    (bin_dir / "codex").write_text("#!/bin/sh\nexit 0\n")
+    (bin_dir / "codex").chmod(0o755)
+    (home / ".cursor").mkdir()  # one agent with a folder, so connect has something to do
+    said = "installed, no config folder yet"
+
+    status = memoryd(home, "connect", "--status", path=str(bin_dir)).stdout
+    codex = next(line for line in status.splitlines() if line.startswith("codex "))
+    assert "not installed" not in codex and said in codex and "connect codex` creates it" in codex, codex
+
+    out = memoryd(home, "connect", path=str(bin_dir)).stdout
+    assert any(line.startswith("codex ") and said in line for line in out.splitlines()), out
+    assert not (home / ".codex").exists()  # named, not written: the agent's folder is made when asked
+
+    memoryd(home, "connect", "codex", path=str(bin_dir))
+    assert (home / ".codex" / "config.toml").is_file()
+    again = memoryd(home, "connect", "--status", path=str(bin_dir)).stdout
+    assert said not in again, again

@@ -425,7 +425,7 @@ def test_doctor_without_a_daemon_reads_the_board_and_names_each_broken_file(tmp_
     assert check["state"] == "problem" and check["detail"].startswith("5 files"), check
     for path in broken:
         assert path in check["detail"], (path, check)
-    assert check["fix"] == "fix or remove each file named" and check["command"] is None
+    assert check["fix"] == "fix or remove each file listed above" and check["command"] is None
     assert "daemon" not in {c["name"] for c in json.loads(done.stdout)["checks"] if c["state"] == "problem"}
 
 

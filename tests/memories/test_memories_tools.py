@@ -84,8 +84,17 @@ def test_store_get_and_the_answer_envelope(shim):
     assert m["content"] == content and m["tags"] == ["staging", "database"]
     assert (m["importance"], m["memory_type"], m["project"]) == (7, "fact", "")
     assert m["created_at"].endswith("Z") and m["accessed_at"] >= m["created_at"]
-    again = store(shim, content, tags=["ops"])
-    assert again == {"id": sha(content), "hash": sha(content), "isNew": False}
+    again = shim.full(
+        "store_memory", content=content, tags=["ops", "staging"], importance=3, memory_type="fact"
+    )
+    assert again["result"] == {"id": sha(content), "hash": sha(content), "isNew": False}
+    # what was merged, and what was not: said, so an agent does not believe its importance was taken
+    assert again["note"] == (
+        f"This content is already stored (hash {sha(content)}): no new memory was created; its tags gained "
+        "ops; it keeps its importance 7 (asked: 3); update_memory changes them."
+    ), again
+    same = shim.full("store_memory", content=content, tags=["ops"])
+    assert same["note"].endswith("no new memory was created; it already had every tag given."), same
     assert shim.ok("get_memory", hash=stored["hash"])["tags"] == ["staging", "database", "ops"]
     missing = shim.err("get_memory", hash="0" * 64)
     assert missing["code"] == "E_NOT_FOUND"

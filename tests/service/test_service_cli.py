@@ -155,6 +155,11 @@ def test_systemd_start_stop_restart_uninstall(systemd):
     assert list(units.iterdir()) == []
 
 
+def test_systemd_stderr_logs_name_the_memoryd_unit_in_the_journal(systemd, capsys):
+    assert service("logs", "--stderr") == 1
+    assert "journalctl --user -u memoryd.service" in capsys.readouterr().err
+
+
 def test_without_a_user_service_manager_install_writes_nothing(systemd, capsys):
     (systemd.state / "no-bus").touch()
     assert service("install") == 1

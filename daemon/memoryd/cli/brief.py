@@ -4,7 +4,11 @@
 the brief is redacted, filed into the task it continues and searchable when the id is printed. With no
 daemon it files the brief the same way in this process (:func:`memoryd.core.local.file_brief`: keyword-only
 search over the board's index, or a new task when there is none) and says so on stderr; the daemon indexes
-it when it next starts.
+it when it next starts. A board named by ``MEMORYD_BOARD`` (or ``MEMORYD_INDEX``) that the running daemon
+does not serve is filed the same way in this process, never into the daemon's board.
+
+On stderr it names the task the brief went to (id, title, joined or new), its project, and its board when
+that is not the default one (``<data>/board``): a brief filed somewhere unexpected is seen at once.
 
 Filed from ``$HOME`` or ``/`` without ``--project`` the brief has no project (:func:`memoryd.project.project_of`):
 every unrelated thing typed there would otherwise be one project. The command says so on stderr, with how to
@@ -70,13 +74,14 @@ def cmd_brief(args) -> int:
     # argv bytes that are not UTF-8 arrive as lone surrogates: mended as a hook mends them (U+FFFD), the
     # same with or without a daemon (its JSON line could not even be encoded).
     request = without_lone_surrogates(request)
-    socket = resolve().socket
+    locations = resolve()
+    socket, searched = locations.socket, ""
     try:
-        answer = ask_capture(socket, request)
+        other = _other_board(socket, locations.board)
+        answer = None if other else ask_capture(socket, request)
     except ValueError as exc:
         print(f"memoryd brief: {exc}", file=sys.stderr)
         return EXIT_PROBLEM
-    searched = ""
     if answer is None:
         from memoryd.core.local import file_brief
         from memoryd.kinds.briefs.source import BoardUnreadable
@@ -87,13 +92,12 @@ def cmd_brief(args) -> int:
         except (ValueError, BoardUnreadable, OSError) as exc:
             print(f"memoryd brief: {exc}", file=sys.stderr)
             return EXIT_PROBLEM
+        where = f"the daemon on {socket} serves {other}" if other else f"no daemon answers on {socket}"
         searched = (
-            f"; no daemon answers on {socket}, so it was filed here ({how}) and is indexed when the "
-            "daemon next starts"
+            f"; {where}, so it was filed here ({how}) and is indexed when a daemon serving its board starts"
         )
     print(answer["brief"])
-    project = f"project {answer['project']}" if answer.get("project") else "no project"
-    print(f"task {answer['task']} ({answer['filed']}), {project}{searched}", file=sys.stderr)
+    print(f"{filed_line(answer, locations.data / 'board')}{searched}", file=sys.stderr)
     reason = no_project_reason(request["cwd"]) if not (answer.get("project") or args.task) else ""
     if reason:
         print(
@@ -110,3 +114,37 @@ def cmd_brief(args) -> int:
             file=sys.stderr,
         )
     return EXIT_OK
+
+
+#: Why a brief joined an existing task, by the capture answer's ``filed``.
+_JOINED = {"matched": "its words match that task's briefs", "named": "it names the task", "given": "--task"}
+
+
+def filed_line(answer: dict, default_board) -> str:
+    """The stderr line naming where a brief went: its task (id, title, joined or new), its project, and its
+    board when that is not ``default_board``."""
+    title = answer.get("title") or ""
+    why = _JOINED.get(answer.get("filed") or "", answer.get("filed") or "")
+    how = f"which continues earlier work: {why}" if answer.get("filed") != "new" else "a new task"
+    line = f'task {answer["task"]} ("{title}", {how})' if title else f"task {answer['task']} ({how})"
+    line += f", project {answer['project']}" if answer.get("project") else ", no project"
+    board = answer.get("board")
+    if board and os.path.abspath(board) != os.path.abspath(default_board):
+        line += f", board {board}"
+    return line
+
+
+def _other_board(socket, board) -> str | None:
+    """The board the daemon on ``socket`` serves when the board was named (``MEMORYD_BOARD``,
+    ``MEMORYD_INDEX``) and the daemon serves another; ``None`` otherwise (also when none answers).
+    Raises ``ValueError`` when what answers is not a daemon speaking this wire version."""
+    from memoryd.paths import board_named
+    from memoryd.serve.control import ask_status
+
+    if not board_named():
+        return None
+    status = ask_status(socket, timeout=3.0)
+    served = status.get("board") if status else None
+    if not isinstance(served, str) or os.path.realpath(served) == os.path.realpath(board):
+        return None  # the same folder, perhaps spelled through a link
+    return served

@@ -63,13 +63,14 @@ def bound_s(settings: Any) -> float:
 
 def run(args: Any) -> int:
     """``args``: ``now``, ``json``, ``board``, ``index``, ``socket``; returns the exit code."""
+    from memoryd.paths import board_named
     from memoryd.settings import Settings
 
     settings = Settings.load(board=args.board, index=args.index, socket=args.socket, model="none")
     if not args.now:
         return _explain(settings, args.json)
     try:
-        report = _forget(settings, explicit=bool(args.board or args.index))
+        report = _forget(settings, explicit=board_named(args.board, args.index))
     except _Failed as exc:
         print(f"memoryd forget: {exc}", file=sys.stderr)
         return EXIT_FAILED

@@ -5,8 +5,8 @@ heading), ``briefs`` or ``memories``; each kind keeps its own ranking, as the tw
 daemon the memories shown get their ``accessed_at`` stamped, as for an agent; in-process they do not (the
 command writes no memory file).
 
-It asks the running daemon (its warm index and model, through :mod:`memoryd.cli.client`); with ``--board``
-or ``--index`` only a daemon serving that board (its ready line names its board). Otherwise, or when no
+It asks the running daemon (its warm index and model, through :mod:`memoryd.cli.client`); with ``--board``,
+``--index``, ``MEMORYD_BOARD`` or ``MEMORYD_INDEX`` only a daemon serving that board (its ready line names it). Otherwise, or when no
 daemon runs, it searches in-process (:mod:`memoryd.core.local`) on that board's own index, saying so on stderr:
 never on the index of a daemon serving another board. When a daemon serving that board on another socket
 writes that index, the search goes to that daemon. Both paths print the same answer: ``--json`` is the
@@ -33,6 +33,7 @@ from typing import Any
 from memoryd.cli.client import DaemonClient, DaemonError, DaemonUnavailable
 from memoryd.cli.options import SOCKET_HELP, command, locations
 from memoryd.errors import BoardUnreadable, MemorydError, StartupError
+from memoryd.paths import board_named
 from memoryd.settings import Settings
 from memoryd.wording import redaction_line
 
@@ -188,14 +189,18 @@ def run(args: Any) -> int:
     """``args``: ``query``, ``kind``, ``project``, ``limit``, ``json``, ``board``, ``index``, ``socket``,
     ``model``."""
     kinds = KINDS[args.kind]
+    if not args.query.strip():
+        example = 'memoryd search "checkout bug"'
+        print(f"memoryd search: the query is empty; give the words to look for: {example}", file=sys.stderr)
+        return 2
     if problem := _bad_text(args.query, args.project):
         print(f"memoryd search: {problem}", file=sys.stderr)
         return 2
     settings = Settings.load(board=args.board, index=args.index, socket=args.socket, model=args.model)
     loc = settings.locations
     board = str(loc.board)
-    # --board/--index name a board explicitly: the daemon is used only when it serves that same board.
-    wanted = board if (args.board or args.index) else None
+    # --board/--index (or MEMORYD_BOARD/MEMORYD_INDEX) name a board: the daemon answers only when it serves it.
+    wanted = board if board_named(args.board, args.index) else None
     answer: dict[str, Any] | None = None
     direct = "daemon not running: searched the board directly"
     try:

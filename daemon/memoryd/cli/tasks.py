@@ -43,9 +43,10 @@ def register(sub) -> None:
     m.set_defaults(func=cmd_move)
 
 
-def _each(what: str, keys: list[str], change) -> int:
-    """Apply ``change(key) -> bool`` to every key; print one line each; the exit status."""
-    from memoryd.errors import ToolFailed
+def _each(done: str, keys: list[str], change, attempt) -> int:
+    """Apply ``change(key) -> bool`` to every key; print ``"<key> <done>"`` (``already`` when nothing changed)
+    or, on stderr, ``"cannot <attempt(key)>: <why>"``; the exit status."""
+    from memoryd.errors import NotFound, ToolFailed
     from memoryd.kinds.briefs.source import BoardUnreadable
     from memoryd.kinds.briefs.writer import BriefNotFound
 
@@ -54,14 +55,16 @@ def _each(what: str, keys: list[str], change) -> int:
         try:
             changed = change(key)
         except BriefNotFound:
-            print(f"memoryd tasks: {what} {key}: no brief {key} on the board", file=sys.stderr)
-            code = EXIT_PROBLEM
-            continue
+            why = f"there is no brief {key} on the board (`memoryd search` finds briefs)"
+        except NotFound as exc:
+            why = f"there is {exc} on the board (`memoryd tasks` lists them)"
         except (ToolFailed, BoardUnreadable, ValueError, OSError) as exc:
-            print(f"memoryd tasks: {what} {key}: {exc}", file=sys.stderr)
-            code = EXIT_PROBLEM
+            why = str(exc)
+        else:
+            print(f"{key} {'' if changed else 'already '}{done}")
             continue
-        print(f"{key} {'' if changed else 'already '}{what}")
+        print(f"memoryd tasks: cannot {attempt(key)}: {why}", file=sys.stderr)
+        code = EXIT_PROBLEM
     return code
 
 
@@ -69,22 +72,54 @@ def cmd_status(args) -> int:
     from memoryd.kinds.briefs.edits import set_task_status
 
     board = served_board(timeout=1.0)
-    return _each(args.status, args.task, lambda task: set_task_status(board, task, args.status))
+    verb = "close" if args.status == "done" else "reopen"
+    return _each(
+        args.status,
+        args.task,
+        lambda task: set_task_status(board, task, args.status),
+        lambda task: f"{verb} task {task}",
+    )
 
 
 def cmd_move(args) -> int:
     from memoryd.kinds.briefs.edits import move_brief
 
     board = served_board(timeout=1.0)
+    left: set[str] = set()
 
     def move(brief: str) -> bool:
-        moved, projects = move_brief(board, brief, args.to)
+        moved, projects, was = move_brief(board, brief, args.to)
         if projects is not None:  # said, not refused: a brief filed under the wrong project is fixed here
-            left, joined = (p or "(none)" for p in projects)
-            print(f"memoryd tasks: {brief} moves from project {left} to project {joined}", file=sys.stderr)
+            old, joined = (p or "(none)" for p in projects)
+            print(f"memoryd tasks: {brief} moves from project {old} to project {joined}", file=sys.stderr)
+        if was and was != args.to:
+            left.add(was)
         return moved
 
-    return _each(f"in {args.to}", args.brief, move)
+    code = _each(f"in {args.to}", args.brief, move, lambda brief: f"move brief {brief} to task {args.to}")
+    _say_emptied(board, left)
+    return code
+
+
+def _say_emptied(board, tasks: set[str]) -> None:
+    """Say on stderr which of ``tasks`` (the ones briefs were moved out of) are open with no brief left: an
+    empty open task stays in every list of open work until someone closes it."""
+    from memoryd.kinds.briefs.source import BoardReader, BoardUnreadable
+
+    if not tasks:
+        return
+    try:
+        snap = BoardReader(board).load()
+    except BoardUnreadable:
+        return
+    kept = {b.task for b in snap.briefs.values()}
+    for task in sorted(tasks):
+        if task not in kept and task in snap.tasks and snap.tasks[task].status == "open":
+            print(
+                f"memoryd tasks: task {task} now has no briefs and is still open; "
+                f"`memoryd tasks done {task}` closes it",
+                file=sys.stderr,
+            )
 
 
 def cmd_list(args) -> int:
@@ -108,8 +143,10 @@ def cmd_list(args) -> int:
         if (not args.project or t.project == args.project) and (not args.status or t.status == args.status)
     ]
     rows.sort(key=lambda r: (r[1], r[0].id), reverse=True)
-    print(f"{counted(len(rows), 'task')} on {board}")
-    for task, last, n in rows[: max(1, args.limit)]:
+    shown = rows[: max(1, args.limit)]
+    of = f"{len(shown)} of " if len(shown) < len(rows) else ""
+    print(f"{of}{counted(len(rows), 'task')} on {board}" + (" (--limit shows more)" if of else ""))
+    for task, last, n in shown:
         print(
             f"{task.id}  {task.status:<4}  {last[:10]}  {n:>3} brief{'' if n == 1 else 's'}  [{task.project}] {task.title}"
         )

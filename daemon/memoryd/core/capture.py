@@ -9,7 +9,7 @@ per-session state and the one filing lock). Its :meth:`Capture.handle` takes one
     {"event": "start",  "agent", "session", "cwd", "source", "tokens"}    -> {"context"}
     {"event": "end",    "agent", "session", "cwd", "reason"}              -> {"summary"}
     {"event": "brief",  "text", "cwd"?, "project"?, "task"?, "new_task"?, "screens"?: [[png, txt|null]]}
-                                                                         -> {"brief", "task", "filed", "project", "reopened"}
+                                                                         -> {"brief", "task", "title", "filed", "project", "reopened", "board"}
 
 Hook requests carry a ``rid`` (unique per event), recorded with what they file, so the spool can skip
 what was filed already (:mod:`memoryd.core.delivery`). Strings with lone surrogates are mended (U+FFFD),
@@ -343,7 +343,17 @@ class Capture:
                 {"agent": "person"},
                 touched=(task,) if reopened else (),
             )
-        return {"brief": brief_id, "task": task_id, "filed": filed, "project": project, "reopened": reopened}
+        joined = self.briefs.tasks().get(task_id) if filed != "new" else None
+        title = joined.title if joined is not None and joined.title else cap.title_of(new_title or clean.text)
+        return {
+            "brief": brief_id,
+            "task": task_id,
+            "title": title,
+            "filed": filed,
+            "project": project,
+            "reopened": reopened,
+            "board": str(self.board),
+        }
 
     # -- turn stopped ----------------------------------------------------------------------------------------
     async def stop(self, req: dict) -> dict[str, Any]:

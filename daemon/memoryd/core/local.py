@@ -121,8 +121,8 @@ async def _indexed_later(**_changes) -> None:
 def file_brief(settings: Settings, request: dict) -> tuple[dict, str]:
     """File a person's brief (the ``brief`` capture request of :mod:`memoryd.core.capture`) in this process.
 
-    Returns ``(answer, searched)``: the request's answer (``{"brief", "task", "filed", "project",
-    "reopened"}``) and how the task was chosen when none was given (``"keyword search"``, or why there was
+    Returns ``(answer, searched)``: the request's answer (``{"brief", "task", "title", "filed",
+    "project", "reopened", "board"}``) and how the task was chosen when none was given (``"keyword search"``, or why there was
     no search). Raises
     ``ValueError`` for a bad request (empty text, unknown task), BoardUnreadable, OSError.
     """

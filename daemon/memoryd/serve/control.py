@@ -137,10 +137,13 @@ def daemon_status(socket: str | None = None, timeout: float = 3.0) -> DaemonAnsw
 
 def served_board(timeout: float = 0.3) -> Path:
     """The board the running daemon serves (asked over this install's socket), else the configured one: a
-    command that edits board files edits the daemon's."""
-    from memoryd.paths import resolve
+    command that edits board files edits the daemon's. A board named by ``MEMORYD_BOARD``/``MEMORYD_INDEX``
+    is the one edited, whichever board the daemon serves."""
+    from memoryd.paths import board_named, resolve
 
     locations = resolve()
+    if board_named():
+        return locations.board
     try:
         status = ask_status(locations.socket, timeout=timeout)
     except (OSError, ValueError):

@@ -65,8 +65,10 @@ def acquire(
         holder = lock.holder_note()
         holder_text = f" ({holder})" if holder else ""
         if socket_answers(socket_path):
+            # the socket's own lock: ``what`` names that socket, which the sentence names once
+            subject = "" if str(socket_path) in what else f" for {what}"
             raise AlreadyRunning(
-                f"memoryd is already running for {what}{holder_text} and answering on {socket_path}; "
+                f"memoryd is already running{subject}{holder_text} and answering on {socket_path}; "
                 "this daemon exits and the running one keeps serving"
             )
         other = _serving_elsewhere(holder_of, socket_path)

@@ -282,6 +282,21 @@ def is_memoryd_hook(command: object) -> bool:
     return tuple(words[1:]) == HOOK_ARGS or tuple(words[-3:]) == ("memoryd", "hook", "claude-stop")
 
 
+#: The command each agent's CLI is started by, where it has one: installed when on PATH, even before it
+#: has made its config folder (Codex makes ``~/.codex`` only when first run).
+CLI_COMMANDS = {"claude-code": "claude", "codex": "codex", "gemini": "gemini"}
+
+
+def installed_without_folder(agent: Agent) -> bool:
+    """Whether ``agent``'s CLI is on PATH while neither its config folder nor its config file exists."""
+    from shutil import which
+
+    cli = CLI_COMMANDS.get(agent.name)
+    return (
+        cli is not None and not agent.folder.exists() and not agent.config.exists() and which(cli) is not None
+    )
+
+
 def command_exists(command: object) -> bool:
     """Whether an entry's ``command`` names an existing executable (absolute) or is found on PATH."""
     if not isinstance(command, str) or not command:

@@ -77,7 +77,7 @@ def _reported(status: dict[str, Any] | None) -> Check | None:
         "board files",
         PROBLEM,
         detail,
-        "fix or remove each file named   (the daemon loads a file again when it is saved)",
+        "fix or remove each file listed above; the daemon loads a file again once it is saved",
     )
 
 
@@ -104,7 +104,7 @@ def _scanned(board: Path) -> Check | None:
         f"{s.path} ({s.reason})" for s in shown
     )
     detail += f"; and {len(skipped) - len(shown)} more" if len(skipped) > len(shown) else ""
-    return Check("board files", PROBLEM, detail, "fix or remove each file named")
+    return Check("board files", PROBLEM, detail, "fix or remove each file listed above")
 
 
 def files(status: dict[str, Any] | None, board: Path, scan: bool) -> Check | None:

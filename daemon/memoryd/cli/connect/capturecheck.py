@@ -198,6 +198,18 @@ def _install_check(agent: Agent, found: dict[str, list[dict]], where: Path, conn
     return [Check(name, OK, detail)]
 
 
+#: How a person trusts memoryd's hooks in Codex (which skips an untrusted hook without a word).
+CODEX_TRUST_FIX = "start codex, open /hooks and trust memoryd's hooks"
+
+
+def gemini_trust_fix(folder: str) -> str:
+    """How a person makes Gemini CLI trust ``folder`` (untrusted, it runs without MCP servers or hooks)."""
+    return (
+        f"start gemini in {folder} and pick Trust folder (later: /permissions in Gemini CLI); "
+        "one scripted run: GEMINI_CLI_TRUST_WORKSPACE=true"
+    )
+
+
 def _codex(agent: Agent, found_json: dict, found_inline: dict, config: dict) -> list[Check]:
     checks = []
     features = config.get("features") if isinstance(config.get("features"), dict) else {}
@@ -240,7 +252,7 @@ def _codex(agent: Agent, found_json: dict, found_inline: dict, config: dict) -> 
                 WARN,
                 f"no trust recorded in {agent.config} for memoryd's {', '.join(missing)} hook(s): Codex skips a "
                 "hook until you trust it (and again after it changes)",
-                "start codex, open /hooks and trust memoryd's hooks",
+                CODEX_TRUST_FIX,
             )
         )
     else:
@@ -352,8 +364,7 @@ def _gemini_trust(agent: Agent, settings: dict) -> Check:
         WARN,
         f"this folder ({here}) is {why} by Gemini CLI: there it runs restricted, with memoryd's MCP server "
         "disabled and no hooks (other folders may differ)",
-        f"start gemini in {here} and pick Trust folder (later: /permissions in Gemini CLI); "
-        "one scripted run: GEMINI_CLI_TRUST_WORKSPACE=true",
+        gemini_trust_fix(here),
     )
 
 

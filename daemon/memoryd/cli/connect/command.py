@@ -151,7 +151,7 @@ def _print_outcomes(outcomes, verb: str) -> int:
 
 def cmd_connect(args) -> int:
     from memoryd.cli.connect import edits, manage
-    from memoryd.cli.connect.agents import hook_command, known_agents, server_entry
+    from memoryd.cli.connect.agents import hook_command, installed_without_folder, known_agents, server_entry
 
     try:
         server = server_entry(args.tools or CONNECT_TOOLS)
@@ -195,6 +195,10 @@ def cmd_connect(args) -> int:
                 print(edits.hook_snippet(hook_command(server["command"], server.get("env"))), end="")
         return EXIT_OK
     agents = _select(args.agents, args.all)
+    if not args.agents and not args.all:  # an agent installed but never run has no folder to find it by
+        for agent in known_agents():
+            if installed_without_folder(agent):
+                print(f"{agent.name}  NOT connected ({manage.no_folder_yet(agent)})")
     if not agents:
         known = ", ".join(a.name for a in known_agents())
         print(
@@ -242,7 +246,26 @@ def cmd_connect(args) -> int:
         print(
             "\nRestart the agents (or reload their MCP servers) to pick memoryd up; then ask one to search_briefs."
         )
+        for line in _trust_lines(outcomes):
+            print(line)
     return code
+
+
+def _trust_lines(outcomes) -> list[str]:
+    """What a person still does by hand for the agents just connected: Codex runs a hook only once trusted,
+    Gemini CLI runs MCP servers and hooks only in folders it trusts (the wording of ``memoryd doctor``)."""
+    from memoryd.cli.connect import manage
+    from memoryd.cli.connect.capturecheck import CODEX_TRUST_FIX, gemini_trust_fix
+
+    changed = {o.agent for o in outcomes if o.state in (manage.CONNECTED, manage.UPDATED)}
+    lines = []
+    if "codex (capture hooks)" in changed:
+        lines.append(f"Codex skips memoryd's hooks until you trust them: {CODEX_TRUST_FIX}.")
+    if {"gemini", "gemini (capture hooks)"} & changed:
+        lines.append(
+            f"Gemini CLI runs memoryd only in folders it trusts: {gemini_trust_fix('each project folder')}."
+        )
+    return lines
 
 
 def _http_target() -> tuple[str, str] | None:

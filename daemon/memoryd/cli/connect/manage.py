@@ -23,6 +23,7 @@ from memoryd.cli.connect.agents import (
     claude_settings,
     command_exists,
     hook_command,
+    installed_without_folder,
     keeping_own,
     tools_of,
     without_tools,
@@ -372,9 +373,16 @@ def _entry_state(entry: Any, wanted: dict[str, Any] | None) -> tuple[str, str]:
     return "connected", f"tools {groups}" if groups else ""
 
 
+def no_folder_yet(agent: Agent) -> str:
+    """What to say of an agent whose CLI is installed but has made no config folder yet."""
+    return f"installed, no config folder yet ({agent.folder}): `{memoryd_command()} connect {agent.name}` creates it"
+
+
 def status(agent: Agent, server: dict[str, Any] | None = None) -> AgentStatus:
     """How ``agent`` is connected now (``server``: the entry this install would write, for comparison)."""
     wanted = agent.entry(server) if server is not None else None
+    if installed_without_folder(agent):
+        return AgentStatus(agent, "not connected", no_folder_yet(agent))
     if not agent.folder.exists() and not agent.config.exists():
         return AgentStatus(agent, "not installed", f"no {agent.folder}")
     try:

@@ -112,8 +112,10 @@ def _status(as_json: bool) -> int:
 
 def _stderr_path(mgr) -> Path:
     if mgr.name == "systemd":
+        from memoryd.cli.service.systemd import SERVICE
+
         raise ServiceError(
-            f"systemd keeps the daemon's stderr in the journal: journalctl --user -u {mgr.name}"
+            f"systemd keeps the daemon's stderr in the journal: journalctl --user -u {SERVICE}"
         )
     return mgr.ctx.stderr_file
 

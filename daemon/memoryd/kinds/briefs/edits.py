@@ -190,10 +190,11 @@ def set_task_status(board: Path, task_id: str, status: str) -> bool:
     return True
 
 
-def move_brief(board: Path, brief_id: str, task_id: str) -> tuple[bool, tuple[str, str] | None]:
+def move_brief(board: Path, brief_id: str, task_id: str) -> tuple[bool, tuple[str, str] | None, str | None]:
     """File brief ``brief_id`` under task ``task_id`` (its ``project`` becomes the task's). Returns
-    ``(moved, (project it left, project it joined))``: ``moved`` is False when it already was there; the
-    projects are None unless the move changed its project. Raises InvalidId, BriefNotFound, NotFound (no such task), EditRefused,
+    ``(moved, (project it left, project it joined), task it left)``: ``moved`` is False when it already was
+    there; the projects are None unless the move changed its project; the task it left is None when it
+    did not move. Raises InvalidId, BriefNotFound, NotFound (no such task), EditRefused,
     UnsafePath, OSError."""
     check_brief_id(brief_id)
     tasks, task = _task_json(board, task_id)
@@ -202,8 +203,9 @@ def move_brief(board: Path, brief_id: str, task_id: str) -> tuple[bool, tuple[st
         brief = _read_json(d, "brief.json", f"brief {brief_id}'s brief.json")
         moved = {**brief, "task": task_id, "project": task.get("project", brief.get("project"))}
         if moved == brief:
-            return False, None
+            return False, None, None
         _write_json(d, "brief.json", moved)
     log.info("board.brief_moved", brief=brief_id, task=task_id, was=brief.get("task"))
     changed = brief.get("project") != moved["project"]
-    return True, (str(brief.get("project") or ""), str(moved["project"] or "")) if changed else None
+    projects = (str(brief.get("project") or ""), str(moved["project"] or "")) if changed else None
+    return True, projects, brief.get("task") if isinstance(brief.get("task"), str) else None

@@ -136,7 +136,11 @@ def _load_object(text: str) -> dict[str, Any]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         # exc.msg/pos only: the message must not carry file content into the logs.
-        raise FormatError(f"bad JSON: {exc.msg} at char {exc.pos}") from None
+        # some messages end in "at" ("Invalid control character at"): the position follows once
+        what = exc.msg.removesuffix(" at")
+        raise FormatError(
+            f"bad JSON: {what} at line {exc.lineno} column {exc.colno} (char {exc.pos})"
+        ) from None
     if not isinstance(data, dict):
         raise FormatError(f"expected a JSON object, got {type(data).__name__}")
     # a "\\ud800" escape is valid JSON but no text: nothing downstream (the index, an answer) can encode it

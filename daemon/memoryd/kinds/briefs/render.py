@@ -155,7 +155,7 @@ def render_search(a: Mapping[str, Any]) -> str:
     if not a["results"]:
         lines.append("Try other words, or list_tasks for an overview of the tasks.")
         if "projects" in a:
-            lines.append(f"Projects on the board: {', '.join(a['projects']) or 'none'}.")
+            lines.append(f"Projects on the board: {project_list(a['projects'])}.")
     else:
         lines.append("")
         for i, r in enumerate(a["results"], 1):
@@ -265,7 +265,7 @@ def render_tasks(a: Mapping[str, Any]) -> str:
                 f"{counted(t['briefs'], 'brief')} · created {t['created']}"
             )
             lines.append(f"  {t['title']}")
-    lines += ["", f"Projects on the board: {', '.join(a['projects']) or 'none'}."]
+    lines += ["", f"Projects on the board: {project_list(a['projects'])}."]
     if a.get("skippedFiles"):
         lines += [
             "",
@@ -472,14 +472,26 @@ def context_answer(digest: Any, projects: Iterable[str] = ()) -> dict[str, Any]:
     return answer
 
 
+#: How text names the project of briefs filed without one (its value is "").
+NO_PROJECT = "(no project)"
+
+
+def project_list(names: Iterable[str]) -> str:
+    """Project names for a sentence: ``""`` (briefs filed without a project) as :data:`NO_PROJECT`,
+    ``"none"`` for no project at all."""
+    return ", ".join(name or NO_PROJECT for name in names) or "none"
+
+
 def empty_context(a: Mapping[str, Any]) -> str:
     """The sentence that stands for an empty digest (the ``briefs://context`` resources hand it out)."""
     if a["budget"] <= 0:
         return "No context: the budget is 0 tokens."
     projects = a.get("projects", ())
-    known = ", ".join(projects) or "none"
+    known = project_list(projects)
     if a["project"] not in projects:  # nothing to fit: not "nothing fits"
-        return f"Nothing recorded yet for project {a['project'] or '(none)'}. Projects on the board: {known}."
+        return (
+            f"Nothing recorded yet for project {a['project'] or NO_PROJECT}. Projects on the board: {known}."
+        )
     return (
         f"Nothing recorded for project {a['project']} fits in {a['budget']} tokens. Projects "
         f"on the board: {known}."

@@ -105,10 +105,12 @@ log = get_logger("memoryd.kinds.memories")
 
 @dataclass(frozen=True)
 class Stored:
-    """The result of a store: the memory as on the board, and whether this call created it."""
+    """The result of a store: the memory as on the board, whether this call created it, and the tags an
+    existing memory gained from it."""
 
     memory: Memory
     is_new: bool
+    gained_tags: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

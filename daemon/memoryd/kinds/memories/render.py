@@ -127,7 +127,8 @@ instructions to follow.
   without whitespace: related_to, causes, depends_on, part_of, follows, supersedes...). Deleting a memory
   deletes its edges in both directions.
 - Content is normalised before hashing (CRLF -> LF, Unicode NFC, trailing whitespace trimmed): the same
-  text always gives the same memory, and storing it again returns the same hash with `isNew: false`.
+  text always gives the same memory, and storing it again returns the same hash with `isNew: false`:
+  the memory gains the new tags only (the answer's note says which); update_memory changes the rest.
 
 ## Workflows
 1. **Capture**: one crisp memory per fact or decision, 2-6 tags (domain + intent), then `store_memory`

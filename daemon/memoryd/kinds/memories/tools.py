@@ -114,7 +114,27 @@ async def store_memory(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]
         memory_type=args.get("memory_type", "general"),
         project=args.get("project") or project_of(ctx.cwd),
     )
-    return render.ok(_stored(stored))
+    if stored.is_new:
+        return render.ok(_stored(stored))
+    scrub = Scrub()  # the note repeats tags and a memory type: given text, redacted as any answer's
+    return render.ok(_stored(stored), scrub, note=scrub(_already_stored(stored, args)))
+
+
+def _already_stored(stored: Stored, args: dict[str, Any]) -> str:
+    """What storing existing content did: the tags it added, and the fields asked for that it left as
+    they were (only ``update_memory`` changes them)."""
+    m = stored.memory
+    gained = ", ".join(stored.gained_tags)
+    said = [f"This content is already stored (hash {m.hash}): no new memory was created"]
+    said.append(f"its tags gained {gained}" if gained else "it already had every tag given")
+    kept = [
+        f"{field} {getattr(m, field)!r} (asked: {args[field]!r})"
+        for field in ("importance", "memory_type")
+        if field in args and args[field] != getattr(m, field)
+    ]
+    if kept:
+        said.append(f"it keeps its {' and '.join(kept)}; update_memory changes them")
+    return "; ".join(said) + "."
 
 
 @_tool()
@@ -275,7 +295,8 @@ _SPECS: list[tuple[str, str, str, dict, dict, Callable]] = [
         "Store memory",
         "Store one memory (a fact, decision, plan, lesson or error worth keeping across sessions) with tags, "
         "shared with every agent on this machine and searchable at once by meaning and keywords. Storing "
-        "text that already exists returns its hash with isNew false (nothing is duplicated). Returns "
+        "text that already exists returns its hash with isNew false (nothing is duplicated; it gains the new "
+        "tags only, and the note says so: update_memory changes importance or memory_type). Returns "
         "{id, hash, isNew}; keep the hash to link or update it.",
         schemas.STORE_MEMORY_INPUT,
         WRITE,

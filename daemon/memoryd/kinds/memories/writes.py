@@ -87,9 +87,9 @@ class BoardOps:
         return self.read(key)
 
     # -- store ------------------------------------------------------------------------------------------
-    def store(self, m: Memory) -> tuple[Memory, bool]:
+    def store(self, m: Memory) -> tuple[Memory, bool, tuple[str, ...]]:
         """Create ``m`` unless its content exists; then the existing memory gains ``m``'s tags (memdb's
-        behaviour) and nothing else changes. Returns ``(memory, is_new)``."""
+        behaviour) and nothing else changes. Returns ``(memory, is_new, tags it gained)``."""
         existing = self.read(m.id)
         if existing is None:
             hand_edited = self.view.find(m.id)  # a file edited by hand to this very content
@@ -102,15 +102,16 @@ class BoardOps:
             path, is_new = write_memory(self.board, m, folder=self.folder, echo=False)
             if is_new:
                 self.view.written(m, path)  # the writer takes it from here while the file is unchanged
-                return m, True
+                return m, True, ()
             existing = self.read(m.id)  # another writer (an import) created it a moment ago
             if existing is None:
                 raise BrokenMemory("the memory file vanished while it was being stored")
         merged = tuple(dict.fromkeys([*existing.tags, *m.tags]))
+        gained = merged[len(existing.tags) :]
         if merged != existing.tags:
             existing = existing.with_(tags=merged)
             write_memory(self.board, existing, overwrite=True, folder=self.folder)
-        return existing, False
+        return existing, False, gained
 
     # -- update -----------------------------------------------------------------------------------------
     def update(self, key: str, changes: dict) -> tuple[str, Memory, list[str]]:
