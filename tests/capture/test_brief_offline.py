@@ -200,9 +200,15 @@ def test_a_daemon_that_closes_without_answering_is_told_as_such():
         path = root / "s.sock"
         server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         server.bind(str(path))
-        server.listen(1)
+        server.listen(2)
 
         def take_and_close() -> None:
+            # the command first asks which board the daemon serves (the board was named): this one
+            conn, _ = server.accept()
+            conn.makefile("rb").readline()
+            answer = {"memoryd": "status", "status": {"board": str(root / "board")}}
+            conn.sendall((json.dumps(answer) + "\n").encode())
+            conn.close()
             conn, _ = server.accept()
             conn.makefile("rb").readline()
             conn.close()
