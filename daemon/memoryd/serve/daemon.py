@@ -388,6 +388,7 @@ def run(
     logs.use_service_log()  # MEMORYD_LOG_FILE (set by the LaunchAgent/systemd unit): rotating JSON log too
     memory.limit_arenas()  # before the model, LanceDB and the event loop start their threads
     memory.map_large_blocks()
+    memory.system_arrow_pool()  # before LanceDB imports pyarrow
     _raise_fd_limit()
     try:
         if config is None:
