@@ -45,6 +45,10 @@ _POOLINGS = ("mean", "cls", "none")
 # only: a garbage collection here held the GIL 80-150 ms per batch and freed nothing more (191 MB
 # after 64 passages either way)
 _TRIM_AFTER_TOKENS = 2048
+# a held stream (embed_passages' ``hold``) whose next call's largest run is under this fraction of the largest
+# run held has turned to smaller writes (single stores after a backlog of long briefs): what the big batches
+# held goes back then, instead of staying for as long as writes keep coming (+140-156 MB for long texts)
+_HOLD_SHRINK = 8
 
 if TYPE_CHECKING:
     from memoryd.index.unigram import UnigramTokenizer
@@ -125,6 +129,7 @@ class Embedder:
         self._config = config
         self._count_lock = threading.Lock()
         self._holding = False  # a batch's buffers are kept in the arena (embed_passages' ``hold``)
+        self._held_cells = 0  # the largest run (rows x tokens) whose buffers are held
 
         options = ort.SessionOptions()
         options.intra_op_num_threads = min(os.cpu_count() or 1, 4)
@@ -168,7 +173,8 @@ class Embedder:
         A text longer than ``max_tokens`` is truncated; use :meth:`chunks` first to cover all of it.
         ``count=False``: not stored text (the model's reference passages), left out of ``passages_embedded``.
         ``hold``: keep the batch's buffers (onnxruntime's arena, the heap) for the next batch, which
-        follows at once (a stream of writes); the caller calls :meth:`release` once the stream ends.
+        follows at once (a stream of writes); the caller calls :meth:`release` once the stream ends. A call
+        whose largest run is under an eighth of the largest held hands them back itself.
         """
         vectors = self._embed(texts, self._config.passage_prefix, hold)
         if count:
@@ -184,7 +190,7 @@ class Embedder:
         """Hand back the buffers batches embedded with ``hold`` kept: one run of a single token with the
         arena's shrink (nothing when no batch is held), then (``trim_heap``) a heap trim. Thread-safe."""
         if self._holding:
-            self._holding = False
+            self._holding, self._held_cells = False, 0
             self._run([self._truncate(self._tokenizer.encode(""))], shrink=True)
         if trim_heap:
             trim()
@@ -226,10 +232,15 @@ class Embedder:
         if not texts:
             return out
         ids = [self._truncate(row) for row in self._tokenizer.encode_batch([prefix + t for t in texts])]
+        largest = 0
         for batch in _batches([len(row) for row in ids]):
-            out[batch] = self._run([ids[i] for i in batch], shrink=False if hold else None)
+            rows = [ids[i] for i in batch]
+            largest = max(largest, len(rows) * max(map(len, rows)))
+            out[batch] = self._run(rows, shrink=False if hold else None)
         if not hold and sum(map(len, ids)) >= _TRIM_AFTER_TOKENS:
             trim()
+        elif hold and largest * _HOLD_SHRINK < self._held_cells:
+            self.release(trim_heap=False)
         return out
 
     def _truncate(self, ids: list[int]) -> list[int]:
@@ -256,6 +267,7 @@ class Embedder:
             shrink = batch
         elif batch and not shrink:
             self._holding = True
+            self._held_cells = max(self._held_cells, input_ids.size)
         (result,) = self._session.run([self._output], feed, self._run_options if shrink else None)
         result = np.asarray(result, np.float32)
         if self._config.pooling == "mean":
