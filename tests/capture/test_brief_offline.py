@@ -224,3 +224,20 @@ def test_a_daemon_that_closes_without_answering_is_told_as_such():
         assert "memoryd tasks" in told.stderr and "b''" not in told.stderr
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_brief_longer_than_the_rules_keep_says_what_it_kept():
+    root = short_tmpdir()
+    try:
+        board = root / "board"
+        env = cli_env(root, board, root / "index", root / "s.sock")  # no daemon: filed here
+        text = "Fix the import of the old orders. " + "row;" * 30_000  # 120,034 characters
+        told = brief(env, text, "--project", "shop")
+        assert told.returncode == 0, told.stderr
+        assert "the text is 120,034 characters; the brief keeps its first 100,000" in told.stderr, told.stderr
+        said = (board / "briefs" / told.stdout.strip() / "said.txt").read_text(encoding="utf-8")
+        assert len(said) <= 100_001 and said.startswith("Fix the import")
+        short = brief(env, "Fix the export of the new orders", "--project", "shop")
+        assert short.returncode == 0 and "keeps its first" not in short.stderr, short.stderr
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

@@ -106,6 +106,13 @@ def cmd_brief(args) -> int:
             f"(`memoryd tasks move {answer['brief']} --to T` moves it into a task of one)",
             file=sys.stderr,
         )
+    kept = _kept_chars(args.text)
+    if kept:
+        print(
+            f"memoryd brief: the text is {kept[0]:,} characters; the brief keeps its first {kept[1]:,} "
+            "(put the rest in a file and name it in the brief)",
+            file=sys.stderr,
+        )
     if answer.get("reopened"):
         print(
             f"memoryd brief: task {answer['task']} was done; it is open again, since it has new work "
@@ -114,6 +121,15 @@ def cmd_brief(args) -> int:
             file=sys.stderr,
         )
     return EXIT_OK
+
+
+def _kept_chars(text: str) -> tuple[int, int] | None:
+    """``(length, kept)`` when the brief's rules cut ``text`` (its private blocks left out first), else None."""
+    from memoryd.kinds.briefs.capture import MAX_PROMPT_CHARS
+    from memoryd_shim.textrules import strip_private
+
+    length = len(strip_private(text.replace("\r\n", "\n"))[0])
+    return (length, MAX_PROMPT_CHARS) if length > MAX_PROMPT_CHARS else None
 
 
 #: Why a brief joined an existing task, by the capture answer's ``filed``.
