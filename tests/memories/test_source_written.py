@@ -7,6 +7,8 @@ import os
 import sys
 import time
 
+import pytest
+
 from memoryd.kinds.memories.files import Memory, memory_path, write_memory
 from memoryd.kinds.memories.format import render_memory
 from memoryd.kinds.memories.records import memory_record
@@ -34,6 +36,18 @@ def _records_for(source: MemorySource, memory: Memory) -> tuple[list, list[str]]
     return batch.records, opened
 
 
+@pytest.fixture
+def board(tmp_path):
+    path = tmp_path / "board"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def source(board) -> MemorySource:
+    return MemorySource(board)
+
+
 def _store(board, source: MemorySource, memory: Memory):
     path, is_new = write_memory(board, memory, echo=False)
     assert is_new
@@ -41,10 +55,7 @@ def _store(board, source: MemorySource, memory: Memory):
     return path
 
 
-def test_an_unchanged_file_is_taken_as_written_without_reading_it(tmp_path):
-    board = tmp_path / "board"
-    board.mkdir()
-    source = MemorySource(board)
+def test_an_unchanged_file_is_taken_as_written_without_reading_it(board, source):
     memory = Memory.new("the deploy key lives in the vault", tags=("ops", "deploy"))
     _store(board, source, memory)
     records, opened = _records_for(source, memory)
@@ -57,10 +68,7 @@ def test_an_unchanged_file_is_taken_as_written_without_reading_it(tmp_path):
     assert any(name.endswith(f"{memory.id}.md") for name in opened), opened
 
 
-def test_a_file_changed_after_the_write_is_read_as_it_is_now(tmp_path):
-    board = tmp_path / "board"
-    board.mkdir()
-    source = MemorySource(board)
+def test_a_file_changed_after_the_write_is_read_as_it_is_now(board, source):
     memory = Memory.new("ship the release on friday", tags=("release",))
     path = _store(board, source, memory)
     time.sleep(0.01)  # a coarse clock could give the edit the write's times; the inode change still tells
@@ -74,10 +82,7 @@ def test_a_file_changed_after_the_write_is_read_as_it_is_now(tmp_path):
     assert source.get(memory.id).tags == ("release", "edited-by-hand")
 
 
-def test_a_file_rewritten_in_place_is_read_as_it_is_now(tmp_path):
-    board = tmp_path / "board"
-    board.mkdir()
-    source = MemorySource(board)
+def test_a_file_rewritten_in_place_is_read_as_it_is_now(board, source):
     memory = Memory.new("the cache is warmed at start", tags=("cache",))
     path = _store(board, source, memory)
     edited = memory.with_(importance=9, tags=("cache", "x"))
@@ -86,10 +91,7 @@ def test_a_file_rewritten_in_place_is_read_as_it_is_now(tmp_path):
     assert records == [memory_record(edited)]
 
 
-def test_a_broken_or_removed_file_is_what_the_writer_sees(tmp_path):
-    board = tmp_path / "board"
-    board.mkdir()
-    source = MemorySource(board)
+def test_a_broken_or_removed_file_is_what_the_writer_sees(board, source):
     broken = Memory.new("this file gets broken after its write")
     gone = Memory.new("this file is removed after its write")
     _store(board, source, broken).write_text("no front matter at all\n", encoding="utf-8")
