@@ -397,11 +397,9 @@ class IndexStore:
         if vectors is not None and vectors.shape != (len(records), self.dim):
             raise ValueError(f"vectors shape {vectors.shape} != ({len(records)}, {self.dim})")
         vecs = np.asarray(vectors, dtype=np.float32) if vectors is not None else None
-        zero = [0.0] * self.dim
         data = []
-        for i, rec in enumerate(records):
+        for rec in records:
             row = {name: getattr(rec, name) for name in FILTER_COLUMNS + TEXT_COLUMNS}  # lang is a property
-            row["vector"] = vecs[i].tolist() if vecs is not None else zero
             row["model"] = model if vecs is not None else ""
             row["hash"] = rec.content_hash
             row["embed_hash"] = rec.embed_hash
@@ -413,17 +411,17 @@ class IndexStore:
             old = self.rows(present, ("id", *TEXT_COLUMNS))
             snap = self.mem.prepare_upsert(data, vecs)
             tokens = self._tail_tokens(records) if self._fts_ready else None
-            fresh = [row for row in data if row["id"] not in old]
-            again = [row for row in data if row["id"] in old]
+            fresh = [n for n, row in enumerate(data) if row["id"] not in old]
+            again = [n for n, row in enumerate(data) if row["id"] in old]
             if again:
                 (
                     self._table.merge_insert("id")
                     .when_matched_update_all()
                     .when_not_matched_insert_all()
-                    .execute(pa.Table.from_pylist(again, schema=_schema(self.dim)))
+                    .execute(self._arrow(data, vecs, again))
                 )
             if fresh:  # new ids: an append (a few ms) instead of a merge, which joins on every stored id
-                self._table.add(pa.Table.from_pylist(fresh, schema=_schema(self.dim)))
+                self._table.add(self._arrow(data, vecs, fresh))
             self.mem.publish(snap)  # after the table write: a failed write leaves memory as it was
             for row in old.values():
                 self.stats.add(row["text_main"], row["text_aux"], -1)
@@ -434,6 +432,21 @@ class IndexStore:
                     self.tail.put(rec.id, per)
             else:  # the first rows: build the text indexes over them (tens of ms), then nothing is a tail
                 self._build_fts()
+
+    def _arrow(self, rows: Sequence[dict], vecs: np.ndarray | None, pick: list[int]) -> pa.Table:
+        """Rows ``pick`` of ``rows`` (every column but the vector) with their vectors (zeros when
+        ``vecs`` is None) as a table of the index's schema. The vectors go in as one float32 block: as
+        Python lists they cost ~5 ms per 50 rows of 384 floats, on the writer's path."""
+        schema = _schema(self.dim)
+        block = vecs[pick] if vecs is not None else np.zeros((len(pick), self.dim), np.float32)
+        columns = []
+        for field in schema:
+            if field.name == "vector":
+                flat = pa.array(np.ascontiguousarray(block, np.float32).reshape(-1), pa.float32())
+                columns.append(pa.FixedSizeListArray.from_arrays(flat, self.dim))
+            else:
+                columns.append(pa.array([rows[n][field.name] for n in pick], field.type))
+        return pa.Table.from_arrays(columns, schema=schema)
 
     def _tail_tokens(self, records: Sequence[Record]) -> list[list[list[str]]]:
         """Per record, its tokens per text column (one tokenizer call per column)."""
