@@ -125,3 +125,11 @@ def test_memories_are_derived_again_only_when_what_their_record_reads_changed(tm
     store, again, report = restart_memories()
     assert (again.last_derived, report.updated, report.unchanged) == (1, 1, 1)
     assert [h.id for h in search(store, None, SearchQuery("database")).hits][:1] == [kept[1].id]
+
+
+def test_a_records_content_hash_is_the_one_earlier_versions_stored():
+    """The stored hashes of an index written before stay valid: equal fields, equal hash (pinned)."""
+    from memoryd.index.records import Record
+
+    rec = Record(*[f"field {i} ü 日本" for i in range(11)])
+    assert rec.content_hash == "38d23b5dd3fe4d8fc8bf7056c890e715b5f44833e8b778aafa5e9ab9c747d84e"

@@ -37,7 +37,7 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Protocol
 
 from memoryd.index.keyword import term_string
@@ -89,7 +89,8 @@ class Record:
     @functools.cached_property
     def content_hash(self) -> str:
         """SHA-256 over every derived field: equal hash = nothing to rewrite."""
-        blob = json.dumps([RECORD_FORMAT, asdict(self), self.lang], ensure_ascii=False, sort_keys=True)
+        values = {name: getattr(self, name) for name in _FIELDS}  # asdict deep-copies each str: ~3x slower
+        blob = json.dumps([RECORD_FORMAT, values, self.lang], ensure_ascii=False, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()
 
     @functools.cached_property
@@ -97,6 +98,8 @@ class Record:
         """SHA-256 of the embedding text alone: equal hash = the stored vector is still right."""
         return hashlib.sha256(self.embed_text.encode()).hexdigest()
 
+
+_FIELDS = tuple(f.name for f in fields(Record))
 
 _CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 
