@@ -64,6 +64,7 @@ class Connector:
         self.respawned = False  # a daemon we started was killed by a signal and started again
         self.log_path = ""
         self.accepted = False  # some connection was accepted but failed before "ready"
+        self.others_starting = False  # another shim holds the spawn lock: its daemon is on its way
         self._lock = None
 
     def poll(self, now: float) -> _socket.socket | None:
@@ -135,7 +136,15 @@ class Connector:
         if self._lock is None:
             self._lock = spawn.SpawnLock(self.socket_path)
         # Another shim holding the lock is starting the daemon right now: keep connecting instead.
-        return self._lock.acquire()
+        acquired = self._lock.acquire()
+        self.others_starting = not acquired
+        return acquired
+
+    @property
+    def expecting(self) -> bool:
+        """Whether a daemon is on its way: one this shim or another shim started (the episode's deadline
+        still bounds the wait)."""
+        return self.child is not None or self.others_starting
 
     def _check_child(self, now: float) -> None:
         if self.child is None or self.child.poll() is None:

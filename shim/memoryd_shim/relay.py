@@ -41,7 +41,11 @@ CONNECTING, GREETING, REPLAYING, RELAYING, FAILED = (
 
 GREETING_TIMEOUT_S = 10.0
 REPLAY_TIMEOUT_S = 10.0
-EOF_GRACE_S = 0.5  # after stdin EOF, time left for answers still in flight (the shim exits within 1 s)
+EOF_GRACE_S = 0.5  # after stdin EOF with requests held and no daemon on its way: time left to connect
+# after stdin EOF, how long answers still owed may take: a client may write its requests and close its input
+# at once (a script; a daemon this shim starts answers its hello after ~2 s). Owing nothing, the shim exits
+# at once, as agents expect when they close it at shutdown
+EOF_ANSWER_S = 30.0
 FAILED_LINGER_S = 2.0  # in FAILED, keep answering requests this long when stdin stays open
 TICK_S = 0.2  # longest select() wait; bounds how late a dead parent is noticed
 READ_CHUNK = 1 << 20
@@ -162,15 +166,14 @@ class Relay:
                 return 1
         elif not self.stdin_open:
             if state in (RELAYING, REPLAYING):
-                if (
-                    not self.inflight and not self.wire and not self.held
-                ) or now >= self.eof_at + EOF_GRACE_S:
+                if not self.inflight and not self.wire and not self.held:
                     return 0
+                if now >= self.eof_at + EOF_ANSWER_S:
+                    self._fail(now, f"memoryd did not answer within {EOF_ANSWER_S:.0f} s of the input's end")
+                    return 1
             elif not any(_is_request(i) for i in self.held):
                 return 0
-            elif now >= self.eof_at + EOF_GRACE_S:
-                if self.state == GREETING:
-                    self._retry(now, "the daemon did not answer the hello")
+            elif now >= self.eof_at + EOF_GRACE_S and not (state == GREETING or self.connector.expecting):
                 self._unreachable_now(now)
                 return 1
         return None
@@ -188,7 +191,7 @@ class Relay:
         else:
             t = now + TICK_S
         if not self.stdin_open:
-            t = min(t, self.eof_at + EOF_GRACE_S)
+            t = min(t, self.eof_at + (EOF_ANSWER_S if state in (RELAYING, REPLAYING) else EOF_GRACE_S))
         return t
 
     # ---- connecting ------------------------------------------------------------------------------

@@ -193,6 +193,37 @@ def test_the_shim_starts_the_daemon_from_home_alone(world, shims):
     assert world.daemons() == [pid]  # still serving after the shim left
 
 
+def test_requests_piped_in_with_the_input_closed_at_once_are_answered_by_the_daemon_the_shim_starts(world):
+    # a script (`printf ... | memoryd-shim`): stdin ends before the daemon it starts can answer its hello
+    lines = [
+        INIT,
+        INITIALIZED,
+        call(2, "diag_echo", value="piped"),
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/list"},
+    ]
+    data = b"".join(json.dumps(m).encode() + b"\n" for m in lines)
+    done = subprocess.run([sys.executable, "-m", "memoryd_shim"], input=data, capture_output=True, env=world.env,
+                          cwd="/", timeout=START_TIMEOUT_S * 2)  # fmt: skip
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [a["id"] for a in answers] == [1, 2, 3], done.stderr.decode(errors="replace")
+    assert all("error" not in a for a in answers), answers
+    assert answers[1]["result"]["structuredContent"]["value"] == "piped"
+    assert done.returncode == 0 and b"started one" in done.stderr
+    assert len(world.daemons()) == 1
+
+
+def test_an_answer_that_takes_seconds_still_arrives_after_the_input_ends(world, shims):
+    start_daemon(world)
+    wait_until(lambda: os.path.exists(world.socket), timeout=START_TIMEOUT_S, what="the daemon's socket")
+    shim = shims("--socket", world.socket, "--no-start", env=world.env)
+    handshake(shim)
+    shim.send(call(2, "diag_sleep", seconds=1.5))
+    shim.close_stdin()
+    answer = shim.recv(timeout=10)
+    assert answer["id"] == 2 and answer["result"]["structuredContent"] == {"slept_s": 1.5}
+    assert shim.wait() == 0
+
+
 def service_logs(world: Env, *args: str) -> subprocess.CompletedProcess:
     """``memoryd service logs ARGS`` as the person whose agents started the daemon runs it."""
     return subprocess.run([sys.executable, "-m", "memoryd", "service", "logs", *args], capture_output=True,
