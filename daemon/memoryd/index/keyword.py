@@ -87,6 +87,10 @@ _CJK_ANY = re.compile(rf"[{_CJK}]")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 #: Longest term kept; longer runs (hashes, base64 blobs) say nothing to a person searching.
 MAX_TERM_CHARS = 40
+#: Stands between a record's own main terms and those it carries from its group (a brief's task title), so
+#: search can tell a match of its own from one its group's title makes (:mod:`memoryd.index.owned`); a
+#: query never asks for it.
+GROUP_MARK = "qzxgroupzxq"
 
 #: Words a query drops: English function words, then Hinglish ones (particles, pronouns, question words, and the
 #: forms of karna, hona, jana, sakna and chahiye that end a request: "... kaise set kare").
@@ -199,7 +203,7 @@ def terms(text: str, *, query: bool = False) -> list[str]:
     out: list[str] = []
     for raw in _WORD.findall(text):
         out.extend(_word_terms(raw, query))
-    return out
+    return [t for t in out if t != GROUP_MARK] if query and GROUP_MARK in out else out
 
 
 # One word's terms depend on the word alone, and words repeat: a long text costs a lookup per word.

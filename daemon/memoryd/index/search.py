@@ -13,6 +13,8 @@ count as much as a strong meaning match (lessons measured in ``shared/eval/READM
 * keyword: BM25 scores are divided by a saturating reference, so one weak accidental match stays
   weak, and a record matching many rare query terms scores near 1;
 * briefs vote for their task: a task whose several briefs match is a better answer than a stray brief;
+  but a brief whose only keyword match is its task's title (:mod:`memoryd.index.owned`) ranks below every
+  record matching some query word on its own: its task lifts it, it does not outrank them;
 * small priors: open tasks for "what is still open" queries, a named month for "that thing in August";
 * a query that asks only what is open ("what's still open?", perhaps naming a project) has no subject to
   match: it lists the newest record of each open task, newest first (:func:`_open_work`);
@@ -33,7 +35,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from memoryd.index import intent
+from memoryd.index import intent, owned
 from memoryd.index.columns import Filter
 from memoryd.index.embed import reference_cosines
 from memoryd.index.keyword import meaning_text, term_string
@@ -124,7 +126,8 @@ class Candidates:
     ``rows``: stored columns of every candidate;
     ``lift``: id -> cosine minus the query's mean cosine to the reference passages of the record's script
     (empty without the model); ``small``: every script group among the nearest neighbours had its statistics
-    filled with reference passages (each holds fewer than :data:`GROUP_CANDIDATES` matching records).
+    filled with reference passages (each holds fewer than :data:`GROUP_CANDIDATES` matching records);
+    ``inherited``: the keyword hits matching only through their group's terms (:func:`memoryd.index.owned.inherited`).
     """
 
     text: str = ""
@@ -141,6 +144,7 @@ class Candidates:
     lift: dict[str, float] = field(default_factory=dict)
     small: bool = False
     spelled: dict[str, list[str]] = field(default_factory=dict)
+    inherited: set[str] = field(default_factory=set)
 
 
 def gather(
@@ -223,6 +227,7 @@ def gather(
     # "retries webhooks", whose terms are counted as "retries" and "webhooks". A BM25 hit is a query word in
     # the index all the same.
     c.known = c.known or bool(c.bm25)
+    c.inherited = owned.inherited(store, qterms, [i for i in c.bm25 if c.rows.get(i, {}).get("task")])
     c.wants_open = intent.asks_open(text)
     c.months = intent.months(text, as_of or datetime.now(UTC))
     c.projects = intent.projects(set(qterms.split()), store.projects())
@@ -320,6 +325,8 @@ def score(
                 why[i] = Why(w_i.keyword, w_i.meaning, (*w_i.boosts, ("task vote", bonus[row["task"]])))
     if calibrated:
         scored = [e for e in scored if e[2] >= ranking.min_score]
+    if c.inherited:
+        scored = owned.below_own(scored, c.inherited, set(kw))
     scored.sort(key=lambda e: (-e[2], e[0]))
     return [
         Hit(
@@ -407,13 +414,14 @@ def _with_words(store: IndexStore, text: str, hits: list[Hit]) -> list[Hit]:
         if terms:
             words.append((word, terms))
     rows = store.rows([h.id for h in hits if h.why is not None], ("id", *TEXT_COLUMNS))
+    # a word only the record's group (a brief's task title) holds is not one of its own
     out = []
     for h in hits:
         row = rows.get(h.id)
         if h.why is None or row is None:
             out.append(h)
             continue
-        have = set(" ".join(row.get(col) or "" for col in TEXT_COLUMNS).split())
+        have = set(owned.own_text(row).split())
         found = tuple(word for word, terms in words if terms & have)
         out.append(Hit(**{**h.__dict__, "why": Why(h.why.keyword, h.why.meaning, h.why.boosts, found)}))
     return out

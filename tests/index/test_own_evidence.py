@@ -1,0 +1,88 @@
+"""Ranking by a record's own evidence, on small real boards (real model, real LanceDB): a brief is not
+ranked above briefs that match on their own by words only its task's title holds; an error code typed
+alone finds the record holding it; a lone CJK character or emoji finds the record holding it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memoryd.index.search import search
+from memoryd.index.searcher import SearchQuery
+from support.board import write_brief, write_task
+from support.briefs import index_briefs
+
+LOGIN_TASK = "t-20260101-aaaaaa"
+#: (brief, task, title, what was said); the login task's briefs never say "login" themselves
+LOGIN_BOARD = [
+    ("b-20260101-000001", LOGIN_TASK, "Regression test", "add a regression test for the redirect loop"),
+    (
+        "b-20260101-000002",
+        LOGIN_TASK,
+        "Session cookie",
+        "the session cookie is dropped so we land on the start page",
+    ),
+    ("b-20260101-000003", LOGIN_TASK, "Bump cookie lib", "bump the cookie library to the latest version"),
+    (
+        "b-20260102-000004",
+        "t-20260102-cccccc",
+        "Button misaligned",
+        "the login button on checkout is misaligned",
+    ),
+    (
+        "b-20260103-000005",
+        "t-20260103-dddddd",
+        "Form overflow",
+        "login form fields overflow on small screens",
+    ),
+    (
+        "b-20260104-000006",
+        "t-20260104-eeeeee",
+        "Popup blocked",
+        "login with google fails with a popup blocked error",
+    ),
+]
+TASK_TITLES = {
+    LOGIN_TASK: "Fix the login redirect",
+    "t-20260102-cccccc": "Checkout page polish",
+    "t-20260103-dddddd": "Mobile layout",
+    "t-20260104-eeeeee": "Google sign-in",
+}
+
+
+def _board(root: Path, briefs: list[tuple[str, str, str, str]], titles: dict[str, str], screens=None) -> Path:
+    (root / "tasks").mkdir(parents=True)
+    (root / "briefs").mkdir()
+    for task, title in titles.items():
+        write_task(root, task, title=title)
+    for brief, task, title, said in briefs:
+        shown = (screens or {}).get(brief)
+        write_brief(root, brief, task, said=said, prompt="", title=title, summary="", screens=shown)
+    return root
+
+
+@pytest.fixture(scope="module")
+def login_store(tmp_path_factory, embedder):
+    root = tmp_path_factory.mktemp("login")
+    return index_briefs(_board(root / "board", LOGIN_BOARD, TASK_TITLES), root / "index", embedder)
+
+
+def test_a_task_title_does_not_rank_its_briefs_above_briefs_that_match_on_their_own(login_store, embedder):
+    hits = search(
+        login_store, embedder, SearchQuery("login", project="shopfront", kind="brief", reasons=True)
+    ).hits
+    ids = [h.id for h in hits]
+    own = {"b-20260102-000004", "b-20260103-000005", "b-20260104-000006"}
+    assert set(ids[:3]) == own, [(h.id, round(h.score, 3)) for h in hits]
+    # the login task's briefs are still found (the task is about login), below those, and say why
+    inherited = [h for h in hits if h.task == LOGIN_TASK]
+    assert len(inherited) == 3
+    assert all(h.why is not None and "login" not in h.why.words for h in inherited)
+    assert all("login" in h.why.words for h in hits[:3])
+
+
+def test_a_task_title_still_lifts_a_brief_that_matches_on_its_own(login_store, embedder):
+    """ "redirect loop" is the regression test's own words; the task's "login" adds to it."""
+    hits = search(login_store, embedder, SearchQuery("login redirect loop", kind="brief")).hits
+    assert hits[0].id == "b-20260101-000001", [(h.id, round(h.score, 3)) for h in hits]
