@@ -86,3 +86,72 @@ def test_a_task_title_still_lifts_a_brief_that_matches_on_its_own(login_store, e
     """ "redirect loop" is the regression test's own words; the task's "login" adds to it."""
     hits = search(login_store, embedder, SearchQuery("login redirect loop", kind="brief")).hits
     assert hits[0].id == "b-20260101-000001", [(h.id, round(h.score, 3)) for h in hits]
+
+
+SCREEN = (
+    "Shopfront Checkout Cart Account Orders Help. Your order summary items subtotal shipping taxes total "
+    "delivery options standard express pickup gift wrap coupon code apply billing address. "
+)
+#: (title, what was said, the text of its one screen); the codes are on long screens only, and other briefs
+#: speak of errors, SSL and denied access in words
+CODE_BOARD = [
+    (
+        "Card payment fails",
+        "the saved card payment does not go through",
+        SCREEN * 3 + "Error code: E4012. Retry.",
+    ),
+    (
+        "Staging TLS broken",
+        "staging will not open in chrome",
+        SCREEN + "No secure connection. ERR_SSL_PROTOCOL_ERROR",
+    ),
+    (
+        "Installer fails",
+        "the windows installer stops half way",
+        SCREEN * 2 + "Error 0x80070005: Access is denied.",
+    ),
+    ("Error page copy", "rewrite the error page copy, the error codes confuse people", ""),
+    (
+        "SSL certificate renewal",
+        "renew the ssl certificate before it expires; protocol error seen last year",
+        "",
+    ),
+    ("Payment error banner", "show a clear error banner when a card payment fails with any error code", ""),
+    ("Windows access denied", "access is denied when the updater writes to program files on windows", ""),
+    ("猫の写真", "猫の写真がアップロードできない", ""),
+    ("検索のテスト", "これは検索のテストです", ""),
+    ("Hot deploys", "tag the hot fixes with 🔥 in the changelog", ""),
+    ("Release notes", "write a short note for each release", ""),
+]
+
+
+def _code_brief(n: int) -> str:
+    return f"b-20261201-{n:06x}"
+
+
+@pytest.fixture(scope="module")
+def code_store(tmp_path_factory, embedder):
+    root = tmp_path_factory.mktemp("codes")
+    briefs = [(_code_brief(n), f"t-20261201-{n:06x}", t, s) for n, (t, s, _) in enumerate(CODE_BOARD)]
+    titles = {task: title for _, task, title, _ in briefs}
+    screens = {_code_brief(n): {"1": text} for n, (_, _, text) in enumerate(CODE_BOARD) if text}
+    return index_briefs(_board(root / "board", briefs, titles, screens), root / "index", embedder)
+
+
+@pytest.mark.parametrize(
+    ("query", "n"),
+    [("E4012", 0), ("e4012", 0), ("ERR_SSL_PROTOCOL_ERROR", 1), ("0x80070005", 2), ("E4012 payment", 0)],
+)
+def test_an_error_code_typed_alone_finds_the_record_holding_it_first(code_store, embedder, query, n):
+    hits = search(code_store, embedder, SearchQuery(query, kind="brief")).hits
+    assert hits and hits[0].id == _code_brief(n), [(h.title, round(h.score, 3)) for h in hits]
+    assert hits[0].score >= 0.5
+    # what merely speaks of errors or holds the code's parts ("ssl", "error") comes after it, weaker
+    assert all(h.score < hits[0].score for h in hits[1:])
+
+
+def test_a_code_the_index_does_not_hold_is_searched_as_before(code_store, embedder):
+    """An unknown code has no holder to put first: the hybrid answers as for any word (here by meaning alone,
+    nothing holds the word)."""
+    hits = search(code_store, embedder, SearchQuery("E9999", kind="brief", reasons=True)).hits
+    assert all(h.why.keyword == 0.0 for h in hits)

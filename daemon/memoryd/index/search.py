@@ -15,6 +15,9 @@ count as much as a strong meaning match (lessons measured in ``shared/eval/READM
 * briefs vote for their task: a task whose several briefs match is a better answer than a stray brief;
   but a brief whose only keyword match is its task's title (:mod:`memoryd.index.owned`) ranks below every
   record matching some query word on its own: its task lifts it, it does not outrank them;
+* a query that is only error codes or identifiers ("E4012", "ERR_SSL_PROTOCOL_ERROR", "0x80070005") has no
+  meaning the model can read: when the index holds such a code, the records holding it whole come first,
+  ranked by keywords alone, and a record holding only its parts ("ssl", "error") after them;
 * small priors: open tasks for "what is still open" queries, a named month for "that thing in August";
 * a query that asks only what is open ("what's still open?", perhaps naming a project) has no subject to
   match: it lists the newest record of each open task, newest first (:func:`_open_work`);
@@ -127,7 +130,9 @@ class Candidates:
     ``lift``: id -> cosine minus the query's mean cosine to the reference passages of the record's script
     (empty without the model); ``small``: every script group among the nearest neighbours had its statistics
     filled with reference passages (each holds fewer than :data:`GROUP_CANDIDATES` matching records);
-    ``inherited``: the keyword hits matching only through their group's terms (:func:`memoryd.index.owned.inherited`).
+    ``inherited``: the keyword hits matching only through their group's terms (:func:`memoryd.index.owned.inherited`);
+    ``exact``: id -> BM25 of the query's codes alone when the query is only codes the index holds
+    (:func:`memoryd.index.intent.codes`), with ``exact_ref`` that of a record holding each once on a screen.
     """
 
     text: str = ""
@@ -145,6 +150,8 @@ class Candidates:
     small: bool = False
     spelled: dict[str, list[str]] = field(default_factory=dict)
     inherited: set[str] = field(default_factory=set)
+    exact: dict[str, float] = field(default_factory=dict)
+    exact_ref: float = 0.0
 
 
 def gather(
@@ -227,6 +234,15 @@ def gather(
     # "retries webhooks", whose terms are counted as "retries" and "webhooks". A BM25 hit is a query word in
     # the index all the same.
     c.known = c.known or bool(c.bm25)
+    codes = [t for t in intent.codes(text) if store.stats.df.get(t, 0) > 0]
+    if codes:
+        found = store.keyword(
+            " ".join(codes), filters if wide else near_filters, WIDE_KEYWORD if wide else CANDIDATES
+        )
+        c.exact = dict([(i, v) for i, v in found if ids is None or i in ids][:CANDIDATES])
+        # a code on a screen says as much as a code said: the reference is the lighter column's
+        c.exact_ref = TEXT_BOOSTS[-1] * sum(store.stats.idf(t) for t in codes)
+        c.rows.update(store.rows([i for i in c.exact if i not in c.rows]))
     c.inherited = owned.inherited(store, qterms, [i for i in c.bm25 if c.rows.get(i, {}).get("task")])
     c.wants_open = intent.asks_open(text)
     c.months = intent.months(text, as_of or datetime.now(UTC))
@@ -290,14 +306,17 @@ def score(
             return []
     if explain is not None:
         explain.update(k_top=max(kw.values(), default=0.0), n_kw=len(kw))
-    w = ranking.meaning_weight if c.has_vectors else 0.0
+    w = ranking.meaning_weight if c.has_vectors and not c.exact else 0.0
+    exact_ref = c.exact_ref * ranking.bm25_reference
     calibrated = bool(c.lift)  # the model's reference passages were there: absolute bars apply
     why: dict[str, Why] = {}
     scored: list[tuple[str, dict, float]] = []
     for i, row in c.rows.items():
-        if calibrated and not _evidence(c, i, ranking):
+        if calibrated and i not in c.exact and not _evidence(c, i, ranking):
             continue
         k = kw.get(i, 0.0)
+        if c.exact:  # holding the code itself outranks holding its parts
+            k = 0.5 + 0.5 * min(1.0, c.exact[i] / exact_ref) if i in c.exact else 0.5 * k
         s = w * m_scores.get(i, 0.0) * m_conf + (1 - w) * k
         boosts = []
         if c.wants_open and row["status"] == "open":
