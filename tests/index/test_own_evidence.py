@@ -155,3 +155,19 @@ def test_a_code_the_index_does_not_hold_is_searched_as_before(code_store, embedd
     nothing holds the word)."""
     hits = search(code_store, embedder, SearchQuery("E9999", kind="brief", reasons=True)).hits
     assert all(h.why.keyword == 0.0 for h in hits)
+
+
+@pytest.mark.parametrize(("query", "n"), [("猫", 7), ("検", 8), ("は", 8), ("🔥", 9)])
+def test_one_cjk_character_or_emoji_finds_the_record_holding_it(code_store, embedder, query, n):
+    """A CJK character is a word in Japanese and Chinese, and indexed in pairs; an emoji is a plausible tag."""
+    for model in (embedder, None):
+        hits = search(code_store, model, SearchQuery(query, kind="brief", reasons=True)).hits
+        assert hits and hits[0].id == _code_brief(n), (model, [(h.title, round(h.score, 3)) for h in hits])
+        assert hits[0].why.keyword > 0
+
+
+@pytest.mark.parametrize("query", ["a", "the"])
+def test_a_single_latin_letter_or_filler_word_finds_nothing(code_store, embedder, query):
+    """"a" is in every English text: one letter alone, or a filler word, asks for nothing in particular."""
+    for model in (embedder, None):
+        assert search(code_store, model, SearchQuery(query, kind="brief")).hits == []

@@ -21,6 +21,8 @@ count as much as a strong meaning match (lessons measured in ``shared/eval/READM
 * small priors: open tasks for "what is still open" queries, a named month for "that thing in August";
 * a query that asks only what is open ("what's still open?", perhaps naming a project) has no subject to
   match: it lists the newest record of each open task, newest first (:func:`_open_work`);
+* a query of one word that is no keyword term (a single Latin letter, a filler word) finds nothing; one CJK
+  character or one emoji is a term (:mod:`memoryd.index.keyword`);
 * nothing is returned when neither list is confident (a random string, a redacted secret's fragment);
   with the model, a record is returned only with evidence of its own — a cosine clearly above the query's
   cosines to the reference passages, or a keyword match worth a good share of the query — and a final
@@ -252,10 +254,13 @@ def gather(
 
 def _respelled(store: IndexStore, qterms: str) -> tuple[str, dict[str, list[str]]]:
     """``qterms`` with the indexed terms each unknown term may be a misspelling of added after it
-    (:mod:`memoryd.index.typos`), and ``{term: those terms}`` for the terms that had some."""
+    (:mod:`memoryd.index.typos`), and the pairs holding a lone CJK character after it, and ``{term: those
+    terms}`` for the terms that had some."""
     df = store.stats.df
     unknown = [t for t in dict.fromkeys(qterms.split()) if df.get(t, 0) <= 0]
     offers = {t: near for t in unknown if (near := store.typos.near(t, df))}
+    # a lone CJK character (猫) is rarely a term of its own: the indexed pairs holding it stand for it
+    offers |= {t: pairs for t in set(qterms.split()) if (pairs := store.typos.containing(t, df))}
     if not offers:
         return qterms, {}
     # another form of the same word ("notes" for "note") is LanceDB's stemmer's to match, not a typo
@@ -384,6 +389,9 @@ def search(store: IndexStore, embedder, query: SearchQuery, explain: dict | None
     listed = _open_work(store, query, result.open_listing, limit)
     if listed:
         result.hits = _with_words(store, text, listed) if query.reasons else listed
+        return result
+    if len(text.split()) == 1 and not term_string(text, query=True):
+        # one letter ("a") or one filler word ("the"): no subject, and the model's reading of it is noise
         return result
     cands = gather(store, embedder, text, _where(query), query.as_of, query.ids)
     ranking = query.ranking or RANKINGS.get(query.kind or "brief", DEFAULT_RANKING)
