@@ -141,10 +141,13 @@ def projects(query_terms: set[str], known: set[str]) -> dict[str, float]:
     return out
 
 
-# a word that reads as a code, not as language: letters with digits (E4012, S3UploadFailedError), an
-# underscore (ERR_SSL_PROTOCOL_ERROR), a camelCase hump (parseApiDate), hex (0x80070005), a number of 3+ digits
-_CODE = re.compile(r"(?=.*[^\W\d_])(?=.*\d)\w+|\w*_\w*|\w*[a-z][A-Z]\w*|0[xX][0-9a-fA-F]+|\d{3,}")
-_CODE_WORD = re.compile(r"[\w\-.]+")
+# a word that reads as a code, not as language (ASCII only): letters with digits (E4012, S3UploadFailedError),
+# an underscore (ERR_SSL_PROTOCOL_ERROR), a camelCase hump (parseApiDate), hex (0x80070005), 3+ digits
+_CODE = re.compile(
+    r"(?=[A-Za-z0-9]*[A-Za-z])(?=[A-Za-z0-9]*\d)[A-Za-z0-9]+|[A-Za-z0-9]*_[A-Za-z0-9_]*"
+    r"|[A-Za-z0-9]*[a-z][A-Z][A-Za-z0-9]*|0[xX][0-9a-fA-F]+|\d{3,}"
+)
+_EDGES = "\"'`()[]{}<>:;,.!?-"
 
 
 def codes(query: str) -> list[str]:
@@ -152,9 +155,8 @@ def codes(query: str) -> list[str]:
     in order; ``[]`` otherwise ("E4012" -> ``["e4012"]``; "ERR_SSL_PROTOCOL_ERROR" ->
     ``["err_ssl_protocol_error"]``; "E4012 at checkout" -> ``[]``). The embedding model reads no meaning
     into such a query: the search weighs who holds the code itself."""
-    words = [w.strip("-.") for w in _CODE_WORD.findall(query)]
-    words = [w for w in words if w]
-    if not words or len(words) != len(query.split()) or not all(_CODE.fullmatch(w) for w in words):
+    words = [w.strip(_EDGES) for w in query.split()]
+    if not words or not all(_CODE.fullmatch(w) for w in words):
         return []
     out = []
     for word in words:

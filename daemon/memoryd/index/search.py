@@ -254,13 +254,14 @@ def gather(
 
 def _respelled(store: IndexStore, qterms: str) -> tuple[str, dict[str, list[str]]]:
     """``qterms`` with the indexed terms each unknown term may be a misspelling of added after it
-    (:mod:`memoryd.index.typos`), and the pairs holding a lone CJK character after it, and ``{term: those
-    terms}`` for the terms that had some."""
+    (:mod:`memoryd.index.typos`), or the pairs holding the one CJK character that is the whole query, and
+    ``{term: those terms}`` for the terms that had some."""
     df = store.stats.df
     unknown = [t for t in dict.fromkeys(qterms.split()) if df.get(t, 0) <= 0]
     offers = {t: near for t in unknown if (near := store.typos.near(t, df))}
-    # a lone CJK character (猫) is rarely a term of its own: the indexed pairs holding it stand for it
-    offers |= {t: pairs for t in set(qterms.split()) if (pairs := store.typos.containing(t, df))}
+    # a query of one CJK character (猫) asks for a word that was indexed in pairs: those holding it stand for it
+    if len(qterms) == 1 and (pairs := store.typos.containing(qterms, df)):
+        offers[qterms] = pairs
     if not offers:
         return qterms, {}
     # another form of the same word ("notes" for "note") is LanceDB's stemmer's to match, not a typo
