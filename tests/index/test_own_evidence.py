@@ -168,6 +168,6 @@ def test_one_cjk_character_or_emoji_finds_the_record_holding_it(code_store, embe
 
 @pytest.mark.parametrize("query", ["a", "the"])
 def test_a_single_latin_letter_or_filler_word_finds_nothing(code_store, embedder, query):
-    """"a" is in every English text: one letter alone, or a filler word, asks for nothing in particular."""
+    """One letter ("a" is in every English text) or one filler word alone asks for nothing in particular."""
     for model in (embedder, None):
         assert search(code_store, model, SearchQuery(query, kind="brief")).hits == []

@@ -1,5 +1,8 @@
 """Hybrid search: one function that the MCP tools, the CLI and ``memoryd eval`` all call.
 
+Over 400 lines: gathering the two candidate lists and scoring them share their figures (:class:`Candidates`)
+and change together.
+
 Two candidate lists are fetched from the same LanceDB table: BM25 over our keyword terms and cosine
 nearest neighbours of the query embedding. Each list is scaled to 0–1 *by its own confidence*, then
 mixed by weight (meaning ≈ 0.8), not by rank fusion: a top rank won by one stray keyword must not
