@@ -139,3 +139,28 @@ def projects(query_terms: set[str], known: set[str]) -> dict[str, float]:
         elif any(len(p) >= 4 and p in query_terms for p in parts):
             out[name] = 0.5
     return out
+
+
+# a word that reads as a code, not as language (ASCII only): letters with digits (E4012, S3UploadFailedError),
+# an underscore (ERR_SSL_PROTOCOL_ERROR), a camelCase hump (parseApiDate), hex (0x80070005), 3+ digits
+_CODE = re.compile(
+    r"(?=[A-Za-z0-9]*[A-Za-z])(?=[A-Za-z0-9]*\d)[A-Za-z0-9]+|[A-Za-z0-9]*_[A-Za-z0-9_]*"
+    r"|[A-Za-z0-9]*[a-z][A-Z][A-Za-z0-9]*|0[xX][0-9a-fA-F]+|\d{3,}"
+)
+_EDGES = "\"'`()[]{}<>:;,.!?-"
+
+
+def codes(query: str) -> list[str]:
+    """The whole terms of ``query``'s words when every word is an error code or identifier (``_CODE``),
+    in order; ``[]`` otherwise ("E4012" -> ``["e4012"]``; "ERR_SSL_PROTOCOL_ERROR" ->
+    ``["err_ssl_protocol_error"]``; "E4012 at checkout" -> ``[]``). The embedding model reads no meaning
+    into such a query: the search weighs who holds the code itself."""
+    words = [w.strip(_EDGES) for w in query.split()]
+    if not words or not all(_CODE.fullmatch(w) for w in words):
+        return []
+    out = []
+    for word in words:
+        found = terms(word, query=True)
+        if found:
+            out.append(found[0])  # a split identifier's whole form comes first
+    return out

@@ -16,6 +16,11 @@ plain whitespace tokenizer: we decide what a term is, LanceDB only counts them. 
   a katakana word is bigrammed on its own (no bigram joins it to the text around it), and a query drops
   a lone hiragana particle between two such words; a katakana run made of known loanwords also yields
   their English words (:mod:`memoryd.index.loanwords`: ログインボタン -> login button);
+* an emoji or pictograph (🔥, ✅, ⚠) is a term of its own, one per character (a tag people search by);
+  other symbols and marks are not terms;
+* a query that is one CJK character (猫, は) keeps it, even a lone particle, and the search asks for the
+  indexed bigrams holding it too (:meth:`memoryd.index.typos.Typos.containing`): a character is a word
+  there, and the text around it was indexed in pairs;
 * queries additionally drop filler words (English function words, Hinglish particles and request words
   such as ``woh``/``wala``/``hai``/``kaise``/``kare``) so a stray "the" never decides a ranking, and a
   Hinglish request word the record lacks does not count against it; the text a query embeds drops the
@@ -84,9 +89,14 @@ _CJK = (
 )
 _CJK_RUN = re.compile(rf"^[{_CJK}]+$")
 _CJK_ANY = re.compile(rf"[{_CJK}]")
+CJK_CHAR = re.compile(rf"^[{_CJK}]$")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 #: Longest term kept; longer runs (hashes, base64 blobs) say nothing to a person searching.
 MAX_TERM_CHARS = 40
+#: Stands between a record's own main terms and those it carries from its group (a brief's task title), so
+#: search can tell a match of its own from one its group's title makes (:mod:`memoryd.index.owned`); a
+#: query never asks for it.
+GROUP_MARK = "qzxgroupzxq"
 
 #: Words a query drops: English function words, then Hinglish ones (particles, pronouns, question words, and the
 #: forms of karna, hona, jana, sakna and chahiye that end a request: "... kaise set kare").
@@ -125,7 +135,10 @@ _HINGLISH_ONLY = HINGLISH_FILLER - ENGLISH_FILLER - {"main", "par", "tab", "mat"
 
 
 _SEPARATORS = re.compile(r"[_\-.]+")
-_WORD = re.compile(rf"[{_CJK}]+|[\w\-.]+")
+#: Emoji and pictographs (Misc Symbols, Dingbats, arrows and stars, the emoji planes): each is a term.
+_EMOJI = "\u2600-\u27bf\u2b00-\u2bff\U0001f000-\U0001faff"
+_EMOJI_CHAR = re.compile(r"^(?![\U0001f3fb-\U0001f3ff])" rf"[{_EMOJI}]$")  # a skin tone is no term
+_WORD = re.compile(rf"[{_CJK}]+|[{_EMOJI}]|[\w\-.]+")  # a skin tone matches, and yields no term
 _MIXED = re.compile(rf"[{_CJK}]+|[^{_CJK}]+")
 
 
@@ -197,9 +210,12 @@ def terms(text: str, *, query: bool = False) -> list[str]:
     # confirm that a secret was there
     text = PLACEHOLDERS.sub(" ", unicodedata.normalize("NFKC", text))
     out: list[str] = []
-    for raw in _WORD.findall(text):
+    words = _WORD.findall(text)
+    for raw in words:
         out.extend(_word_terms(raw, query))
-    return out
+    if query and not out and len(words) == 1 and _CJK_RUN.match(words[0]) and len(words[0]) == 1:
+        return [words[0]]  # a lone particle asked alone is what is asked for
+    return [t for t in out if t != GROUP_MARK] if query and GROUP_MARK in out else out
 
 
 # One word's terms depend on the word alone, and words repeat: a long text costs a lookup per word.
@@ -210,6 +226,8 @@ def _word_terms(raw: str, query: bool) -> tuple[str, ...]:
         return ()
     if _CJK_RUN.match(raw):
         return tuple(_cjk_terms(raw, query))
+    if _EMOJI_CHAR.match(raw):
+        return (raw,)
     out: list[str] = []
     # a mixed run such as "v3のページ" splits into its CJK and non-CJK parts
     for piece in _MIXED.findall(raw):

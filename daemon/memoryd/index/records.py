@@ -41,6 +41,7 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Protocol
 
 from memoryd.index.keyword import term_string
+from memoryd.index.owned import main_terms
 from memoryd.index.redact import PLACEHOLDERS, redact
 from memoryd.logs import get_logger
 
@@ -52,7 +53,9 @@ log = get_logger("memoryd.index.records")
 
 #: Bump when the way records are derived changes: every record is then re-derived (not re-embedded
 #: unless its embedding text changed).
-RECORD_FORMAT = 1
+RECORD_FORMAT = (
+    2  # 2: a brief's main terms keep its task's title apart (memoryd.index.owned); emoji are terms
+)
 LINE_CHARS = 200
 #: Records per write: each LanceDB write adds a fragment and a version, so writes are batched.
 BATCH = 256
@@ -157,7 +160,7 @@ def brief_record(brief, task) -> Record:
         [brief.prompt, outcome_text, "\n".join(brief.notes)]
         + [f"{s.text}\n{s.window_title or ''} {s.app or ''}" for s in brief.screens]
     )
-    main = "\n".join([task_title, title, summary, said, brief.project])
+    main = main_terms(term_string("\n".join([title, summary, said, brief.project])), term_string(task_title))
     embed = unplaced("\n".join(x for x in (task_title, title, summary, said) if x))
     return Record(
         id=brief.id,
@@ -168,7 +171,7 @@ def brief_record(brief, task) -> Record:
         created_at=brief.created_at,
         title=title,
         line=first_line(said) or first_line(summary) or title,
-        text_main=term_string(main),
+        text_main=main,
         text_aux=term_string(aux),
         embed_text=embed,
     )

@@ -1,5 +1,8 @@
 """Hybrid search: one function that the MCP tools, the CLI and ``memoryd eval`` all call.
 
+Over 400 lines: gathering the two candidate lists and scoring them share their figures (:class:`Candidates`)
+and change together.
+
 Two candidate lists are fetched from the same LanceDB table: BM25 over our keyword terms and cosine
 nearest neighbours of the query embedding. Each list is scaled to 0–1 *by its own confidence*, then
 mixed by weight (meaning ≈ 0.8), not by rank fusion: a top rank won by one stray keyword must not
@@ -13,9 +16,16 @@ count as much as a strong meaning match (lessons measured in ``shared/eval/READM
 * keyword: BM25 scores are divided by a saturating reference, so one weak accidental match stays
   weak, and a record matching many rare query terms scores near 1;
 * briefs vote for their task: a task whose several briefs match is a better answer than a stray brief;
+  but a brief whose only keyword match is its task's title (:mod:`memoryd.index.owned`) ranks below every
+  record matching some query word on its own: its task lifts it, it does not outrank them;
+* a query that is only error codes or identifiers ("E4012", "ERR_SSL_PROTOCOL_ERROR", "0x80070005") has no
+  meaning the model can read: when the index holds such a code, the records holding it whole come first,
+  ranked by keywords alone, and a record holding only its parts ("ssl", "error") after them;
 * small priors: open tasks for "what is still open" queries, a named month for "that thing in August";
 * a query that asks only what is open ("what's still open?", perhaps naming a project) has no subject to
   match: it lists the newest record of each open task, newest first (:func:`_open_work`);
+* a query of one word that is no keyword term (a single Latin letter, a filler word) finds nothing; one CJK
+  character or one emoji is a term (:mod:`memoryd.index.keyword`);
 * nothing is returned when neither list is confident (a random string, a redacted secret's fragment);
   with the model, a record is returned only with evidence of its own — a cosine clearly above the query's
   cosines to the reference passages, or a keyword match worth a good share of the query — and a final
@@ -33,7 +43,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from memoryd.index import intent
+from memoryd.index import intent, owned
 from memoryd.index.columns import Filter
 from memoryd.index.embed import reference_cosines
 from memoryd.index.keyword import meaning_text, term_string
@@ -124,7 +134,10 @@ class Candidates:
     ``rows``: stored columns of every candidate;
     ``lift``: id -> cosine minus the query's mean cosine to the reference passages of the record's script
     (empty without the model); ``small``: every script group among the nearest neighbours had its statistics
-    filled with reference passages (each holds fewer than :data:`GROUP_CANDIDATES` matching records).
+    filled with reference passages (each holds fewer than :data:`GROUP_CANDIDATES` matching records);
+    ``inherited``: the keyword hits matching only through their group's terms (:func:`memoryd.index.owned.inherited`);
+    ``exact``: id -> BM25 of the query's codes alone when the query is only codes the index holds
+    (:func:`memoryd.index.intent.codes`), with ``exact_ref`` that of a record holding each once on a screen.
     """
 
     text: str = ""
@@ -141,6 +154,9 @@ class Candidates:
     lift: dict[str, float] = field(default_factory=dict)
     small: bool = False
     spelled: dict[str, list[str]] = field(default_factory=dict)
+    inherited: set[str] = field(default_factory=set)
+    exact: dict[str, float] = field(default_factory=dict)
+    exact_ref: float = 0.0
 
 
 def gather(
@@ -223,6 +239,16 @@ def gather(
     # "retries webhooks", whose terms are counted as "retries" and "webhooks". A BM25 hit is a query word in
     # the index all the same.
     c.known = c.known or bool(c.bm25)
+    codes = [t for t in intent.codes(text) if store.stats.df.get(t, 0) > 0]
+    if codes:
+        found = store.keyword(
+            " ".join(codes), filters if wide else near_filters, WIDE_KEYWORD if wide else CANDIDATES
+        )
+        c.exact = dict([(i, v) for i, v in found if ids is None or i in ids][:CANDIDATES])
+        # a code on a screen says as much as a code said: the reference is the lighter column's
+        c.exact_ref = TEXT_BOOSTS[-1] * sum(store.stats.idf(t) for t in codes)
+        c.rows.update(store.rows([i for i in c.exact if i not in c.rows]))
+    c.inherited = owned.inherited(store, qterms, [i for i in c.bm25 if c.rows.get(i, {}).get("task")])
     c.wants_open = intent.asks_open(text)
     c.months = intent.months(text, as_of or datetime.now(UTC))
     c.projects = intent.projects(set(qterms.split()), store.projects())
@@ -231,10 +257,14 @@ def gather(
 
 def _respelled(store: IndexStore, qterms: str) -> tuple[str, dict[str, list[str]]]:
     """``qterms`` with the indexed terms each unknown term may be a misspelling of added after it
-    (:mod:`memoryd.index.typos`), and ``{term: those terms}`` for the terms that had some."""
+    (:mod:`memoryd.index.typos`), or the pairs holding the one CJK character that is the whole query, and
+    ``{term: those terms}`` for the terms that had some."""
     df = store.stats.df
     unknown = [t for t in dict.fromkeys(qterms.split()) if df.get(t, 0) <= 0]
     offers = {t: near for t in unknown if (near := store.typos.near(t, df))}
+    # a query of one CJK character (猫) asks for a word that was indexed in pairs: those holding it stand for it
+    if len(qterms) == 1 and (pairs := store.typos.containing(qterms, df)):
+        offers[qterms] = pairs
     if not offers:
         return qterms, {}
     # another form of the same word ("notes" for "note") is LanceDB's stemmer's to match, not a typo
@@ -285,14 +315,17 @@ def score(
             return []
     if explain is not None:
         explain.update(k_top=max(kw.values(), default=0.0), n_kw=len(kw))
-    w = ranking.meaning_weight if c.has_vectors else 0.0
+    w = ranking.meaning_weight if c.has_vectors and not c.exact else 0.0
+    exact_ref = c.exact_ref * ranking.bm25_reference
     calibrated = bool(c.lift)  # the model's reference passages were there: absolute bars apply
     why: dict[str, Why] = {}
     scored: list[tuple[str, dict, float]] = []
     for i, row in c.rows.items():
-        if calibrated and not _evidence(c, i, ranking):
+        if calibrated and i not in c.exact and not _evidence(c, i, ranking):
             continue
         k = kw.get(i, 0.0)
+        if c.exact:  # holding the code itself outranks holding its parts
+            k = 0.5 + 0.5 * min(1.0, c.exact[i] / exact_ref) if i in c.exact else 0.5 * k
         s = w * m_scores.get(i, 0.0) * m_conf + (1 - w) * k
         boosts = []
         if c.wants_open and row["status"] == "open":
@@ -320,6 +353,8 @@ def score(
                 why[i] = Why(w_i.keyword, w_i.meaning, (*w_i.boosts, ("task vote", bonus[row["task"]])))
     if calibrated:
         scored = [e for e in scored if e[2] >= ranking.min_score]
+    if c.inherited:
+        scored = owned.below_own(scored, c.inherited, set(kw))
     scored.sort(key=lambda e: (-e[2], e[0]))
     return [
         Hit(
@@ -358,6 +393,9 @@ def search(store: IndexStore, embedder, query: SearchQuery, explain: dict | None
     listed = _open_work(store, query, result.open_listing, limit)
     if listed:
         result.hits = _with_words(store, text, listed) if query.reasons else listed
+        return result
+    if len(text.split()) == 1 and not term_string(text, query=True):
+        # one letter ("a") or one filler word ("the"): no subject, and the model's reading of it is noise
         return result
     cands = gather(store, embedder, text, _where(query), query.as_of, query.ids)
     ranking = query.ranking or RANKINGS.get(query.kind or "brief", DEFAULT_RANKING)
@@ -407,13 +445,14 @@ def _with_words(store: IndexStore, text: str, hits: list[Hit]) -> list[Hit]:
         if terms:
             words.append((word, terms))
     rows = store.rows([h.id for h in hits if h.why is not None], ("id", *TEXT_COLUMNS))
+    # a word only the record's group (a brief's task title) holds is not one of its own
     out = []
     for h in hits:
         row = rows.get(h.id)
         if h.why is None or row is None:
             out.append(h)
             continue
-        have = set(" ".join(row.get(col) or "" for col in TEXT_COLUMNS).split())
+        have = set(owned.own_text(row).split())
         found = tuple(word for word, terms in words if terms & have)
         out.append(Hit(**{**h.__dict__, "why": Why(h.why.keyword, h.why.meaning, h.why.boosts, found)}))
     return out

@@ -12,6 +12,10 @@ what keeps a correctly spelled word from becoming another word: on small slices 
 Damerau-Levenshtein turned "Nate" into "note"/"rate"/"date", "hike" into "like", "watch" into "match",
 "writing" into "waiting", and let 2-14 times as many unrelated questions find something.
 
+A query that is one CJK character (猫) stands for the indexed character pairs holding it (:meth:`Typos.containing`):
+text in those scripts is indexed in overlapping pairs (:mod:`memoryd.index.keyword`), so the character alone is
+rarely a term. The pairs are kept by character as the statistics count them.
+
 Lookup is a scan of the terms of the same first letter and a near length (a bucket each) with a vectorised
 pre-filter: each term of letters only is kept with a 32-bin histogram of its characters; one edit changes
 that histogram by at most 2 (L1), so only terms whose histogram is within ``2 * distance`` are compared
@@ -28,6 +32,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from memoryd.index.keyword import CJK_CHAR as _CJK_CHAR
+
 #: Shorter terms are never corrected, nor offered: one edit turns a short word into too many others.
 MIN_CHARS = 4
 #: From this length two edits are allowed.
@@ -37,6 +43,8 @@ MAX_CHARS = 24
 BINS = 32
 #: Most terms offered for one misspelled term (the nearest, then the most common).
 MAX_OFFERS = 3
+#: Most character pairs asked for one CJK character (the most common first): a particle (は) is in thousands.
+MAX_PAIRS = 64
 
 
 def max_edits(term: str) -> int:
@@ -99,6 +107,7 @@ class Typos:
         self._buckets: dict[tuple[int, str], _Bucket] = {}
         self._df: Mapping[str, int] | None = None
         self._seen = 0
+        self._pairs: dict[str, list[str]] = {}  # CJK character -> indexed pairs holding it
 
     def near(self, term: str, df: Mapping[str, int]) -> list[str]:
         """Up to :data:`MAX_OFFERS` terms with ``df > 0`` that ``term`` (absent from ``df``) may be a
@@ -126,10 +135,22 @@ class Typos:
                         found.append((d, -df[t], t))
         return [t for _, _, t in sorted(found)[:MAX_OFFERS]]
 
+    def containing(self, char: str, df: Mapping[str, int]) -> list[str]:
+        """Up to :data:`MAX_PAIRS` indexed two-character CJK terms (``df > 0``) holding ``char``, the most
+        records first; ``[]`` for anything but one CJK character."""
+        if len(char) != 1 or not _CJK_CHAR.match(char):
+            return []
+        with self._lock:
+            self._follow(df)
+            pairs = list(self._pairs.get(char, ()))
+        live = [(-df.get(t, 0), t) for t in pairs if df.get(t, 0) > 0]
+        return [t for _, t in sorted(live)[:MAX_PAIRS]]
+
     def _follow(self, df: Mapping[str, int]) -> None:
         # a new statistics object (a reload) starts over; otherwise only keys added since the last look
         if df is not self._df:
             self._buckets.clear()
+            self._pairs.clear()
             self._df, self._seen = df, 0
         if len(df) == self._seen:
             return
@@ -140,4 +161,7 @@ class Typos:
         for t in new:
             if MIN_CHARS <= len(t) <= MAX_CHARS and t.isalpha():
                 self._buckets.setdefault((len(t), t[0]), _Bucket()).add(t)
+            elif len(t) == 2 and _CJK_CHAR.match(t[0]) and _CJK_CHAR.match(t[1]):
+                for ch in set(t):
+                    self._pairs.setdefault(ch, []).append(t)
         self._seen += len(new)
