@@ -53,9 +53,8 @@ log = get_logger("memoryd.index.records")
 
 #: Bump when the way records are derived changes: every record is then re-derived (not re-embedded
 #: unless its embedding text changed).
-RECORD_FORMAT = (
-    2  # 2: a brief's main terms keep its task's title apart (memoryd.index.owned); emoji are terms
-)
+#: 2: a brief's main terms keep its task's title apart (:mod:`memoryd.index.owned`); emoji are terms.
+RECORD_FORMAT = 2
 LINE_CHARS = 200
 #: Records per write: each LanceDB write adds a fragment and a version, so writes are batched.
 BATCH = 256
