@@ -123,6 +123,40 @@ def test_a_broken_memory_file_is_skipped_never_the_board(shim, served):
     poll(lambda: shim.ok("memory_stats")["skippedFiles"] == before, "the misnamed file's removal noticed")
 
 
+def test_a_front_matter_value_yaml_cannot_convert_is_a_broken_file_not_a_failed_engine():
+    # valid YAML syntax whose value the loader cannot build: a date that does not exist, an over-long
+    # number; one such hand edit must cost that file, never the start of every memory tool
+    root = short_tmpdir()
+    try:
+        good, bad_date, bad_number = (f"{what} {unique('yv')}" for what in ("fine", "typo", "digits"))
+        mem = root / "board" / "memories"
+        mem.mkdir(parents=True)
+        (mem / f"{sha(good)}.md").write_text(hand_file(good))
+        (mem / f"{sha(bad_date)}.md").write_text(
+            hand_file(bad_date).replace("2026-01-05T10:00:00Z", "2026-13-45")
+        )
+        (mem / f"{sha(bad_number)}.md").write_text(hand_file(bad_number, extra=f"ticket: {'9' * 5000}\n"))
+        daemon = InprocessDaemon(root).start()
+        poll(lambda: daemon.status()["engine_state"] != "starting", "the engine started or failed")
+        assert daemon.status()["engine_state"] == "ready", daemon.status()["engine"]
+        with InprocessMemShim(daemon).initialize() as s:
+            assert hits(s, good.split()[-1]) == [sha(good)]
+            assert s.ok("memory_stats")["skippedFiles"] == 2
+            for text in (bad_date, bad_number):
+                err = s.err("get_memory", hash=sha(text))
+                assert err["code"] == "E_BROKEN_FILE", err
+            # the same typo saved while the daemon runs: that memory drops out, its tools say why
+            path = mem / f"{sha(good)}.md"
+            editor_save(path, path.read_text().replace("2026-01-05T10:00:00Z", "2026-02-30T10:00:00Z"))
+            poll(lambda: hits(s, good.split()[-1]) == [], "the re-broken file dropped", PICKUP_BOUND_S)
+            assert s.err("get_memory", hash=sha(good))["code"] == "E_BROKEN_FILE"
+            assert s.err("store_memory", content=good, tags=["again"])["code"] == "E_BROKEN_FILE"
+            assert s.err("update_memory", hash=sha(good), importance=1)["code"] == "E_BROKEN_FILE"
+        daemon.kill()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def test_an_edge_to_a_memory_deleted_by_hand_is_ignored_and_cleaned_up(shim, served):
     w = unique()
     a = shim.ok("store_memory", content=f"source {w}", tags=["g"])["hash"]
