@@ -157,6 +157,43 @@ def test_a_front_matter_value_yaml_cannot_convert_is_a_broken_file_not_a_failed_
         shutil.rmtree(root, ignore_errors=True)
 
 
+def test_a_board_moved_away_is_an_error_from_every_memory_tool_not_the_memories_it_held():
+    root = short_tmpdir()
+    try:
+        daemon = InprocessDaemon(root).start()
+        wait_engine_ready(daemon)
+        word = unique("moved")
+        with InprocessMemShim(daemon).initialize() as s:
+            a = s.ok("store_memory", content=f"first {word}", tags=["m"])["hash"]
+            b = s.ok("store_memory", content=f"second {word}", tags=["m"])["hash"]
+            s.ok("create_relationship", from_hash=a, to_hash=b, relation_type="then")
+            daemon.board.rename(root / "board-moved")  # chmod 000 would not stop root
+            calls = {
+                "search_memories": {"query": word},
+                "recall": {"query": word},
+                "memory_stats": {},
+                "get_memory": {"hash": a},
+                "get_relationships": {"hash": a},
+                "store_memory": {"content": f"third {word}", "tags": ["m"]},
+                "update_memory": {"hash": a, "importance": 3},
+                "create_relationship": {"from_hash": b, "to_hash": a, "relation_type": "back"},
+                "delete_memory": {"hash": b},
+            }
+            codes = {name: s.answer(name, **args)["structuredContent"] for name, args in calls.items()}
+            wrong = {
+                name: body
+                for name, body in codes.items()
+                if body.get("error", {}).get("code") != "E_BOARD_UNREADABLE"
+            }
+            assert not wrong, wrong  # a cached count or edge list would read as "this is what you have"
+            (root / "board-moved").rename(daemon.board)
+            poll(lambda: s.full("memory_stats")["result"]["memoryCount"] == 2, "the board back")
+            assert [e["to_hash"] for e in s.ok("get_relationships", hash=a)] == [b]
+        daemon.kill()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def test_an_edge_to_a_memory_deleted_by_hand_is_ignored_and_cleaned_up(shim, served):
     w = unique()
     a = shim.ok("store_memory", content=f"source {w}", tags=["g"])["hash"]
