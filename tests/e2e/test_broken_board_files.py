@@ -276,6 +276,51 @@ def test_a_lone_surrogate_escape_in_a_session_file_is_skipped_not_a_failed_engin
         shutil.rmtree(root, ignore_errors=True)
 
 
+def test_json_the_parser_cannot_convert_is_a_broken_file_not_a_failed_engine(monkeypatch):
+    """Valid JSON that Python will not read: a number of 5,000 digits (past ``int``'s digit limit) or
+    arrays nested 100,000 deep. A session line holding one is skipped (the file's other lines are
+    served), a summary or task file is a broken file named with its reason; the engine starts."""
+    root = short_tmpdir()
+    monkeypatch.setenv("MEMORYD_HOME", str(root / "mh"))
+    board = make_board(root)
+    line = {"id": "mem_2026-12-01T09:00:00.000Z_a1b2c3", "sessionId": "sess-1", "type": "agent-interaction",
+            "timestamp": "2026-12-01T09:00:00.000Z", "prompt": "zqdigline", "thought": "t", "response": "r"}  # fmt: skip
+    good = {**line, "id": "mem_2026-12-01T09:01:00.000Z_d4e5f6", "prompt": "zqdiggood plain"}
+    summary = {"id": "summary_sess-1", "sessionId": "sess-1", "timestamp": "2026-12-01T09:02:00.000Z",
+               "title": "t", "summary": "zqdigsum", "category": "other", "memoryCount": 2}  # fmt: skip
+    digits = "9" * 5000
+    lines = [
+        json.dumps({**line, "memoryCount": 0}).replace('"memoryCount": 0', f'"n": {digits}'),
+        json.dumps(good),
+    ]
+    (board / "sessions" / "sess-1.jsonl").write_text("\n".join(lines) + "\n")
+    (board / "sessions" / "sess-1.summary.json").write_text(json.dumps({**summary, "memoryCount": 0}).replace(
+        '"memoryCount": 0', f'"memoryCount": {digits}'))  # fmt: skip
+    task = json.loads((board / "tasks" / f"{BROKEN_TASK}.json").read_text())
+    (board / "tasks" / f"{BROKEN_TASK}.json").write_text(
+        json.dumps({**task, "deep": 0}).replace('"deep": 0', '"deep": ' + "[" * 100_000 + "]" * 100_000)
+    )
+    daemon = DaemonProcess(root, socket_path=root / "mh" / "state" / "memoryd.sock", board=board)
+    try:
+        daemon.start()
+        wait_engine_ready(daemon)
+        shown = {s["path"]: s["reason"] for s in status()["skipped"]}
+        assert shown.keys() == {
+            "sessions/sess-1.jsonl",
+            "sessions/sess-1.summary.json",
+            f"tasks/{BROKEN_TASK}.json",
+        }, shown
+        assert "line 1" in shown["sessions/sess-1.jsonl"], shown
+        assert "too long" in shown["sessions/sess-1.summary.json"], shown
+        assert "nested too deeply" in shown[f"tasks/{BROKEN_TASK}.json"], shown
+        with Shim(daemon.socket, daemon.env, tools="sessions").initialize() as shim:
+            text = shim.call("get_session_memories", sessionId="sess-1")["result"]["content"][0]["text"]
+            assert "zqdiggood" in text and "1 broken line" in text, text
+    finally:
+        daemon.kill()
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def test_get_brief_names_the_files_of_the_brief_it_could_not_read(served):
     """A said.txt that is not UTF-8 or an outcome.md too large: get_brief says which of its files could
     not be read instead of answering 'nothing recorded' and 'none saved yet' as if they were absent."""

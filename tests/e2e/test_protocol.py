@@ -65,7 +65,14 @@ def test_hello_is_answered_ready_with_the_daemon_version_and_board(daemon):
 
 @pytest.mark.parametrize(
     "hello",
-    [b"not json", b'{"memoryd":"hello","v":99}', b'{"memoryd":"hello","v":1,"tools":["nope"]}', b"[]"],
+    [
+        b"not json",
+        b'{"memoryd":"hello","v":99}',
+        b'{"memoryd":"hello","v":1,"tools":["nope"]}',
+        b"[]",
+        b"[" * 3000 + b"]" * 3000,  # nested past the parser's recursion: still JSON, still an answer
+        b'{"memoryd":"capture","v":1,"request":' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+    ],
 )
 def test_bad_hello_gets_one_error_line_then_close(daemon, hello):
     with RawConnection(daemon.socket, hello=hello) as c:

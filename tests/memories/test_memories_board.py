@@ -123,6 +123,77 @@ def test_a_broken_memory_file_is_skipped_never_the_board(shim, served):
     poll(lambda: shim.ok("memory_stats")["skippedFiles"] == before, "the misnamed file's removal noticed")
 
 
+def test_a_front_matter_value_yaml_cannot_convert_is_a_broken_file_not_a_failed_engine():
+    # valid YAML syntax whose value the loader cannot build: a date that does not exist, an over-long
+    # number; one such hand edit must cost that file, never the start of every memory tool
+    root = short_tmpdir()
+    try:
+        good, bad_date, bad_number = (f"{what} {unique('yv')}" for what in ("fine", "typo", "digits"))
+        mem = root / "board" / "memories"
+        mem.mkdir(parents=True)
+        (mem / f"{sha(good)}.md").write_text(hand_file(good))
+        (mem / f"{sha(bad_date)}.md").write_text(
+            hand_file(bad_date).replace("2026-01-05T10:00:00Z", "2026-13-45")
+        )
+        (mem / f"{sha(bad_number)}.md").write_text(hand_file(bad_number, extra=f"ticket: {'9' * 5000}\n"))
+        daemon = InprocessDaemon(root).start()
+        poll(lambda: daemon.status()["engine_state"] != "starting", "the engine started or failed")
+        assert daemon.status()["engine_state"] == "ready", daemon.status()["engine"]
+        with InprocessMemShim(daemon).initialize() as s:
+            assert hits(s, good.split()[-1]) == [sha(good)]
+            assert s.ok("memory_stats")["skippedFiles"] == 2
+            for text in (bad_date, bad_number):
+                err = s.err("get_memory", hash=sha(text))
+                assert err["code"] == "E_BROKEN_FILE", err
+            # the same typo saved while the daemon runs: that memory drops out, its tools say why
+            path = mem / f"{sha(good)}.md"
+            editor_save(path, path.read_text().replace("2026-01-05T10:00:00Z", "2026-02-30T10:00:00Z"))
+            poll(lambda: hits(s, good.split()[-1]) == [], "the re-broken file dropped", PICKUP_BOUND_S)
+            assert s.err("get_memory", hash=sha(good))["code"] == "E_BROKEN_FILE"
+            assert s.err("store_memory", content=good, tags=["again"])["code"] == "E_BROKEN_FILE"
+            assert s.err("update_memory", hash=sha(good), importance=1)["code"] == "E_BROKEN_FILE"
+        daemon.kill()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_board_moved_away_is_an_error_from_every_memory_tool_not_the_memories_it_held():
+    root = short_tmpdir()
+    try:
+        daemon = InprocessDaemon(root).start()
+        wait_engine_ready(daemon)
+        word = unique("moved")
+        with InprocessMemShim(daemon).initialize() as s:
+            a = s.ok("store_memory", content=f"first {word}", tags=["m"])["hash"]
+            b = s.ok("store_memory", content=f"second {word}", tags=["m"])["hash"]
+            s.ok("create_relationship", from_hash=a, to_hash=b, relation_type="then")
+            daemon.board.rename(root / "board-moved")  # chmod 000 would not stop root
+            calls = {
+                "search_memories": {"query": word},
+                "recall": {"query": word},
+                "memory_stats": {},
+                "get_memory": {"hash": a},
+                "get_relationships": {"hash": a},
+                "store_memory": {"content": f"third {word}", "tags": ["m"]},
+                "update_memory": {"hash": a, "importance": 3},
+                "create_relationship": {"from_hash": b, "to_hash": a, "relation_type": "back"},
+                "delete_memory": {"hash": b},
+            }
+            codes = {name: s.answer(name, **args)["structuredContent"] for name, args in calls.items()}
+            wrong = {
+                name: body
+                for name, body in codes.items()
+                if body.get("error", {}).get("code") != "E_BOARD_UNREADABLE"
+            }
+            assert not wrong, wrong  # a cached count or edge list would read as "this is what you have"
+            (root / "board-moved").rename(daemon.board)
+            poll(lambda: s.full("memory_stats")["result"]["memoryCount"] == 2, "the board back")
+            assert [e["to_hash"] for e in s.ok("get_relationships", hash=a)] == [b]
+        daemon.kill()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def test_an_edge_to_a_memory_deleted_by_hand_is_ignored_and_cleaned_up(shim, served):
     w = unique()
     a = shim.ok("store_memory", content=f"source {w}", tags=["g"])["hash"]

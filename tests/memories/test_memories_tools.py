@@ -138,6 +138,21 @@ def test_crlf_and_nfc_nfd_spellings_are_one_memory(shim):
     assert shim.ok("get_memory", hash=first["hash"])["content"] == nfc
 
 
+def test_tags_spelled_nfc_or_nfd_are_one_tag(shim):
+    # a tag filter already takes either spelling for the other; a memory must not carry both
+    word = unique()
+    nfc, nfd = "caf\u00e9", "cafe\u0301"
+    stored = shim.ok("store_memory", content=f"tagged twice {word}", tags=[nfc, nfd, "x"])
+    assert shim.ok("get_memory", hash=stored["hash"])["tags"] == [nfc, "x"]
+    again = shim.full("store_memory", content=f"tagged twice {word}", tags=[nfd])
+    assert again["result"]["isNew"] is False and "already had every tag" in again["note"], again
+    assert shim.ok("get_memory", hash=stored["hash"])["tags"] == [nfc, "x"]
+    other = shim.ok("store_memories", items=[{"content": f"batch {word}", "tags": [nfd, nfc]}])
+    assert shim.ok("get_memory", hash=other["results"][0]["hash"])["tags"] == [nfc]
+    shim.ok("update_memory", hash=stored["hash"], tags=[nfd, nfc])
+    assert shim.ok("get_memory", hash=stored["hash"])["tags"] == [nfc]
+
+
 def test_300_kib_content_round_trips_exactly(shim, served):
     # 100,000 characters at most, so the bytes come from 4-byte characters: exactly 300 KiB of UTF-8
     content = "\n".join(["😀" * 1279 + f"line{i:04d}" for i in range(59)]) + "\n" + "😀" * 1300 + unique("e")

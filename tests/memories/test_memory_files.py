@@ -101,6 +101,12 @@ def test_hand_written_variants_parse():
         ("---\ncreated_at: 'not a date'\n---\nx\n", "created_at is not an ISO-8601 time"),
         ("---\ncreated_at: 2026.5\n---\nx\n", "created_at is not an ISO-8601 time"),
         ("---\naccessed_at: yesterday\n---\nx\n", "accessed_at is not an ISO-8601 time"),
+        # valid YAML the loader cannot convert: a date that does not exist, a number past Python's digits
+        ("---\ncreated_at: 2026-13-45\n---\nx\n", "a value YAML cannot convert"),
+        ("---\ntags: [2026-02-30]\n---\nx\n", "a value YAML cannot convert"),
+        ("---\ncreated_at: 2026-01-05T10:00:00+99:00\n---\nx\n", "a value YAML cannot convert"),
+        (f"---\nimportance: {'9' * 5000}\n---\nx\n", "a value YAML cannot convert"),
+        ("---\nnote: !!float abc\n---\nx\n", "a value YAML cannot convert"),
         (
             f"---\nrelations: [{{id: {'a' * 32}, type: t, target: {'b' * 64}, created_at: soon}}]\n---\nx\n",
             "relations[0].created_at is not an ISO-8601 time",

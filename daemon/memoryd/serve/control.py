@@ -274,7 +274,7 @@ async def capture_answer(engine_handle: Any, line: bytes, wait_s: float = CAPTUR
         return rendezvous.error_line(f"capture request longer than {MAX_CAPTURE_BYTES} bytes")
     try:
         msg = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deep to parse
         return rendezvous.error_line("capture request is not JSON")
     if not isinstance(msg, dict) or msg.get("v") != rendezvous.WIRE_VERSION:
         return rendezvous.error_line(f"capture request must be a wire v{rendezvous.WIRE_VERSION} object")

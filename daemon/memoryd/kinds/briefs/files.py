@@ -141,6 +141,10 @@ def _load_object(text: str) -> dict[str, Any]:
         raise FormatError(
             f"bad JSON: {what} at line {exc.lineno} column {exc.colno} (char {exc.pos})"
         ) from None
+    except RecursionError:
+        raise FormatError("bad JSON: nested too deeply") from None
+    except ValueError:  # valid JSON Python will not read: an integer past its digit limit
+        raise FormatError("bad JSON: a number too long") from None
     if not isinstance(data, dict):
         raise FormatError(f"expected a JSON object, got {type(data).__name__}")
     # a "\\ud800" escape is valid JSON but no text: nothing downstream (the index, an answer) can encode it

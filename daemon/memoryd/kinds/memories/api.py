@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memoryd.index.searcher import SearchQuery
+from memoryd.kinds.briefs.api import check_board
 from memoryd.kinds.memories import graph, ranking
 from memoryd.kinds.memories.access import AccessTimes
 from memoryd.kinds.memories.files import Memory
@@ -447,10 +448,12 @@ class Memories:
     ) -> list[Edge]:
         """Live edges of a memory (``outgoing``, ``incoming`` or ``both``), in memdb's order. Edges to a
         memory that no longer exists are left out, and removed from their file in the background.
-        Raises InvalidMemory, MemoryNotFound, BrokenMemory (its file is unusable, as :meth:`get` says)."""
+        Raises InvalidMemory, MemoryNotFound, BrokenMemory (its file is unusable, as :meth:`get` says),
+        BoardUnreadable."""
         check_key(key)
         if direction not in graph.DIRECTIONS:
             raise InvalidMemory("direction must be outgoing, incoming or both")
+        check_board(self.board)  # the view would answer from what the board held
         await self.settled()
         m = self.view.find(key) or await asyncio.to_thread(self.ops.read, key)
         if m is None:
@@ -472,7 +475,9 @@ class Memories:
         """From the view (call :meth:`settled` first to count acknowledged stores): memdb's
         ``{memoryCount, tagCount, oldestMemory, newestMemory}`` plus ``relationshipCount``,
         ``byType``, ``byProject``, ``skippedFiles`` (memory files not loaded) and, when there are any,
-        ``skipped``: the first :data:`SKIPPED_SHOWN` of them as ``{"path", "reason"}``."""
+        ``skipped``: the first :data:`SKIPPED_SHOWN` of them as ``{"path", "reason"}``. Raises
+        BoardUnreadable when the board folder is gone or unreadable (the view still holds what it had)."""
+        check_board(self.board)
         view = self.view
         everything = view.all()
         skipped = view.skipped()

@@ -194,6 +194,10 @@ def list_memories(board: Path) -> tuple[list[Memory], list[Skipped]]:
             except MemoryFileError as exc:
                 _skip(skipped, exc.path, exc.reason)
                 continue
+            except Exception as exc:  # noqa: BLE001 - one file must never stop every memory from loading
+                log.exception("board.read_failed", path=d.relpath(name))
+                _skip(skipped, d.relpath(name), f"unexpected error: {type(exc).__name__}")
+                continue
             if memory is not None:
                 memories.append(memory)
     return memories, skipped

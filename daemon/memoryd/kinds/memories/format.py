@@ -44,8 +44,9 @@ Hand edits
     its new name. A relation's ``target`` names a memory the way a key does: the file of that name, else
     the file whose content hashes to it; so a file renamed by hand (another ``<64 hex>.md`` name, the same
     content) keeps the edges pointing at it, in every answer and through every rewrite of the files that
-    hold them. A file whose name is not ``<64 hex>.md``, or whose front matter is not valid YAML or
-    breaks the field rules above, is skipped with a log line (:class:`MemoryFileError`), never the board.
+    hold them. A file whose name is not ``<64 hex>.md``, or whose front matter is not valid YAML, holds a
+    value YAML cannot convert (``created_at: 2026-13-45``) or breaks the field rules above, is skipped with
+    a log line (:class:`MemoryFileError`), never the board.
 
 File I/O (atomic writes through the gate) is :mod:`memoryd.kinds.memories.files`, which re-exports this module.
 """
@@ -363,6 +364,14 @@ def parse_memory(text: str, memory_id: str, path: str | None = None) -> Memory:
         meta = _YAML.load(m.group(1), Loader=_LOADER) if (m.group(1) or "").strip() else {}
     except yaml.YAMLError as exc:
         raise MemoryFileError(path, f"front matter is not valid YAML: {str(exc).splitlines()[0]}") from None
+    except (ValueError, OverflowError) as exc:
+        # valid YAML whose value the loader cannot build (2026-13-45, a number of 5,000 digits); the
+        # exception's text may quote the value, so only its kind is said
+        raise MemoryFileError(
+            path,
+            f"front matter holds a value YAML cannot convert ({type(exc).__name__}: a date or time that "
+            "does not exist, or a number too long)",
+        ) from None
     if meta is None:
         meta = {}
     if not isinstance(meta, dict):

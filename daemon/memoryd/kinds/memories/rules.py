@@ -1,7 +1,7 @@
 """The rules every memory write obeys, whoever calls (tools, memo, importers): memdb's limits.
 
 Content 1–100,000 characters after normalisation (:func:`memoryd.kinds.memories.files.normalize_content`); at
-most 100 tags, each 1–50 characters without whitespace (duplicates dropped, order kept); importance an
+most 100 tags, each 1–50 characters without whitespace, in Unicode NFC (duplicates dropped, order kept); importance an
 integer 0–10; ``memory_type`` one of :data:`~memoryd.kinds.memories.files.MEMORY_TYPES`; ``relation_type`` 1–50
 characters without whitespace; keys 64 lowercase hex characters. A violation raises
 :class:`InvalidMemory` (a ``ValueError``) naming the rule, including text holding a lone surrogate.
@@ -10,6 +10,7 @@ characters without whitespace; keys 64 lowercase hex characters. A violation rai
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 
 from memoryd.kinds.memories.files import (
@@ -59,11 +60,13 @@ def clean_content(content: object) -> str:
 
 
 def clean_tags(tags: Iterable[object] | None) -> tuple[str, ...]:
-    """Tags in order without duplicates, or InvalidMemory."""
+    """Tags in NFC (as content is: "café" typed either way is one tag), in order without duplicates, or
+    InvalidMemory."""
     out: list[str] = []
     for t in tags or ():
         if not isinstance(t, str) or has_lone_surrogate(t):
             raise InvalidMemory("every tag must be valid text")
+        t = unicodedata.normalize("NFC", t)
         if not 0 < len(t) <= MAX_TAG_CHARS or not _NO_SPACE.fullmatch(t):
             raise InvalidMemory(f"tag {t[:60]!r}: 1-{MAX_TAG_CHARS} characters without whitespace")
         if t not in out:

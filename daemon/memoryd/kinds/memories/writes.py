@@ -11,6 +11,7 @@ first).
 from __future__ import annotations
 
 import contextlib
+import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
@@ -106,9 +107,11 @@ class BoardOps:
             existing = self.read(m.id)  # another writer (an import) created it a moment ago
             if existing is None:
                 raise BrokenMemory("the memory file vanished while it was being stored")
-        merged = tuple(dict.fromkeys([*existing.tags, *m.tags]))
-        gained = merged[len(existing.tags) :]
-        if merged != existing.tags:
+        # a hand-written file may hold a tag in NFD; m's tags are NFC (rules.clean_tags)
+        had = {unicodedata.normalize("NFC", t) for t in existing.tags}
+        gained = tuple(t for t in m.tags if t not in had)
+        merged = existing.tags + gained
+        if gained:
             existing = existing.with_(tags=merged)
             write_memory(self.board, existing, overwrite=True, folder=self.folder)
         return existing, False, gained

@@ -140,7 +140,7 @@ def parse_log(data: bytes, session_id: str, where: str = "") -> SessionLog:
             item = parse_interaction(json.loads(raw.decode("utf-8")), session_id)
             if item.id in seen:
                 raise FormatError(f"duplicate id {item.id!r}")
-        except (UnicodeDecodeError, json.JSONDecodeError, FormatError, RecursionError) as exc:
+        except (ValueError, RecursionError) as exc:  # bad UTF-8 or JSON, FormatError, a number too long
             reason = ("torn last line: " if last else "") + _reason(exc)
             out.skipped.append((number, reason))
             log.warning("sessions.line_skipped", path=where, line=number, reason=reason)
@@ -157,6 +157,8 @@ def _reason(exc: BaseException) -> str:
         return f"not JSON ({exc.msg} at column {exc.colno})"
     if isinstance(exc, RecursionError):
         return "JSON nested too deeply"
+    if not isinstance(exc, FormatError):  # json's own ValueError: an integer past Python's digit limit
+        return "not JSON Python can read (a number too long)"
     return str(exc)
 
 
@@ -192,10 +194,12 @@ def load_summary(board_root: Path, session_id: str) -> Summary | None:
     found = _read_file(board_root, session_id, SUMMARY_SUFFIX, MAX_SUMMARY_BYTES)
     if found is None:
         return None
+    text = decode_utf8(*found)
     try:
-        return parse_summary(json.loads(decode_utf8(*found)), session_id)
-    except (json.JSONDecodeError, RecursionError) as exc:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:  # bad JSON, or a number too long for Python
         raise FormatError(_reason(exc)) from None
+    return parse_summary(data, session_id)
 
 
 def read_summary(board_root: Path, session_id: str) -> Summary | None:
