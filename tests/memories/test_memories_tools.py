@@ -367,6 +367,34 @@ def test_update_returns_the_new_hash_and_moves_relations(shim, served):
     assert found[0] == new and a not in found
 
 
+def test_an_update_cut_short_by_a_crash_is_finished_by_its_retry(shim, served):
+    """A crash between writing the moved file and deleting the old one (kill -9 amid rewriting the files
+    that link to it) leaves both; the agent is told to retry, and the retry finishes the move."""
+    from memoryd.kinds.memories.files import read_memory, write_memory
+
+    w = unique()
+    a = store(shim, f"Delta plan {w}", tags=["d"], importance=6)["hash"]
+    c = store(shim, f"Epsilon note {w}")["hash"]
+    shim.ok("create_relationship", from_hash=c, to_hash=a, relation_type="causes")
+    new_content = f"Delta plan, revised {w}"
+    old = read_memory(served.board, a)
+    write_memory(served.board, old.with_(id=sha(new_content), content=new_content))  # the move's first write
+    assert shim.ok("update_memory", hash=a, content=new_content) == {
+        "updated": True,
+        "oldHash": a,
+        "newHash": sha(new_content),
+    }
+    assert not (served.board / "memories" / f"{a}.md").exists()
+    assert [e["to_hash"] for e in shim.ok("get_relationships", hash=c, direction="outgoing")] == [
+        sha(new_content)
+    ]
+    found = [r["hash"] for r in shim.ok("search_memories", query=f"Delta plan {w}")]
+    assert found[0] == sha(new_content) and a not in found
+    # a memory of that content with fields of its own is another memory: refused, as before
+    other = store(shim, f"Zeta fact {w}", tags=["z"])["hash"]
+    assert shim.err("update_memory", hash=other, content=new_content)["code"] == "E_CONFLICT"
+
+
 def test_delete_removes_edges_both_ways(shim, served):
     w = unique()
     a, b, c = (store(shim, f"{name} node {w}")["hash"] for name in ("first", "middle", "last"))

@@ -131,10 +131,12 @@ class BoardOps:
             write_memory(self.board, new, overwrite=True)
             return old.id, new, paths
         other = self.read(new_id) or self.view.find(new_id)
-        if other is not None and other.id != old.id:
-            raise MemoryConflict(f"the new content already exists as memory {other.id}")
         moved = new.with_(id=new_id)
-        if not write_memory(self.board, moved)[1]:
+        if other is not None and other.id != old.id:
+            if not _moved_copy(other, moved):
+                raise MemoryConflict(f"the new content already exists as memory {other.id}")
+            moved = other  # this very move, cut short (a crash): finish it below, links then the old file
+        elif not write_memory(self.board, moved)[1]:
             raise MemoryConflict(f"the new content already exists as memory {new_id}")
         paths.append(moved.path)
         for src, _ in self.view.incoming(old.id):
@@ -250,6 +252,15 @@ class BoardOps:
                     write_memory(self.board, m.with_(accessed_at=at), overwrite=True)
             except Exception as exc:  # a touch must never fail a call or lose a file
                 log.warning("memory_touch_failed", id=mid[:12], error=f"{type(exc).__name__}: {exc}")
+
+
+def _moved_copy(found: Memory, moved: Memory) -> bool:
+    """Whether ``found`` is the file an update moving a memory to ``moved`` writes first: the same fields
+    but the access time and the edges (a search may have touched it since; its own edges may have been
+    retargeted). A memory an agent stored with this content has its own creation time and fields."""
+    return found.id == moved.id and found.with_(accessed_at="", relations=()) == moved.with_(
+        accessed_at="", relations=()
+    )
 
 
 def dedupe(relations: Sequence[Relation]) -> tuple[Relation, ...]:
