@@ -88,6 +88,32 @@ def test_a_task_title_still_lifts_a_brief_that_matches_on_its_own(login_store, e
     assert hits[0].id == "b-20260101-000001", [(h.id, round(h.score, 3)) for h in hits]
 
 
+def test_own_evidence_is_the_same_whether_noted_at_the_write_or_read_back_after_a_restart(tmp_path, embedder):
+    """Records this process writes are noted from the tokens of the write (no read at search time); a store
+    opened again reads them back once; both rank the login task's briefs alike."""
+    from memoryd.index.records import brief_record
+    from memoryd.index.store import IndexStore
+    from memoryd.kinds.briefs.source import BoardReader
+
+    board = _board(tmp_path / "board", LOGIN_BOARD, TASK_TITLES)
+    store = index_briefs(board, tmp_path / "index", embedder)
+    snap = BoardReader(board).load()
+    records = [brief_record(b, snap.tasks.get(b.task)) for b in snap.briefs.values()]
+    ids = [r.id for r in records]
+    store.upsert(records, embedder.embed_passages([r.embed_text for r in records]), embedder.name)
+    assert store.signatures.missing(ids) == []  # noted as written: a search reads no text back
+
+    def ranked(s):
+        return [h.id for h in search(s, embedder, SearchQuery("login", kind="brief")).hits]
+
+    reopened = IndexStore(tmp_path / "index")
+    assert reopened.signatures.missing(ids) == ids
+    own = {"b-20260102-000004", "b-20260103-000005", "b-20260104-000006"}
+    for ranking in (ranked(store), ranked(reopened)):  # the tail scores ties apart from the text index
+        assert set(ranking[:3]) == own and set(ranking[3:6]) == {i for i in ids if i.startswith("b-20260101")}
+    assert reopened.signatures.missing([i for i in ids if i.startswith("b-20260101")]) == []
+
+
 SCREEN = (
     "Shopfront Checkout Cart Account Orders Help. Your order summary items subtotal shipping taxes total "
     "delivery options standard express pickup gift wrap coupon code apply billing address. "

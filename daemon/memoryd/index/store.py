@@ -44,7 +44,7 @@ from lancedb.index import FTS
 from lancedb.query import MultiMatchQuery
 from lancedb.table import AsyncTable
 
-from memoryd.index import keyword
+from memoryd.index import keyword, owned
 from memoryd.index.columns import ANY_ROW, Columns, Filter
 from memoryd.index.columns import COLUMNS as MEM_COLUMNS
 from memoryd.index.keyword import KeywordTail, TermStats
@@ -165,6 +165,9 @@ class IndexStore:
         self.mem = Columns(dim)
         #: rows written since the text indexes were last refreshed (:mod:`memoryd.index.keyword`)
         self.tail = KeywordTail(TEXT_COLUMNS, TEXT_BOOSTS)
+        #: each record's own and group's terms, as far as a search needed them (:mod:`memoryd.index.owned`)
+        self.signatures = owned.Signatures()
+        self._mark: str | None = None  # the group mark as the text index tokenises it
         self._load()
         # rows written after the last refresh by an earlier process (it died first): not in this tail, so
         # keyword queries scan them in LanceDB until the writer refreshes (open_writer does at once)
@@ -256,6 +259,7 @@ class IndexStore:
             self._table.create_index(col, config=cfg, replace=True)
         self._fts_ready = True
         self.tail.clear()  # built over every row
+        self.signatures = owned.Signatures()  # any noted before held terms as written, not as stemmed
         self._untailed = False
 
     @staticmethod
@@ -428,9 +432,15 @@ class IndexStore:
             for rec in records:
                 self.stats.add(rec.text_main, rec.text_aux)
             if tokens is not None:
+                if self._mark is None:
+                    self._mark = (self.stems([keyword.GROUP_MARK]) or [keyword.GROUP_MARK])[0]
                 for rec, per in zip(records, tokens, strict=True):
                     self.tail.put(rec.id, per)
-            else:  # the first rows: build the text indexes over them (tens of ms), then nothing is a tail
+                    self.signatures.note(rec.id, per[0], per[1], self._mark)
+            else:
+                self.signatures.forget(
+                    r.id for r in records
+                )  # the first rows: build the text indexes over them (tens of ms), then nothing is a tail
                 self._build_fts()
 
     def _arrow(self, rows: Sequence[dict], vecs: np.ndarray | None, pick: list[int]) -> pa.Table:
@@ -480,6 +490,7 @@ class IndexStore:
                 self._table.delete("id IN (" + ", ".join(_quote(i) for i in chunk) + ")")
             self.mem.publish(snap)
             self.tail.drop(ids)
+            self.signatures.forget(ids)
             for row in old.values():
                 self.stats.add(row["text_main"], row["text_aux"], -1)
         return len(ids)
