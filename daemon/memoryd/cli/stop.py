@@ -7,7 +7,7 @@ an agent's shim started, ``memoryd serve`` in another terminal) gets SIGTERM, on
 to this user, and the command waits for it to exit: the daemon removes its socket, finishes its index
 writes and releases its locks within a few seconds.
 
-When agents were connected, the message says their shims start it again at their next call, and how to
+When agents were connected, the message says their shims start it again within a second, and how to
 stop it for good.
 
 Exit codes: 0 stopped, or none was running (the message says which); 1 not stopped (run by the service, the

@@ -288,14 +288,31 @@ def _http_target() -> tuple[str, str] | None:
     port = serving["port"] if serving else settings.http_port or files.DEFAULT_PORT
     now = "" if serving else f"no daemon serves HTTP now; the entries point at port {port}. "
     if serving is None or not _service_serves_http(settings.locations.socket):
+        me = memoryd_command()
+        run = (
+            f"Run `{me} service install --http {port}` (it runs at every login)"
+            if _service_manager_here()
+            else f"This machine has no service manager memoryd can use: keep `{me} serve --http {port}` "
+            "running in a terminal while agents use HTTP"
+        )
         print(
             f"memoryd connect --http: {now}HTTP entries need a daemon that serves HTTP all the time: nothing "
-            "starts the daemon for them, and the one an agent's memoryd-shim starts serves no HTTP. Run "
-            f"`{memoryd_command()} service install --http {port}` (it runs at every login); "
-            f"`{memoryd_command()} doctor` checks it.",
+            f"starts the daemon for them, and the one an agent's memoryd-shim starts serves no HTTP. {run}; "
+            f"`{me} doctor` checks it.",
             file=sys.stderr,
         )
     return f"http://127.0.0.1:{port}/mcp", token
+
+
+def _service_manager_here() -> bool:
+    """Whether ``memoryd service install`` has a service manager to use here (launchd, or systemd as init)."""
+    from memoryd.cli.service.common import ServiceError
+    from memoryd.cli.service.manager import choose
+
+    try:
+        return choose() is not None
+    except ServiceError:
+        return True  # a bad MEMORYD_SERVICE_MANAGER: `memoryd service install` says what is wrong
 
 
 def _http_url(url: str, tools: str | None) -> str:
