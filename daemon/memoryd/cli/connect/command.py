@@ -194,11 +194,13 @@ def cmd_connect(args) -> int:
                 print(f"# {agent.title} Stop hook: {agent.folder / 'settings.json'}")
                 print(edits.hook_snippet(hook_command(server["command"], server.get("env"))), end="")
         return EXIT_OK
-    agents = _select(args.agents, args.all)
-    if not args.agents and not args.all:  # an agent installed but never run has no folder to find it by
-        for agent in known_agents():
-            if installed_without_folder(agent):
-                print(f"{agent.name}  NOT connected ({manage.no_folder_yet(agent)})")
+    # An agent installed (on PATH) but never run has no folder yet: connect creates its config as when named
+    # (marked .memoryd-created, so disconnect removes it again); one not installed is left alone.
+    agents = _select(
+        args.agents,
+        args.all,
+        lambda a: a.folder.exists() or a.config.exists() or installed_without_folder(a),
+    )
     if not agents:
         known = ", ".join(a.name for a in known_agents())
         print(
