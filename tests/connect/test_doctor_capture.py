@@ -134,8 +134,15 @@ def test_codex_trust_recorded_for_each_hook_counts_as_trusted(setup):
         f'\n[hooks.state."{hooks_json}:{label}:0:0"]\ntrusted_hash = "sha256:00"\n' for label in labels
     )
     config = home / ".codex" / "config.toml"
+    before = memoryd(env, project, "connect", "--status").stdout
+    codex = next(line for line in before.splitlines() if line.startswith("codex "))
+    assert "capture on once trusted" in codex, before  # as doctor warns: Codex skips untrusted hooks
+    assert checks(env, project)[1]["codex hook trust"]["state"] == "warn"
     config.write_text(config.read_text() + table)
     assert checks(env, project)[1]["codex hook trust"]["state"] == "ok"
+    after = memoryd(env, project, "connect", "--status").stdout
+    codex = next(line for line in after.splitlines() if line.startswith("codex "))
+    assert "capture on" in codex and "once trusted" not in codex, after
 
 
 def test_gemini_version_below_the_hooks_minimum_is_a_problem(setup, tmp_path):

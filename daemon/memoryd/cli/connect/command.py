@@ -152,6 +152,7 @@ def _print_outcomes(outcomes, verb: str) -> int:
 def cmd_connect(args) -> int:
     from memoryd.cli.connect import edits, manage
     from memoryd.cli.connect.agents import hook_command, installed_without_folder, known_agents, server_entry
+    from memoryd.cli.connect.capturecheck import codex_hooks_untrusted
 
     try:
         server = server_entry(args.tools or CONNECT_TOOLS)
@@ -167,6 +168,8 @@ def cmd_connect(args) -> int:
             st = manage.status(agent, server)
             hook = f", Stop hook {st.hook}" if st.hook else ""
             capture_state = manage.capture_state(agent)
+            if capture_state == "on" and agent.name == "codex" and codex_hooks_untrusted(agent):
+                capture_state = "on once trusted (start codex, open /hooks)"  # as doctor warns
             hook += f", capture {capture_state}" if capture_state else ""
             detail = f" - {st.detail}" if st.detail else ""
             print(f"{agent.name:<16} {st.state}{hook}{detail}  ({agent.config})")
