@@ -285,3 +285,10 @@ def test_systemd_without_a_user_session_keeps_the_linger_advice(stubs, monkeypat
     (stubs.state / "no-bus").touch()
     assert service("install") == 1
     assert "loginctl enable-linger" in capsys.readouterr().err
+
+
+def test_without_systemd_as_init_doctor_says_it_once_and_suggests_no_service_command(no_init, capsys):
+    main(["doctor"])
+    out = capsys.readouterr().out
+    assert out.count("no service manager memoryd can use") == 1, out
+    assert "service install" not in out and "service start" not in out, out

@@ -93,6 +93,16 @@ def _service() -> tuple[list[Check], bool]:
     return [Check("service", OK, f"{detail} ({manager})")], True
 
 
+def _manager_here() -> bool:
+    """Whether ``memoryd service install`` has a service manager to use here (launchd, or systemd as init)."""
+    try:
+        from memoryd.cli.service.manager import choose
+
+        return choose() is not None
+    except Exception:  # noqa: BLE001 - another component; the service check reports its failures
+        return True
+
+
 def _restart(service: bool, why: str = "") -> str:
     """The command that restarts the running daemon: the service's restart, else ``memoryd stop`` of the
     daemon a shim started (the next agent call starts it again)."""
@@ -104,7 +114,7 @@ def _restart(service: bool, why: str = "") -> str:
 
 
 def _socket_checks(
-    status: dict[str, Any] | None, socket_path: Path, error: str | None, service: bool
+    status: dict[str, Any] | None, socket_path: Path, error: str | None, service: bool, manager: bool = True
 ) -> list[Check]:
     from memoryd_shim import rendezvous
 
@@ -118,12 +128,12 @@ def _socket_checks(
                     "daemon", PROBLEM, f"not running (nothing answers on {socket_path})", _me("service start")
                 )
             ]
+        at_login = f"; {_me('service install')} runs it at login" if manager else ""
         return [
             Check(
                 "daemon",
                 INFO,
-                f"not running yet: an agent's memoryd-shim starts it on demand (or run {_me('serve')}; "
-                f"{_me('service install')} runs it at login)",
+                f"not running yet: an agent's memoryd-shim starts it on demand (or run {_me('serve')}{at_login})",
             )
         ]
     checks = [Check("daemon", OK, f"running, pid {status.get('pid')}, socket {socket_path}")]
@@ -316,7 +326,8 @@ def run_checks(agents: tuple[str, ...] = ()) -> list[Check]:
     except ValueError as exc:
         error = str(exc)
     checks, service = _service()
-    checks += _socket_checks(status, locations.socket, error, service) + [_versions(status, service)]
+    manager = _manager_here()  # else the service check said once that there is none: no `service` advice
+    checks += _socket_checks(status, locations.socket, error, service, manager) + [_versions(status, service)]
     from memoryd.cli.connect import boardcheck, capturecheck, httpcheck
 
     board = boardcheck.files(status, locations.board, scan=status is None and error is None)
