@@ -13,7 +13,9 @@ import time
 from memoryd.cli.stop import alive, process_uid, terminate
 from memoryd.errors import EXIT_ALREADY_RUNNING
 from support.briefs import Shim
-from support.daemon import PYTHON, DaemonProcess, free_port
+from support.daemon import PYTHON, REPO, DaemonProcess, free_port, short_tmpdir
+
+STUBBIN = REPO / "tests" / "service" / "stubbin"  # the service tests' systemctl stand-in
 
 
 def wait_until(predicate, timeout_s: float = 20.0) -> None:
@@ -23,9 +25,9 @@ def wait_until(predicate, timeout_s: float = 20.0) -> None:
         time.sleep(0.1)
 
 
-def memoryd(daemon: DaemonProcess, *args: str) -> subprocess.CompletedProcess:
-    """``memoryd ARGS --socket <the daemon's>`` in the daemon's environment."""
-    env = {**daemon.env, "PATH": os.environ["PATH"]}
+def memoryd(daemon: DaemonProcess, *args: str, **more: str) -> subprocess.CompletedProcess:
+    """``memoryd ARGS --socket <the daemon's>`` in the daemon's environment (plus ``more``)."""
+    env = {**daemon.env, "PATH": os.environ["PATH"], **more}
     return subprocess.run(
         [PYTHON, "-m", "memoryd", *args, "--socket", str(daemon.socket)],
         capture_output=True, text=True, env=env, timeout=120, cwd="/",
@@ -170,7 +172,14 @@ def test_open_with_agents_connected_names_the_service_since_their_shims_would_st
     daemon = make_daemon().start()
     with Shim(daemon.socket, daemon.env).initialize():
         wait_until(lambda: json.loads(memoryd(daemon, "status", "--json").stdout)["sessions"] == 1)
-        opened = memoryd(daemon, "open", "--print")
+        opened = memoryd(daemon, "open", "--print", MEMORYD_SERVICE_MANAGER="systemd")
+        # where PID 1 is not systemd (the service tests' systemctl stand-in says "offline"): no service to name
+        stub = short_tmpdir()
+        (stub / "no-init").touch()
+        bare = memoryd(daemon, "open", "--print", PATH=f"{STUBBIN}{os.pathsep}{os.environ['PATH']}",
+                       MEMORYD_STUB_LOG=str(stub / "calls.jsonl"), MEMORYD_STUB_STATE=str(stub))  # fmt: skip
     assert opened.returncode == 3 and "not serving HTTP" in opened.stderr, opened.stderr
     assert "start one without HTTP again as soon as it stops" in opened.stderr, opened.stderr
     assert " service install --http`" in opened.stderr, opened.stderr
+    assert bare.returncode == 3 and "service install" not in bare.stderr, bare.stderr
+    assert " serve --http` in a terminal you keep open" in bare.stderr, bare.stderr
