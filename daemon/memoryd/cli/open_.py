@@ -34,8 +34,7 @@ def _turn_on(socket_path, me: str) -> str:
     """How to turn HTTP on here: a daemon already running must be stopped first (``memoryd serve --http``
     would be refused), the service's daemon is reinstalled with ``--http``; where no service manager can be
     used, only ``memoryd serve --http`` in a terminal kept open."""
-    from memoryd.cli.service.common import ServiceError
-    from memoryd.cli.service.manager import choose
+    from memoryd.cli.service.manager import manager_here
     from memoryd.http import files
     from memoryd.serve.control import ask_status
 
@@ -43,10 +42,7 @@ def _turn_on(socket_path, me: str) -> str:
         status = ask_status(socket_path)
     except ValueError:
         status = None
-    try:
-        manager = choose() is not None
-    except ServiceError:
-        manager = True  # a bad MEMORYD_SERVICE_MANAGER: `memoryd service install` says what is wrong
+    manager = manager_here()
     then = f"then run `{me} open` again."
     serve = f"`{me} serve --http` in a terminal you keep open"
     if status and status.get("activation"):

@@ -293,10 +293,12 @@ def _http_target() -> tuple[str, str] | None:
     port = serving["port"] if serving else settings.http_port or files.DEFAULT_PORT
     now = "" if serving else f"no daemon serves HTTP now; the entries point at port {port}. "
     if serving is None or not _service_serves_http(settings.locations.socket):
+        from memoryd.cli.service.manager import manager_here
+
         me = memoryd_command()
         run = (
             f"Run `{me} service install --http {port}` (it runs at every login)"
-            if _service_manager_here()
+            if manager_here()
             else f"This machine has no service manager memoryd can use: keep `{me} serve --http {port}` "
             "running in a terminal while agents use HTTP"
         )
@@ -307,17 +309,6 @@ def _http_target() -> tuple[str, str] | None:
             file=sys.stderr,
         )
     return f"http://127.0.0.1:{port}/mcp", token
-
-
-def _service_manager_here() -> bool:
-    """Whether ``memoryd service install`` has a service manager to use here (launchd, or systemd as init)."""
-    from memoryd.cli.service.common import ServiceError
-    from memoryd.cli.service.manager import choose
-
-    try:
-        return choose() is not None
-    except ServiceError:
-        return True  # a bad MEMORYD_SERVICE_MANAGER: `memoryd service install` says what is wrong
 
 
 def _http_url(url: str, tools: str | None) -> str:

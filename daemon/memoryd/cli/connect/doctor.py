@@ -93,16 +93,6 @@ def _service() -> tuple[list[Check], bool]:
     return [Check("service", OK, f"{detail} ({manager})")], True
 
 
-def _manager_here() -> bool:
-    """Whether ``memoryd service install`` has a service manager to use here (launchd, or systemd as init)."""
-    try:
-        from memoryd.cli.service.manager import choose
-
-        return choose() is not None
-    except Exception:  # noqa: BLE001 - another component; the service check reports its failures
-        return True
-
-
 def _restart(service: bool, why: str = "") -> str:
     """The command that restarts the running daemon: the service's restart, else ``memoryd stop`` of the
     daemon a shim started (the next agent call starts it again)."""
@@ -326,7 +316,12 @@ def run_checks(agents: tuple[str, ...] = ()) -> list[Check]:
     except ValueError as exc:
         error = str(exc)
     checks, service = _service()
-    manager = _manager_here()  # else the service check said once that there is none: no `service` advice
+    try:  # without one, the service check said once that there is none: no `memoryd service` advice
+        from memoryd.cli.service.manager import manager_here
+
+        manager = manager_here()
+    except ModuleNotFoundError:
+        manager = False
     checks += _socket_checks(status, locations.socket, error, service, manager) + [_versions(status, service)]
     from memoryd.cli.connect import boardcheck, capturecheck, httpcheck
 

@@ -43,6 +43,15 @@ def choose(env: Mapping[str, str] | None = None, platform: str | None = None) ->
     return None
 
 
+def manager_here() -> bool:
+    """Whether ``memoryd service install`` has a service manager to use here (launchd, or systemd as init);
+    True for a bad ``MEMORYD_SERVICE_MANAGER`` (``memoryd service`` then says what is wrong)."""
+    try:
+        return choose() is not None
+    except ServiceError:
+        return True
+
+
 def systemd_is_init() -> bool:
     """Whether systemd runs this machine (PID 1). ``systemctl is-system-running`` prints ``offline`` (or
     "System has not been booted with systemd") when it does not; any other answer, even a failure to
