@@ -177,11 +177,16 @@ def main(socket: str | None = None, wait_s: float = DEFAULT_WAIT_S) -> int:
     print(f"stopped memoryd (pid {pid}, socket {path}).")
     connected = _sessions(status)
     if connected:
+        from memoryd.cli.service.manager import manager_here
+
+        service = (
+            f" (`{me} service stop` or `uninstall` when the service is installed)" if manager_here() else ""
+        )
         print(
             f"{counted(connected, 'agent session')} "
             + ("was connected: its shim starts" if connected == 1 else "were connected: their shims start")
             + f" memoryd again within a second; to stop it for good, close those agents or run `{me} "
-            f"disconnect` (`{me} service stop` or `uninstall` when the service is installed)."
+            f"disconnect`{service}."
         )
     return EXIT_STOPPED
 
