@@ -45,7 +45,8 @@ def test_a_misspelt_project_names_the_projects_and_a_later_matching_line_is_show
         assert crash.returncode == 0, crash.stderr
         assert f"… {APPENDED}" in crash.stdout, (via, crash.stdout)
         owner = memoryd(env, "search", "who owns billing", "--kind", "memories")
-        assert "      Alice (person)…\n      … Alice owns the billing service" in owner.stdout, (via, owner.stdout)
+        shown = "      Alice (person)…\n      … Alice owns the billing service"
+        assert shown in owner.stdout, (via, owner.stdout)
         hits = json.loads(memoryd(env, "search", "who owns billing", "--json").stdout)["memories"]
         assert hits[0]["snippet"] == "Alice owns the billing service", (via, hits)
 
