@@ -1,4 +1,5 @@
-"""How counts read in text for people: ``"1 brief"``, ``"4 tasks in 1 project"``, the redaction line.
+"""How counts read in text for people: ``"1 brief"``, ``"4 tasks in 1 project"``, the redaction line, the
+name shown for no project.
 
 Standard library only and import-free, so the CLI's quick commands and the page can use it without the
 cost of the tool machinery.
@@ -7,6 +8,9 @@ cost of the tool machinery.
 from __future__ import annotations
 
 from collections.abc import Mapping
+
+#: How text names the project of records filed without one (their project is "").
+NO_PROJECT = "(no project)"
 
 #: Nouns whose plural is not the singular plus "s".
 _PLURALS = {"memory": "memories", "entry": "entries", "summary": "summaries"}

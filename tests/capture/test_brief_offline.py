@@ -241,3 +241,12 @@ def test_a_brief_longer_than_the_rules_keep_says_what_it_kept():
         assert short.returncode == 0 and "keeps its first" not in short.stderr, short.stderr
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_an_empty_brief_mentions_private_text_only_when_some_was_removed(tmp_path):
+    env = cli_env(tmp_path, tmp_path / "board", tmp_path / "index", tmp_path / "s.sock")
+    empty = brief(env, "", "--project", "shop")
+    assert empty.returncode == 1 and "the brief is empty" in empty.stderr, empty.stderr
+    assert "<private>" not in empty.stderr, empty.stderr
+    private = brief(env, "<private>only this</private>", "--project", "shop")
+    assert private.returncode == 1 and "(after removing <private> text)" in private.stderr, private.stderr

@@ -302,25 +302,34 @@ def test_connect_output_keeps_its_columns_with_capture_hook_rows(tmp_path):
     assert len(columns) == 1, out  # every state starts in the same column
 
 
-def test_an_agent_installed_but_never_run_is_named_not_skipped(tmp_path):
-    """codex on PATH (a stand-in executable: only its presence is looked at) before it made ~/.codex."""
+def test_an_agent_installed_but_never_run_is_connected_by_the_bare_connect(tmp_path):
+    """codex on PATH (a stand-in executable: only its presence is looked at) before it made ~/.codex: the
+    bare connect creates its config as `memoryd connect codex` does, marked so disconnect removes it; an
+    agent that is not installed stays untouched."""
     home, bin_dir = tmp_path / "home", tmp_path / "bin"
     home.mkdir()
     bin_dir.mkdir()
     (bin_dir / "codex").write_text("#!/bin/sh\nexit 0\n")
     (bin_dir / "codex").chmod(0o755)
-    (home / ".cursor").mkdir()  # one agent with a folder, so connect has something to do
+    (home / ".cursor").mkdir()  # one agent with a folder
     said = "installed, no config folder yet"
 
     status = memoryd(home, "connect", "--status", path=str(bin_dir)).stdout
     codex = next(line for line in status.splitlines() if line.startswith("codex "))
     assert "not installed" not in codex and said in codex and "connect codex` creates it" in codex, codex
 
-    out = memoryd(home, "connect", path=str(bin_dir)).stdout
-    assert any(line.startswith("codex ") and said in line for line in out.splitlines()), out
-    assert not (home / ".codex").exists()  # named, not written: the agent's folder is made when asked
-
-    memoryd(home, "connect", "codex", path=str(bin_dir))
-    assert (home / ".codex" / "config.toml").is_file()
+    done = memoryd(home, "connect", path=str(bin_dir))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "NOT connected" not in done.stdout, done.stdout
+    assert any(line.startswith("codex ") and " connected" in line for line in done.stdout.splitlines()), (
+        done.stdout
+    )
+    config = home / ".codex" / "config.toml"
+    assert "memoryd" in tomlkit.parse(config.read_text())["mcp_servers"], config.read_text()
+    assert safewrite.created_path(config).is_file()
+    assert not (home / ".gemini").exists() and not (home / ".claude").exists()  # not installed: left alone
     again = memoryd(home, "connect", "--status", path=str(bin_dir)).stdout
     assert said not in again, again
+
+    out = memoryd(home, "disconnect", path=str(bin_dir)).stdout
+    assert not (home / ".codex").exists(), out  # memoryd made the folder: it goes again

@@ -134,8 +134,15 @@ def test_codex_trust_recorded_for_each_hook_counts_as_trusted(setup):
         f'\n[hooks.state."{hooks_json}:{label}:0:0"]\ntrusted_hash = "sha256:00"\n' for label in labels
     )
     config = home / ".codex" / "config.toml"
+    before = memoryd(env, project, "connect", "--status").stdout
+    codex = next(line for line in before.splitlines() if line.startswith("codex "))
+    assert "capture on once trusted" in codex, before  # as doctor warns: Codex skips untrusted hooks
+    assert checks(env, project)[1]["codex hook trust"]["state"] == "warn"
     config.write_text(config.read_text() + table)
     assert checks(env, project)[1]["codex hook trust"]["state"] == "ok"
+    after = memoryd(env, project, "connect", "--status").stdout
+    codex = next(line for line in after.splitlines() if line.startswith("codex "))
+    assert "capture on" in codex and "once trusted" not in codex, after
 
 
 def test_gemini_version_below_the_hooks_minimum_is_a_problem(setup, tmp_path):
@@ -227,3 +234,28 @@ def test_a_gemini_settings_file_with_comments_is_fixed_by_the_snippet_not_by_con
     printed = subprocess.run(["/bin/sh", "-c", gemini["command"]], capture_output=True, text=True, env=env,
                              cwd=project, timeout=180)  # fmt: skip
     assert "memoryd" in printed.stdout and "mcpServers" in printed.stdout, printed.stdout
+
+
+def test_bare_doctor_warns_of_an_agent_config_connect_will_not_edit_and_keeps_absent_agents_info(tmp_path):
+    """A commented or unparsable config is something the user can fix: a warning with its fix line in the
+    bare doctor (not an info line under "No problems"); an agent with no config stays quiet or info."""
+    home, project = tmp_path / "h", tmp_path / "project"
+    for folder in (".gemini", ".codeium/windsurf", ".cursor"):
+        (home / folder).mkdir(parents=True)
+    project.mkdir()
+    (home / ".gemini" / "settings.json").write_text('{\n  // my theme\n  "theme": "Dracula"\n}\n')
+    (home / ".codeium" / "windsurf" / "mcp_config.json").write_text('{"mcpServers": ')
+    env = env_for(home, tmp_path)
+    refused = memoryd(env, project, "connect", "gemini")
+    assert "NOT changed" in refused.stdout + refused.stderr, (refused.stdout, refused.stderr)
+    code, found = checks(env, project)
+    assert found["agent gemini"]["state"] == "warn" and found["agent gemini"]["command"], found[
+        "agent gemini"
+    ]
+    assert found["agent windsurf"]["state"] == "warn", found["agent windsurf"]
+    assert found["agent cursor"]["state"] == "info", found["agent cursor"]
+    text = memoryd(env, project, "doctor").stdout
+    gemini = next(line for line in text.splitlines() if "agent gemini" in line)
+    assert gemini.startswith("warn"), text
+    assert "connect --print gemini" in text.split(gemini, 1)[1].splitlines()[1], text
+    assert "warning(s)" in text, text

@@ -10,10 +10,14 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from memoryd.cli.stop import alive, process_uid, terminate
 from memoryd.errors import EXIT_ALREADY_RUNNING
 from support.briefs import Shim
-from support.daemon import PYTHON, DaemonProcess, free_port
+from support.daemon import PYTHON, REPO, DaemonProcess, free_port, short_tmpdir
+
+STUBBIN = REPO / "tests" / "service" / "stubbin"  # the service tests' systemctl stand-in
 
 
 def wait_until(predicate, timeout_s: float = 20.0) -> None:
@@ -23,9 +27,9 @@ def wait_until(predicate, timeout_s: float = 20.0) -> None:
         time.sleep(0.1)
 
 
-def memoryd(daemon: DaemonProcess, *args: str) -> subprocess.CompletedProcess:
-    """``memoryd ARGS --socket <the daemon's>`` in the daemon's environment."""
-    env = {**daemon.env, "PATH": os.environ["PATH"]}
+def memoryd(daemon: DaemonProcess, *args: str, **more: str) -> subprocess.CompletedProcess:
+    """``memoryd ARGS --socket <the daemon's>`` in the daemon's environment (plus ``more``)."""
+    env = {**daemon.env, "PATH": os.environ["PATH"], **more}
     return subprocess.run(
         [PYTHON, "-m", "memoryd", *args, "--socket", str(daemon.socket)],
         capture_output=True, text=True, env=env, timeout=120, cwd="/",
@@ -51,19 +55,35 @@ def test_stop_stops_the_daemon_cleanly_and_then_says_none_runs(make_daemon):
     assert again.returncode == 0 and "memoryd is not running" in again.stdout, again.stderr
 
 
-def test_stop_says_connected_agents_start_it_again_and_how_to_stop_for_good(make_daemon):
+@pytest.mark.parametrize("manager", ["systemd", "none"])
+def test_stop_says_connected_agents_start_it_again_and_how_to_stop_for_good(make_daemon, manager):
     daemon = make_daemon().start()
     with Shim(daemon.socket, daemon.env).initialize():  # --no-start: this shim starts nothing again
         wait_until(lambda: json.loads(memoryd(daemon, "status", "--json").stdout)["sessions"] == 1)
-        done = memoryd(daemon, "stop")
+        done = memoryd(daemon, "stop", **_manager_env(manager))
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith("stopped memoryd (pid ") and len(lines) == 2, done.stdout
     assert lines[1].startswith(
         "1 agent session was connected: its shim starts memoryd again within a second"
     ), lines[1]
-    assert " disconnect`" in lines[1] and " service stop`" in lines[1], lines[1]
+    assert " disconnect`" in lines[1], lines[1]
+    assert (" service stop`" in lines[1]) == (manager == "systemd"), lines[1]  # none: no service to name
     assert daemon.wait_exit(10) == 0
+
+
+def _manager_env(manager: str) -> dict[str, str]:
+    """``systemd`` forced, or a machine whose PID 1 is not systemd (the service tests' systemctl stand-in
+    says "offline")."""
+    if manager == "systemd":
+        return {"MEMORYD_SERVICE_MANAGER": "systemd"}
+    stub = short_tmpdir()
+    (stub / "no-init").touch()
+    return {
+        "PATH": f"{STUBBIN}{os.pathsep}{os.environ['PATH']}",
+        "MEMORYD_STUB_LOG": str(stub / "calls.jsonl"),
+        "MEMORYD_STUB_STATE": str(stub),
+    }
 
 
 def test_a_refused_serve_at_a_terminal_says_it_once(make_daemon):
@@ -170,7 +190,10 @@ def test_open_with_agents_connected_names_the_service_since_their_shims_would_st
     daemon = make_daemon().start()
     with Shim(daemon.socket, daemon.env).initialize():
         wait_until(lambda: json.loads(memoryd(daemon, "status", "--json").stdout)["sessions"] == 1)
-        opened = memoryd(daemon, "open", "--print")
+        opened = memoryd(daemon, "open", "--print", **_manager_env("systemd"))
+        bare = memoryd(daemon, "open", "--print", **_manager_env("none"))  # no service to name
     assert opened.returncode == 3 and "not serving HTTP" in opened.stderr, opened.stderr
     assert "start one without HTTP again as soon as it stops" in opened.stderr, opened.stderr
     assert " service install --http`" in opened.stderr, opened.stderr
+    assert bare.returncode == 3 and "service install" not in bare.stderr, bare.stderr
+    assert " serve --http` in a terminal you keep open" in bare.stderr, bare.stderr

@@ -634,3 +634,19 @@ def test_lone_surrogates_are_invalid_params_in_every_group(served):
         assert s.ok("memory_stats") is not None  # the session still serves
     finally:
         s.close()
+
+
+def test_a_search_in_a_project_no_memory_has_names_the_projects_that_do(shim):
+    word = unique()
+    store(shim, f"{word} the billing service retries twice", project="mobile")
+    store(shim, f"{word} the web app caches sessions", project="web")
+    missed = shim.full("search_memories", query=word, project="mobil")
+    # the daemon is shared by this module's tests: other projects may be listed too
+    assert missed["result"] == [] and {"mobile", "web"} <= set(missed["projects"]), missed
+    assert "mobil" not in missed["projects"] and missed["projects"] == sorted(missed["projects"]), missed
+    assert "project 'mobil'" in missed["hint"] and "Projects with memories: " in missed["hint"], missed
+    assert "mobile" in missed["hint"], missed
+    found = shim.full("search_memories", query=word, project="mobile")
+    assert found["result"] and "hint" not in found, found
+    known_but_no_match = shim.full("search_memories", query=f"zzz{unique()}", project="web")
+    assert known_but_no_match["result"] == [] and "hint" not in known_but_no_match, known_but_no_match

@@ -247,3 +247,48 @@ def test_install_stops_a_daemon_a_shim_started_so_the_service_owns_the_socket(sy
         daemon.kill()
         if daemon.proc is not None and daemon.proc.poll() is None:
             os.kill(daemon.proc.pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def no_init(stubs, monkeypatch):
+    """Linux whose PID 1 is not systemd (containers, WSL without systemd): ``systemctl`` is on PATH but
+    says ``offline``; the manager is chosen as for a user, not forced."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the choice of systemd is made on Linux only")
+    monkeypatch.delenv("MEMORYD_SERVICE_MANAGER", raising=False)
+    (stubs.state / "no-init").touch()
+    return stubs
+
+
+@pytest.mark.parametrize("verb", ["install", "start", "stop", "restart"])
+def test_without_systemd_as_init_every_command_says_there_is_nothing_to_install(no_init, capsys, verb):
+    assert service(verb) == 1
+    err = capsys.readouterr().err
+    assert "no service manager memoryd can use" in err and "Nothing needs installing" in err, err
+    assert " serve`" in err and " serve --http PORT`" in err, err
+    assert "loginctl" not in err and "run `memoryd service install`" not in err, err
+    assert all(c[1:] == ["is-system-running"] for c in no_init.calls()), no_init.calls()
+    assert service_state()["manager"] is None and service_state()["fix"] is None
+
+
+def test_without_systemd_as_init_connect_http_says_to_serve_http_by_hand(no_init, capsys, tmp_path):
+    (tmp_path / "userhome" / ".gemini").mkdir()
+    assert main(["connect", "--http", "--no-capture", "gemini"]) == 0
+    err = capsys.readouterr().err
+    assert " serve --http 7077`" in err and "service install" not in err, err
+
+
+def test_systemd_without_a_user_session_keeps_the_linger_advice(stubs, monkeypatch, capsys):
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the choice of systemd is made on Linux only")
+    monkeypatch.delenv("MEMORYD_SERVICE_MANAGER", raising=False)
+    (stubs.state / "no-bus").touch()
+    assert service("install") == 1
+    assert "loginctl enable-linger" in capsys.readouterr().err
+
+
+def test_without_systemd_as_init_doctor_says_it_once_and_suggests_no_service_command(no_init, capsys):
+    main(["doctor"])
+    out = capsys.readouterr().out
+    assert out.count("no service manager memoryd can use") == 1, out
+    assert "service install" not in out and "service start" not in out, out

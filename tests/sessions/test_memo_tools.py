@@ -48,7 +48,9 @@ def test_memo_add_and_search_answer_rules(served):
             only_tag, _ = await call(c, "memo_search", query="RECIPE")
             assert [m["text"] for m in only_tag["memos"]] == ["Grandma's soup: more thyme"]
             one, txt = await call(c, "memo_search", query="tls", limit=1)
-            assert one["shown"] == 1 and "newest 1 are shown" in txt.splitlines()[0]
+            assert one["shown"] == 1 and "newest 1 is shown" in txt.splitlines()[0], txt
+            _, txt = await call(c, "memo_search", query="thyme")
+            assert re.match(r"1 of \d+ memos contains \"thyme\"", txt), txt  # one found: "contains"
             none = await c.call_tool("memo_search", {"query": "zebra crossing"})
             assert none.is_error is False
             assert none.content[0].text.startswith('no memo contains "zebra crossing"')

@@ -133,3 +133,23 @@ def test_a_note_whose_secret_spans_lines_is_refused_not_guessed(board):
     with pytest.raises(EditRefused):
         delete_note(b, brief.name, shown, note_digest(notes[shown]))
     assert key in (brief / "notes.md").read_text()
+
+
+def test_a_memory_s_relevance_is_shown_on_the_0_to_1_scale(board):
+    """Importance and recency lift a strong match's relevance a little above 1; the page shows at most 1.00."""
+    from datetime import UTC, datetime
+
+    from memoryd.kinds.memories.files import Memory, write_memory
+    from memoryd.kinds.memories.format import content_hash
+
+    root, b, _, _ = board
+    content = "the checkout page times out"
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    write_memory(b, Memory(content_hash(content), content, ("web",), 10, "decision", now, now, "shop"))
+
+    async def check(c):
+        page = (await c.get("/search", params={"q": content})).text
+        shown = [float(x) for x in re.findall(r"relevance (\d+\.\d\d)", page)]
+        assert shown and max(shown) <= 1.0, page
+
+    serve(root, b, check)

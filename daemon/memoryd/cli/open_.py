@@ -32,7 +32,9 @@ def register(sub) -> None:
 
 def _turn_on(socket_path, me: str) -> str:
     """How to turn HTTP on here: a daemon already running must be stopped first (``memoryd serve --http``
-    would be refused), the service's daemon is reinstalled with ``--http``."""
+    would be refused), the service's daemon is reinstalled with ``--http``; where no service manager can be
+    used, only ``memoryd serve --http`` in a terminal kept open."""
+    from memoryd.cli.service.manager import manager_here
     from memoryd.http import files
     from memoryd.serve.control import ask_status
 
@@ -40,20 +42,33 @@ def _turn_on(socket_path, me: str) -> str:
         status = ask_status(socket_path)
     except ValueError:
         status = None
+    manager = manager_here()
     then = f"then run `{me} open` again."
+    serve = f"`{me} serve --http` in a terminal you keep open"
     if status and status.get("activation"):
         return f"It runs as the {status['activation']} service: run `{me} service install --http`, {then}"
     if status and status.get("sessions"):
+        how = (
+            f"run `{me} service install --http` (or close those agents, `{me} stop`, `{me} serve --http`)"
+            if manager
+            else f"close those agents, run `{me} stop`, then {serve} (this machine has no service manager)"
+        )
         return (
             f"The running daemon (pid {status.get('pid')}) was started without HTTP, and the shims of the "
-            f"agents connected to it start one without HTTP again as soon as it stops: run "
-            f"`{me} service install --http` (or close those agents, `{me} stop`, `{me} serve --http`), {then}"
+            f"agents connected to it start one without HTTP again as soon as it stops: {how}, {then}"
         )
     if status:
+        keep = (
+            f" (or `{me} service install --http` to keep it running)"
+            if manager
+            else " in a terminal you keep open"
+        )
         return (
             f"The running daemon (pid {status.get('pid')}) was started without HTTP: stop it with `{me} stop`, "
-            f"then run `{me} serve --http` (or `{me} service install --http` to keep it running), {then}"
+            f"then run `{me} serve --http`{keep}, {then}"
         )
+    if not manager:
+        return f"Turn it on: {serve} (port {files.DEFAULT_PORT}), {then}"
     return (
         f"Turn it on: `{me} serve --http` (port {files.DEFAULT_PORT}), or for the service "
         f"`{me} service install --http` (or MEMORYD_HTTP_PORT={files.DEFAULT_PORT}), {then}"

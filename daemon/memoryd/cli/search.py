@@ -35,7 +35,7 @@ from memoryd.cli.options import SOCKET_HELP, command, locations
 from memoryd.errors import BoardUnreadable, MemorydError, StartupError
 from memoryd.paths import board_named
 from memoryd.settings import Settings
-from memoryd.wording import redaction_line
+from memoryd.wording import NO_PROJECT, redaction_line
 
 LIMIT_MAX = 50  # search_briefs' own bound
 KINDS = {"all": ("briefs", "memories"), "briefs": ("briefs",), "memories": ("memories",)}
@@ -143,6 +143,9 @@ def _add_memories(answer: dict[str, Any], envelope: dict[str, Any]) -> None:
         error = envelope.get("error") or {}
         raise DaemonError(f"search_memories: {error.get('message') or envelope.get('text') or 'failed'}")
     answer["memories"] = list(envelope.get("result") or [])
+    if envelope.get("hint"):  # a --project no memory is filed under, and the projects that have memories
+        answer["memories_hint"] = envelope["hint"]
+        answer["memories_projects"] = list(envelope.get("projects") or [])
     if envelope.get("note"):
         answer.setdefault("note", envelope["note"])
 
@@ -161,10 +164,26 @@ def in_process(
     answer: dict[str, Any] = {}
     if result is not None:
         state = "disabled" if settings.model == "none" else "failed"
-        answer = search_answer(result, limit=limit, project=listing_scope(result, project), model_state=state)
+        answer = search_answer(
+            result,
+            limit=limit,
+            project=listing_scope(result, project),
+            model_state=state,
+            projects=_board_projects(settings.locations.board) if project is not None else (),
+        )
     if found is not None:
         _add_memories(answer, found)
     return answer
+
+
+def _board_projects(board: Path) -> set[str]:
+    """The projects of the board's tasks, as search_briefs lists them for a project it found nothing in."""
+    from memoryd.kinds.briefs.source import BoardReader
+
+    try:
+        return {task.project for task in BoardReader(board).load().tasks.values()}
+    except (OSError, MemorydError):
+        return set()
 
 
 def _through_index_owner(exc: Exception, board: str, args: Any) -> dict[str, Any] | None:
@@ -235,6 +254,9 @@ def run(args: Any) -> int:
                 print(f"memoryd search: {exc}", file=sys.stderr)
                 return 1
             answer = {**owner, "via": "daemon"}
+    from memoryd.cli.matchline import add_snippets
+
+    add_snippets(answer, args.query)
     if args.json:
         print(json.dumps(answer, ensure_ascii=False))
     else:
@@ -269,6 +291,8 @@ def print_human(answer: dict[str, Any], query: str = "", via: str = "via daemon"
         if "results" in answer:
             print()
         _print_memories(answer["memories"], via)
+        if answer.get("memories_hint"):
+            print(f"  {answer['memories_hint']}")
     if answer.get("mode_note"):
         print(f"({answer['mode_note']})", file=sys.stderr)
     if answer.get("redacted"):
@@ -283,15 +307,23 @@ def _print_briefs(answer: dict[str, Any], query: str, via: str) -> None:
         print(f"{answer['shown']} of {matched} {noun} ({via})")
     else:
         print("no brief matches that query")
+        projects = answer.get("projects")
+        if answer.get("project") is not None and projects is not None and answer["project"] not in projects:
+            listed = ", ".join(name or NO_PROJECT for name in projects) or "none"
+            print(f"  no brief is filed under project {answer['project']!r}; projects on the board: {listed}")
     outcomes = outcome_lines(answer, query)
     for r in answer["results"]:
-        print(f"{r['score']:.2f}  {r['date']}  {r['project']:<14} {r['task_id']}  {r['brief_id']}")
+        print(
+            f"{r['score']:.2f}  {r['date']}  {r['project'] or NO_PROJECT:<14} {r['task_id']}  {r['brief_id']}"
+        )
         title, said = r["title"], r["said"]
         # a short brief's title is its said text, whole or cut ("…"): print that text once
         if title.removesuffix("…").rstrip() and said.startswith(title.removesuffix("…").rstrip()):
             print(f"      “{said}”")
         else:
             print(f"      {title}\n      “{said}”")
+        if r.get("snippet"):
+            print(f"      … {r['snippet']}")
         if r["brief_id"] in outcomes:
             print(f"      outcome: {outcomes[r['brief_id']]}")
 
@@ -300,6 +332,7 @@ def outcome_lines(answer: dict[str, Any], query: str) -> dict[str, str]:
     """brief id -> the item of that hit's outcome (``"did: ..."``) holding the most of ``query``'s words that
     its shown title and said line lack, for the hits that have one: a brief found through its outcome shows
     why. Read from the board that answered (``answer["board"]``); ``{}`` when it cannot be read."""
+    from memoryd.cli.matchline import stems as _stems
     from memoryd.index.keyword import term_string
     from memoryd.kinds.briefs.files import OUTCOME_SECTIONS
     from memoryd.kinds.briefs.source import BoardReader
@@ -328,36 +361,24 @@ def outcome_lines(answer: dict[str, Any], query: str) -> dict[str, str]:
     return found
 
 
-def _stems(terms: str) -> set[str]:
-    """``terms`` with a plural or verb ending cut ("retries" and "retried" -> "retri"), so a word asked in
-    another form still counts as found, as LanceDB's stemmer finds it."""
-    out = set()
-    for term in terms.split():
-        for end in ("ing", "ies", "ied", "es", "ed", "s"):
-            if term.endswith(end) and len(term) - len(end) >= 3:
-                term = term[: -len(end)] + ("i" if end in ("ies", "ied") else "")
-                break
-        out.add(term)
-    return out
-
-
 MEMORY_LINE_CHARS = 160
 
 
 def _print_memories(memories: list[dict[str, Any]], via: str) -> None:
+    from memoryd.cli.matchline import first_line
+
     if not memories:
         print("no memory matches that query")
         return
     print(f"{len(memories)} matching {'memory' if len(memories) == 1 else 'memories'} ({via})")
     for m in memories:
-        lines = [line.strip() for line in str(m.get("content", "")).splitlines() if line.strip()]
-        first = lines[0] if lines else ""
-        if len(first) > MEMORY_LINE_CHARS or len(lines) > 1:
-            first = first[:MEMORY_LINE_CHARS].rstrip() + "…"
+        first = first_line([line for line in str(m.get("content", "")).splitlines() if line.strip()])
+        if m.get("snippet"):
+            first += f"\n      … {m['snippet']}"
         tags = " ".join(f"#{t}" for t in m.get("tags") or ())
         print(
             # relevance adds small importance and recency bonuses to a 0-1 score: shown on the briefs' scale
-            f"{min(1.0, m.get('relevance', 0.0)):.2f}  {str(m.get('created_at', ''))[:10]}  {m.get('project') or '-':<14} "
+            f"{min(1.0, m.get('relevance', 0.0)):.2f}  {str(m.get('created_at', ''))[:10]}  {m.get('project') or NO_PROJECT:<14} "
             f"{m.get('memory_type', '')}  memory {str(m.get('hash', ''))[:12]}\n"
             f"      {first}" + (f"\n      {tags}" if tags else "")
         )

@@ -7,7 +7,7 @@ an agent's shim started, ``memoryd serve`` in another terminal) gets SIGTERM, on
 to this user, and the command waits for it to exit: the daemon removes its socket, finishes its index
 writes and releases its locks within a few seconds.
 
-When agents were connected, the message says their shims start it again at their next call, and how to
+When agents were connected, the message says their shims start it again within a second, and how to
 stop it for good.
 
 Exit codes: 0 stopped, or none was running (the message says which); 1 not stopped (run by the service, the
@@ -177,11 +177,16 @@ def main(socket: str | None = None, wait_s: float = DEFAULT_WAIT_S) -> int:
     print(f"stopped memoryd (pid {pid}, socket {path}).")
     connected = _sessions(status)
     if connected:
+        from memoryd.cli.service.manager import manager_here
+
+        service = (
+            f" (`{me} service stop` or `uninstall` when the service is installed)" if manager_here() else ""
+        )
         print(
             f"{counted(connected, 'agent session')} "
             + ("was connected: its shim starts" if connected == 1 else "were connected: their shims start")
             + f" memoryd again within a second; to stop it for good, close those agents or run `{me} "
-            f"disconnect` (`{me} service stop` or `uninstall` when the service is installed)."
+            f"disconnect`{service}."
         )
     return EXIT_STOPPED
 

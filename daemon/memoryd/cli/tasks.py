@@ -17,7 +17,7 @@ import sys
 
 from memoryd.cli.options import EXIT_OK, EXIT_PROBLEM, command
 from memoryd.serve.control import served_board
-from memoryd.wording import counted
+from memoryd.wording import NO_PROJECT, counted
 
 
 def register(sub) -> None:
@@ -146,9 +146,14 @@ def cmd_list(args) -> int:
     shown = rows[: max(1, args.limit)]
     of = f"{len(shown)} of " if len(shown) < len(rows) else ""
     print(f"{of}{counted(len(rows), 'task')} on {board}" + (" (--limit shows more)" if of else ""))
+    projects = {t.project for t in snap.tasks.values()}
+    if args.project and args.project not in projects:  # most likely misspelled: list what there is
+        listed = ", ".join(name or NO_PROJECT for name in sorted(projects)) or "none"
+        print(f"no task is filed under project {args.project!r}; projects on the board: {listed}")
     for task, last, n in shown:
         print(
-            f"{task.id}  {task.status:<4}  {last[:10]}  {n:>3} brief{'' if n == 1 else 's'}  [{task.project}] {task.title}"
+            f"{task.id}  {task.status:<4}  {last[:10]}  {n:>3} brief{'' if n == 1 else 's'}  "
+            f"{f'[{task.project}]' if task.project else NO_PROJECT} {task.title}"
         )
     return _unread_tasks(snap.skipped)
 

@@ -305,7 +305,8 @@ class Capture:
     async def person_brief(self, req: dict) -> dict[str, Any]:
         clean = cap.clean_prompt(_text(req, "text"))
         if not clean.text:
-            raise ValueError("the brief is empty (after removing <private> text)")
+            cut = " (after removing <private> text)" if clean.private else ""
+            raise ValueError(f"the brief is empty{cut}: give the words of the brief")
         project = _text(req, "project") or project_of(_text(req, "cwd") or None)
         task = req.get("task")
         if task is not None:

@@ -59,7 +59,7 @@ def local_searches(
     marked as accessed (a look from the terminal is no agent's use of it)."""
     from memoryd.index.embed import load_embedder
     from memoryd.kinds.memories.api import Memories
-    from memoryd.kinds.memories.render import found
+    from memoryd.kinds.memories.render import found, unknown_project
     from memoryd.tools.answers import Scrub
 
     embedder, _ = load_embedder(settings.model, settings.locations.models)
@@ -82,7 +82,11 @@ def local_searches(
                 memories["query"], project=memories.get("project"), limit=memories["limit"], touch=False
             )
         )
-        return brief_result, found(got, Scrub(), recall=False)
+        scrub = Scrub()
+        answer = found(got, scrub, recall=False)
+        if memories.get("project") is not None and not got.memories:
+            answer.update(unknown_project(memories["project"], {m.project for m in view.all()}, scrub))
+        return brief_result, answer
     finally:
         store.close()
 

@@ -85,7 +85,8 @@ def view(
         tags = "".join(f'<span class="tag">{esc(t)}</span>' for t in m["tags"])
         out.append(
             f'<li class="result"><a href="/memories#m-{esc(m["id"])}">{esc(m["content"][:200])}</a> '
-            f"<span class=meta>{esc(m['memory_type'])} · relevance {relevance:.2f}</span> {tags}"
+            # importance and recency lift a strong match a little above 1: shown on the 0-1 scale
+            f"<span class=meta>{esc(m['memory_type'])} · relevance {min(1.0, relevance):.2f}</span> {tags}"
             f"{_why(why, m['created_at'], memories_mode == 'hybrid')}</li>"
         )
     out.append("</ol></section>")

@@ -4,7 +4,7 @@ Records each invocation's argv as one JSON line in ``$MEMORYD_STUB_LOG`` and kee
 ``$MEMORYD_STUB_STATE`` (which job is loaded, which units are enabled/active) so that idempotency and
 status can be checked. It answers like the real tools in the few ways memoryd relies on: ``launchctl
 print`` exits 113 for a job that is not loaded, ``bootstrap`` of a loaded job fails, ``systemctl show``
-prints ``Key=Value`` lines.
+prints ``Key=Value`` lines, ``systemctl is-system-running`` prints ``offline`` where systemd is not PID 1.
 """
 
 import json
@@ -61,8 +61,12 @@ def launchctl(args):
 
 
 def systemctl(args):
+    no_init = flag("no-init").exists()  # like a container or WSL whose PID 1 is not systemd
+    if args == ["is-system-running"]:
+        print("offline" if no_init else "running")
+        return 1 if no_init else 0
     assert args[0] == "--user", args
-    if flag("no-bus").exists():  # like a session without a systemd --user manager (containers, CI)
+    if no_init or flag("no-bus").exists():  # like a session without a systemd --user manager (containers, CI)
         print("Failed to connect to bus: No medium found", file=sys.stderr)
         return 1
     verb, rest = args[1], args[2:]

@@ -368,6 +368,17 @@ def _gemini_trust(agent: Agent, settings: dict) -> Check:
     )
 
 
+def codex_hooks_untrusted(agent: Agent) -> bool:
+    """Whether memoryd's hooks are in Codex's ``hooks.json`` but some has no trust recorded yet (the
+    ``codex hook trust`` warning): Codex skips them until the person trusts them in ``/hooks``."""
+    value, error = _read_json(capturehooks.hooks_file("codex", agent.folder))
+    if error is not None:
+        return False
+    config = _read_toml(agent.config)
+    checks = _codex(agent, _ours(_get(value, ("hooks",))), _ours(config.get("hooks")), config)
+    return any(c.name == "codex hook trust" and c.state == WARN for c in checks)
+
+
 def run(connected: dict[str, bool], asked: tuple[str, ...] = ()) -> list[Check]:
     """The capture checks of every agent with capture hooks whose folder exists (``connected``: agent name
     -> whether memoryd's MCP entry is in its config)."""

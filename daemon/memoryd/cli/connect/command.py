@@ -152,6 +152,7 @@ def _print_outcomes(outcomes, verb: str) -> int:
 def cmd_connect(args) -> int:
     from memoryd.cli.connect import edits, manage
     from memoryd.cli.connect.agents import hook_command, installed_without_folder, known_agents, server_entry
+    from memoryd.cli.connect.capturecheck import codex_hooks_untrusted
 
     try:
         server = server_entry(args.tools or CONNECT_TOOLS)
@@ -167,6 +168,8 @@ def cmd_connect(args) -> int:
             st = manage.status(agent, server)
             hook = f", Stop hook {st.hook}" if st.hook else ""
             capture_state = manage.capture_state(agent)
+            if capture_state == "on" and agent.name == "codex" and codex_hooks_untrusted(agent):
+                capture_state = "on once trusted (start codex, open /hooks)"  # as doctor warns
             hook += f", capture {capture_state}" if capture_state else ""
             detail = f" - {st.detail}" if st.detail else ""
             print(f"{agent.name:<16} {st.state}{hook}{detail}  ({agent.config})")
@@ -194,11 +197,13 @@ def cmd_connect(args) -> int:
                 print(f"# {agent.title} Stop hook: {agent.folder / 'settings.json'}")
                 print(edits.hook_snippet(hook_command(server["command"], server.get("env"))), end="")
         return EXIT_OK
-    agents = _select(args.agents, args.all)
-    if not args.agents and not args.all:  # an agent installed but never run has no folder to find it by
-        for agent in known_agents():
-            if installed_without_folder(agent):
-                print(f"{agent.name}  NOT connected ({manage.no_folder_yet(agent)})")
+    # An agent installed (on PATH) but never run has no folder yet: connect creates its config as when named
+    # (marked .memoryd-created, so disconnect removes it again); one not installed is left alone.
+    agents = _select(
+        args.agents,
+        args.all,
+        lambda a: a.folder.exists() or a.config.exists() or installed_without_folder(a),
+    )
     if not agents:
         known = ", ".join(a.name for a in known_agents())
         print(
@@ -288,11 +293,19 @@ def _http_target() -> tuple[str, str] | None:
     port = serving["port"] if serving else settings.http_port or files.DEFAULT_PORT
     now = "" if serving else f"no daemon serves HTTP now; the entries point at port {port}. "
     if serving is None or not _service_serves_http(settings.locations.socket):
+        from memoryd.cli.service.manager import manager_here
+
+        me = memoryd_command()
+        run = (
+            f"Run `{me} service install --http {port}` (it runs at every login)"
+            if manager_here()
+            else f"This machine has no service manager memoryd can use: keep `{me} serve --http {port}` "
+            "running in a terminal while agents use HTTP"
+        )
         print(
             f"memoryd connect --http: {now}HTTP entries need a daemon that serves HTTP all the time: nothing "
-            "starts the daemon for them, and the one an agent's memoryd-shim starts serves no HTTP. Run "
-            f"`{memoryd_command()} service install --http {port}` (it runs at every login); "
-            f"`{memoryd_command()} doctor` checks it.",
+            f"starts the daemon for them, and the one an agent's memoryd-shim starts serves no HTTP. {run}; "
+            f"`{me} doctor` checks it.",
             file=sys.stderr,
         )
     return f"http://127.0.0.1:{port}/mcp", token

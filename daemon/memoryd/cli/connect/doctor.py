@@ -14,7 +14,8 @@ is printed with its fix and does not change the exit code. The capture hooks' ch
 What counts as a problem: something that keeps memoryd from working as set up. Not a problem (``info``):
 no service installed (an agent's shim starts the daemon on demand), hence no daemon running yet; an agent
 that is not connected (after ``memoryd disconnect`` that is what you asked for), unless you name it
-(``memoryd doctor cursor``). Every fix printed is a command that works here as printed: ``memoryd`` is
+(``memoryd doctor cursor``). An agent whose config file connect will not edit (unparsable, or with
+comments) is a warning with its fix, so the bare ``memoryd doctor`` shows it too. Every fix printed is a command that works here as printed: ``memoryd`` is
 spelled the way this shell finds this install (:func:`memoryd.paths.memoryd_command`), and a
 restart names ``memoryd service restart`` only when a service is installed (else ``memoryd stop``: the next
 agent call starts the daemon again). With no daemon running, the board files are checked by reading the
@@ -103,7 +104,7 @@ def _restart(service: bool, why: str = "") -> str:
 
 
 def _socket_checks(
-    status: dict[str, Any] | None, socket_path: Path, error: str | None, service: bool
+    status: dict[str, Any] | None, socket_path: Path, error: str | None, service: bool, manager: bool = True
 ) -> list[Check]:
     from memoryd_shim import rendezvous
 
@@ -117,12 +118,12 @@ def _socket_checks(
                     "daemon", PROBLEM, f"not running (nothing answers on {socket_path})", _me("service start")
                 )
             ]
+        at_login = f"; {_me('service install')} runs it at login" if manager else ""
         return [
             Check(
                 "daemon",
                 INFO,
-                f"not running yet: an agent's memoryd-shim starts it on demand (or run {_me('serve')}; "
-                f"{_me('service install')} runs it at login)",
+                f"not running yet: an agent's memoryd-shim starts it on demand (or run {_me('serve')}{at_login})",
             )
         ]
     checks = [Check("daemon", OK, f"running, pid {status.get('pid')}, socket {socket_path}")]
@@ -196,9 +197,10 @@ def _model(status: dict[str, Any] | None, service: bool) -> Check | None:
 
 
 def _agents(asked: tuple[str, ...] = ()) -> tuple[list[Check], dict[str, bool]]:
-    """One check per agent found, and which agents have memoryd's entry. Not connected (or an unreadable
-    config, where memoryd cannot tell) is ``info`` unless the agent is in ``asked``; a broken connection
-    (stale entry, Stop hook missing or stale) is a problem."""
+    """One check per agent found, and which agents have memoryd's entry. Not connected is ``info`` unless the
+    agent is in ``asked``; a config file connect will not edit (unreadable, or JSON with comments) is a
+    ``warn`` with its fix (a problem when asked); a broken connection (stale entry, Stop hook missing or
+    stale) is a problem."""
     from memoryd.cli.connect import manage
     from memoryd.cli.connect.agents import known_agents, server_entry
 
@@ -218,18 +220,15 @@ def _agents(asked: tuple[str, ...] = ()) -> tuple[list[Check], dict[str, bool]]:
         elif st.state == "config unreadable":
             fix = f"fix the file by hand, then run {connect}   (or paste: {_me('connect --print ' + agent.name)})"
             detail = f"{agent.config} is unreadable: {st.detail}"
-            if wanted:
-                checks.append(Check(name, PROBLEM, detail, fix))
-            else:
-                checks.append(
-                    Check(name, INFO, f"{detail}; memoryd cannot tell whether it is connected", fix)
-                )
+            if not wanted:
+                detail = f"{detail}; memoryd cannot tell whether it is connected"
+            checks.append(Check(name, PROBLEM if wanted else WARN, detail, fix))
         elif st.state in ("not connected", "not installed") and st.hook in (None, "missing"):
             if _is_jsonc(agent):  # connect leaves a commented file alone and prints the entry instead
                 paste = _me("connect --print " + agent.name)
                 detail = f"{st.state} ({agent.config} has comments, so connect does not rewrite it)"
                 fix = f"{paste}   (and paste its entry into {agent.config} by hand)"
-                checks.append(Check(name, PROBLEM if wanted else INFO, detail, fix))
+                checks.append(Check(name, PROBLEM if wanted else WARN, detail, fix))
                 continue
             detail = f"{st.state} ({agent.config}); {connect} connects it"
             checks.append(Check(name, PROBLEM if wanted else INFO, detail, connect))
@@ -317,7 +316,13 @@ def run_checks(agents: tuple[str, ...] = ()) -> list[Check]:
     except ValueError as exc:
         error = str(exc)
     checks, service = _service()
-    checks += _socket_checks(status, locations.socket, error, service) + [_versions(status, service)]
+    try:  # without one, the service check said once that there is none: no `memoryd service` advice
+        from memoryd.cli.service.manager import manager_here
+
+        manager = manager_here()
+    except ModuleNotFoundError:
+        manager = False
+    checks += _socket_checks(status, locations.socket, error, service, manager) + [_versions(status, service)]
     from memoryd.cli.connect import boardcheck, capturecheck, httpcheck
 
     board = boardcheck.files(status, locations.board, scan=status is None and error is None)

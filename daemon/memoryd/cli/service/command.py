@@ -144,10 +144,13 @@ def _daemon_log() -> tuple[Path | None, str | None]:
                 path,
                 f"the daemon running (pid {pid}) was started by {whose}, not as a service; its log is {path}",
             )
+        from memoryd.cli.service.manager import manager_here
+
+        service = "run it as a service (`memoryd service install`), or " if manager_here() else ""
         return None, (
             f"the daemon running (pid {pid}) was started by hand, not as a service: it writes its log to the "
-            "terminal it runs in. For a log file, stop it (`memoryd stop`) and run it as a service "
-            f"(`memoryd service install`), or let an agent's shim start it (its log is then {spawn_log})"
+            f"terminal it runs in. For a log file, stop it (`memoryd stop`) and {service}let an agent's shim "
+            f"start it (its log is then {spawn_log})"
         )
     if service_log.exists():
         return service_log, None

@@ -1,6 +1,8 @@
 """Which service manager runs memoryd here, and one summary of its state for ``memoryd doctor``.
 
-The choice: launchd on macOS, systemd on Linux when ``systemctl`` is on ``PATH``, else none.
+The choice: launchd on macOS, systemd on Linux when ``systemctl`` is on ``PATH`` and systemd is the
+machine's init (PID 1), else none: containers and WSL without systemd have ``systemctl`` but nothing it can
+talk to, and there the daemon simply runs whenever an agent's shim starts it (:func:`no_manager_reason`).
 ``MEMORYD_SERVICE_MANAGER=launchd|systemd`` forces it: for tests, which run the commands against
 recording stubs on Linux CI, and for unusual setups. Nothing else reads that variable.
 """
@@ -13,7 +15,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from memoryd.cli.service.common import Actions, ServiceError, quiet
+from memoryd.cli.service.common import Actions, ServiceError, quiet, run
 from memoryd.cli.service.launchd import LaunchdManager
 from memoryd.cli.service.systemd import SystemdManager
 from memoryd.cli.service.templates import Context
@@ -36,9 +38,46 @@ def choose(env: Mapping[str, str] | None = None, platform: str | None = None) ->
     platform = sys.platform if platform is None else platform
     if platform == "darwin":
         return "launchd"
-    if platform.startswith("linux") and shutil.which("systemctl"):
+    if platform.startswith("linux") and shutil.which("systemctl") and systemd_is_init():
         return "systemd"
     return None
+
+
+def manager_here() -> bool:
+    """Whether ``memoryd service install`` has a service manager to use here (launchd, or systemd as init);
+    True for a bad ``MEMORYD_SERVICE_MANAGER`` (``memoryd service`` then says what is wrong)."""
+    try:
+        return choose() is not None
+    except ServiceError:
+        return True
+
+
+def systemd_is_init() -> bool:
+    """Whether systemd runs this machine (PID 1). ``systemctl is-system-running`` prints ``offline`` (or
+    "System has not been booted with systemd") when it does not; any other answer, even a failure to
+    reach the bus, counts as systemd being there (its user session may merely be missing)."""
+    probe = run(["systemctl", "is-system-running"], None)
+    said = f"{probe.out}\n{probe.err}"
+    return not (probe.out.strip() == "offline" or "not been booted with systemd" in said)
+
+
+def no_manager_reason(platform: str | None = None) -> str:
+    """One plain paragraph for a machine without a service manager memoryd can use: nothing to install,
+    the shim starts the daemon, and how to run it by hand."""
+    from memoryd.paths import memoryd_command
+
+    platform = sys.platform if platform is None else platform
+    why = (
+        "PID 1 is not systemd, so there is no systemd user session to run it"
+        if platform.startswith("linux")
+        else "memoryd uses launchd on macOS and systemd on Linux"
+    )
+    me = memoryd_command()
+    return (
+        f"this machine has no service manager memoryd can use ({why}). Nothing needs installing: the "
+        "daemon starts whenever an agent's memoryd-shim needs it. To run it by hand, keep a terminal open "
+        f"with `{me} serve` (or `{me} serve --http PORT` for HTTP clients)"
+    )
 
 
 def get_manager(
@@ -48,10 +87,7 @@ def get_manager(
     ``MEMORYD_HTTP_PORT`` for the definitions. Raises :class:`ServiceError` when there is none here."""
     name = name or choose()
     if name is None:
-        raise ServiceError(
-            "no supported service manager here (launchd on macOS, systemd on Linux); run `memoryd serve` "
-            "yourself, or let an agent's memoryd-shim start the daemon"
-        )
+        raise ServiceError(no_manager_reason())
     platform = "darwin" if name == "launchd" else "linux"
     return MANAGERS[name](Context.current(platform=platform, http_port=http_port), actions or quiet())
 
@@ -72,7 +108,7 @@ def service_state(manager: str | None = None) -> dict[str, Any]:
             "manager": None,
             "installed": False,
             "running": None,
-            "detail": "no launchd or systemd user manager here; the daemon runs when a shim starts it",
+            "detail": no_manager_reason(),
             "fix": None,
         }
     try:

@@ -22,7 +22,7 @@ from memoryd.board.gate import Skipped
 from memoryd.index.searcher import SearchQuery
 from memoryd.kinds.briefs.files import OUTCOME_SECTIONS, Brief, Outcome, Task
 from memoryd.tools.answers import DATA_NOTE, Scrub, of_total, report_lines
-from memoryd.wording import counted
+from memoryd.wording import NO_PROJECT, counted
 
 LINE_CHARS = 200  # one line of what was said, in overviews
 TITLE_CHARS = 300
@@ -470,10 +470,6 @@ def context_answer(digest: Any, projects: Iterable[str] = ()) -> dict[str, Any]:
         answer["projects"] = sorted(projects)[:PROJECTS]
     answer.update(scrub.report())
     return answer
-
-
-#: How text names the project of briefs filed without one (its value is "").
-NO_PROJECT = "(no project)"
 
 
 def project_list(names: Iterable[str]) -> str:

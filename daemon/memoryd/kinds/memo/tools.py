@@ -1,7 +1,7 @@
 """The ``memo`` tool group: the MCP tutorial's memo server surface on memoryd's memories.
 
 * ``memo_add(text, tags?)`` -> ``"saved: <timestamp>"`` (structured ``{"saved","id","isNew","tags"}``)
-* ``memo_search(query, limit=10)`` -> the count first (``"3 of 120 memos contain ..."``), newest first,
+* ``memo_search(query, limit=10)`` -> the count first (``"3 of 120 memos contain ..."``, ``"1 of 1 memo contains ..."``), newest first,
   one line per memo ``<timestamp> <text> [tags]``; zero hits is the plain answer
   ``no memo contains "..."``, never an error.
 * resource ``memo://all``: every memo, newest first, at most :data:`ALL_MAX_MEMOS` memos and
@@ -27,6 +27,7 @@ from memoryd.kinds.sessions.files import now_iso
 from memoryd.tools.answers import DATA_NOTE, Scrub, one_line
 from memoryd.tools.registry import WRITE, ResourceSpec, ToolContext, ToolResult, ToolSpec, titled_spec
 from memoryd.tools.schema import NO_SPACE, NOT_BLANK, closed
+from memoryd.wording import counted
 
 MEMO_ORIGINS = ("memo", "import:memo")
 TEXT_CHARS = 10_000
@@ -111,11 +112,12 @@ async def memo_search(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     scrub = Scrub(read_redacted=True)  # shown() redacted each memo
     quoted = json.dumps(query, ensure_ascii=False)
     if not hits:
-        head = f"no memo contains {quoted} ({len(everything)} memos searched)"
+        head = f"no memo contains {quoted} ({counted(len(everything), 'memo')} searched)"
     else:
-        head = f"{len(hits)} of {len(everything)} memos contain {quoted}"
+        verb = "contains" if len(hits) == 1 else "contain"
+        head = f"{len(hits)} of {counted(len(everything), 'memo')} {verb} {quoted}"
         if len(page) < len(hits):
-            head += f"; the newest {len(page)} are shown"
+            head += f"; the newest {len(page)} {'is' if len(page) == 1 else 'are'} shown"
     lines = [memo_line(m) for m in page]
     answer: dict[str, Any] = {
         "query": query,

@@ -19,6 +19,7 @@ from typing import Any
 from memoryd.kinds.memories.api import MAX_CONTENT_CHARS, Found
 from memoryd.kinds.memories.files import Memory
 from memoryd.tools.answers import DATA_NOTE, Scrub
+from memoryd.wording import NO_PROJECT
 
 LIST_CONTENT_CHARS = 2000
 FULL_CONTENT_CHARS = MAX_CONTENT_CHARS
@@ -100,6 +101,23 @@ def found(result: Found, scrub: Scrub, *, recall: bool) -> dict[str, Any]:
         "depth": result.depth,
     }
     return ok(body, scrub, data=True, mode=result.mode)
+
+
+PROJECTS_SHOWN = 50
+
+
+def unknown_project(project: str, projects: set[str], scrub: Scrub) -> dict[str, Any]:
+    """For a search filtered to ``project`` that found nothing: ``{}`` when some memory is in that project,
+    else ``{"projects": [names], "hint": sentence}`` naming the projects that have memories (the first
+    :data:`PROJECTS_SHOWN`, sorted; ``""`` is shown as ``(no project)``), as search_briefs does."""
+    if project in projects:
+        return {}
+    names = [scrub(name) for name in sorted(projects)[:PROJECTS_SHOWN]]
+    listed = ", ".join(name or NO_PROJECT for name in names) or "none"
+    return {
+        "projects": names,
+        "hint": f"No memory is filed under project {scrub(project)!r}. Projects with memories: {listed}.",
+    }
 
 
 INSTRUCTIONS = """\

@@ -230,7 +230,12 @@ async def _find(args: dict[str, Any], ctx: ToolContext, *, recall: bool) -> dict
             memory_type=args.get("memory_type"),
             limit=limit,
         )
-    return render.found(found, Scrub(), recall=recall)
+    scrub = Scrub()
+    answer = render.found(found, scrub, recall=recall)
+    if project is not None and not found.memories:
+        answer.update(render.unknown_project(project, {m.project for m in api.view.all()}, scrub))
+        answer.update(scrub.report())  # the project names went through the same scrub
+    return answer
 
 
 @_tool()
