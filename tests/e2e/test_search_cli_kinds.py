@@ -7,10 +7,19 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 
 import pytest
 
-from support.briefs import SHIM, Shim, cli_env, memoryd, wait_engine_ready, write_briefs
+from support.briefs import (
+    SHIM,
+    Shim,
+    cli_env,
+    memoryd,
+    run_as_daemon_stops,
+    wait_engine_ready,
+    write_briefs,
+)
 from support.daemon import short_tmpdir
 
 pytestmark = pytest.mark.skipif(not SHIM.exists(), reason="no .venv/bin/memoryd-shim (run make setup)")
@@ -155,3 +164,31 @@ def test_bad_queries_and_missing_boards_are_told_plainly_with_or_without_a_daemo
     (root / "link").symlink_to(board)
     linked = memoryd(env, "search", "login redirect", "--json", "--board", str(root / "link"))
     assert linked.returncode == 0 and json.loads(linked.stdout)["via"] == "daemon", linked.stderr
+
+
+@pytest.mark.parametrize("next_daemon", [False, True], ids=["none-after", "next-daemon"])
+def test_a_search_meeting_a_stopping_daemon_answers_from_the_next_one_or_in_process(make_daemon, next_daemon):
+    # A daemon stopping (or restarting) closes the connection or says "please retry": a transient state, which
+    # the search rides out as a shim does, never an exit 1.
+    root = short_tmpdir()
+    board, index = root / "board", root / "index"
+    write_briefs(board, [BUTTON, REDIRECT])
+    env = cli_env(root, board, index, root / "s.sock")
+    for round in range(2):
+        daemon = make_daemon(root, board=board, index=index)
+        daemon.start()
+        wait_engine_ready(daemon)
+        if next_daemon:  # the next daemon starts as this one stops (it waits for the locks)
+            successor = make_daemon(root, board=board, index=index)
+            threading.Timer(1.2, successor.launch).start()
+        found = run_as_daemon_stops(
+            daemon, env, "search", "login redirect loop", "--kind", "briefs", "--json"
+        )
+        assert found.returncode == 0, (round, found.stderr)
+        answer = json.loads(found.stdout)
+        assert answer["results"][0]["title"] == REDIRECT, answer
+        assert "stopping or restarting" in found.stderr, found.stderr
+        assert daemon.wait_exit(15) == 0
+        if next_daemon:
+            successor.wait_ready()
+            successor.stop()

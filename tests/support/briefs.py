@@ -212,3 +212,23 @@ def memoryd(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
     """``python -m memoryd ARGS`` as a person runs it (text output, from ``/``)."""
     return subprocess.run([sys.executable, "-m", "memoryd", *args], capture_output=True, text=True, env=env,
                           cwd="/", timeout=120)  # fmt: skip
+
+
+def run_as_daemon_stops(
+    daemon: DaemonProcess, env: dict[str, str], *args: str
+) -> subprocess.CompletedProcess:
+    """``python -m memoryd ARGS`` (as :func:`memoryd`) sent to ``daemon`` as it begins to stop: the daemon is
+    paused (SIGSTOP) while the command connects and sends its first line, then told to stop (SIGTERM) and
+    resumed, so that it meets the command's request only while stopping."""
+    import signal
+
+    os.kill(daemon.pid, signal.SIGSTOP)
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "memoryd", *args], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=env, cwd="/")  # fmt: skip
+        time.sleep(1.0)  # the command has connected (the kernel's backlog) and waits for an answer
+        daemon.signal(signal.SIGTERM)
+    finally:
+        os.kill(daemon.pid, signal.SIGCONT)
+    out, err = proc.communicate(timeout=120)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
