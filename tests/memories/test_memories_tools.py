@@ -300,6 +300,32 @@ def test_store_memories_partial_success(shim):
     assert found == {sha(f"first {word}"), sha(f"eighth {word}")}
 
 
+def test_store_memories_says_of_each_item_already_stored_what_it_merged_and_kept(shim):
+    # the same note store_memory gives: an agent must not believe a batch item's importance was taken
+    word = unique()
+    first, second = f"merged first {word}", f"merged second {word}"
+    store(shim, first, tags=("staging",), importance=7, memory_type="fact")
+    items = [
+        {"content": first, "tags": ["ops", "staging"], "importance": 3, "memory_type": "fact"},
+        {"content": second, "tags": ["ops"]},
+        {"content": second, "tags": ["ops"]},
+    ]
+    result = shim.full("store_memories", items=items)["result"]
+    assert [(r["isNew"], "note" in r) for r in result["results"]] == [
+        (False, True),
+        (True, False),
+        (False, True),
+    ]
+    assert result["results"][0]["note"] == (
+        f"This content is already stored (hash {sha(first)}): no new memory was created; its tags gained "
+        "ops; it keeps its importance 7 (asked: 3); update_memory changes them."
+    ), result
+    assert result["results"][2]["note"].endswith("no new memory was created; it already had every tag given.")
+    assert {k: result["results"][0][k] for k in ("ok", "index", "hash", "id", "isNew")} == {
+        "ok": True, "index": 0, "hash": sha(first), "id": sha(first), "isNew": False,
+    }  # fmt: skip
+
+
 def test_delete_memories_partial_success(shim):
     a = store(shim, f"to delete {unique()}")["hash"]
     b = store(shim, f"to delete too {unique()}")["hash"]
