@@ -326,6 +326,17 @@ def test_store_memories_says_of_each_item_already_stored_what_it_merged_and_kept
     }  # fmt: skip
 
 
+def test_a_store_counts_the_secrets_it_redacted_not_the_placeholders_it_was_given(shim):
+    # a tag pasted from an earlier answer holds a placeholder: shown in the note, not counted as redacted
+    content = f"placeholder pasted back [REDACTED:aws_key] {unique()}"
+    store(shim, content)
+    again = shim.full("store_memory", content=content, tags=["[REDACTED:aws_key]", "AKIAIOSFODNN7EXAMPLE"])
+    assert "gained [REDACTED:aws_key], [REDACTED:aws-access-key-id]" in again["note"], again
+    assert again["redacted"] == {"aws-access-key-id": 1}, again
+    batch = shim.full("store_memories", items=[{"content": content, "tags": ["[REDACTED:aws_token]", "t"]}])
+    assert "redacted" not in batch and "[REDACTED:aws_token]" in batch["result"]["results"][0]["note"], batch
+
+
 def test_delete_memories_partial_success(shim):
     a = store(shim, f"to delete {unique()}")["hash"]
     b = store(shim, f"to delete too {unique()}")["hash"]
