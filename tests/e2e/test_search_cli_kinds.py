@@ -5,9 +5,11 @@ none runs."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -192,3 +194,29 @@ def test_a_search_meeting_a_stopping_daemon_answers_from_the_next_one_or_in_proc
         if next_daemon:
             successor.wait_ready()
             successor.stop()
+
+
+def test_a_search_whose_call_a_stopping_daemon_cancels_asks_again(make_daemon):
+    # The call waits for an engine still loading a large board when the daemon is told to stop: the daemon
+    # answers it "memoryd restarted; please retry", and the search asks again (here: no daemon follows).
+    root = short_tmpdir()
+    board, index = root / "board", root / "index"
+    write_briefs(board, [f"{REDIRECT} (case {n})" for n in range(3000)])
+    daemon = make_daemon(root, board=board, index=index).launch()
+    daemon.wait_ready()
+    env = cli_env(root, board, index, daemon.socket)
+    search = subprocess.Popen(
+        [sys.executable, "-m", "memoryd", "search", "login redirect loop", "--json", "--model", "none"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd="/",
+    )  # fmt: skip
+    deadline = time.monotonic() + 30
+    while daemon.status()["sessions"] < 1 and time.monotonic() < deadline:  # its call is in flight
+        time.sleep(0.02)
+    time.sleep(0.3)
+    assert daemon.status()["engine_state"] == "loading"  # the call still waits for the engine
+    daemon.signal(signal.SIGTERM)
+    out, err = search.communicate(timeout=120)
+    assert search.returncode == 0, err
+    assert "memoryd restarted; please retry" in err and "asking again" in err, err
+    answer = json.loads(out)
+    assert answer["via"] == "in-process" and REDIRECT in answer["results"][0]["title"], answer

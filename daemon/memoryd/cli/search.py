@@ -157,7 +157,11 @@ def _via_daemon_retrying(
             if time.monotonic() >= deadline:
                 raise
             if not told:
-                print(f"memoryd search: {exc} (it is stopping or restarting); asking again", file=sys.stderr)
+                print(
+                    f"memoryd search: the daemon went away before answering ({exc}: it is stopping or "
+                    "restarting); asking again",
+                    file=sys.stderr,
+                )
                 told = True
             time.sleep(GONE_PAUSE_S)
 
