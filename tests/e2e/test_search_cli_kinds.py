@@ -8,7 +8,6 @@ import json
 import signal
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
@@ -180,11 +179,19 @@ def test_a_search_meeting_a_stopping_daemon_answers_from_the_next_one_or_in_proc
         daemon = make_daemon(root, board=board, index=index)
         daemon.start()
         wait_engine_ready(daemon)
-        if next_daemon:  # the next daemon starts as this one stops (it waits for the locks)
-            successor = make_daemon(root, board=board, index=index)
-            threading.Timer(1.2, successor.launch).start()
+        successor = make_daemon(root, board=board, index=index)
+
+        def start_successor(daemon=daemon, successor=successor) -> None:  # as a shim or a service would
+            deadline = time.monotonic() + 15
+            while daemon.socket.exists() and time.monotonic() < deadline:  # the old one lets go of it
+                time.sleep(0.02)
+            successor.launch()
+
         found = run_as_daemon_stops(
-            daemon, env, "search", "login redirect loop", "--kind", "briefs", "--json"
+            daemon,
+            env,
+            *("search", "login redirect loop", "--kind", "briefs", "--json"),
+            then=start_successor if next_daemon else None,
         )
         assert found.returncode == 0, (round, found.stderr)
         answer = json.loads(found.stdout)
