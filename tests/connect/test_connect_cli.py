@@ -333,3 +333,39 @@ def test_an_agent_installed_but_never_run_is_connected_by_the_bare_connect(tmp_p
 
     out = memoryd(home, "disconnect", path=str(bin_dir)).stdout
     assert not (home / ".codex").exists(), out  # memoryd made the folder: it goes again
+
+def _diffs(stdout: str) -> dict[str, list[str]]:
+    """Each diff's file -> the lines it adds, in the order of the ``--- <path> (now)`` headers (a file
+    diffed twice shows up as a list of two)."""
+    out: dict[str, list[list[str]]] = {}
+    current: list[str] | None = None
+    for line in stdout.splitlines():
+        if line.startswith("--- ") and line.endswith(" (now)"):
+            current = []
+            out.setdefault(line[4 : -len(" (now)")], []).append(current)
+        elif line.startswith("+++ "):
+            continue
+        elif current is not None and line.startswith("+"):
+            current.append(line[1:])
+    return out
+
+
+def test_a_dry_run_shows_one_diff_per_file_of_its_whole_change(tmp_path):
+    # Claude Code's settings.json takes the Stop hook and the capture hooks, Gemini CLI's settings.json its
+    # server entry and its hooks: each file is one diff, from what it holds now to what connect writes.
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".gemini").mkdir()
+    claude, gemini = home / ".claude" / "settings.json", home / ".gemini" / "settings.json"
+    dry = memoryd(home, "connect", "claude-code", "gemini", "--dry-run").stdout
+    diffs = _diffs(dry)
+    assert [len(diffs.get(str(p), [])) for p in (claude, gemini)] == [1, 1], dry
+    assert not claude.exists() and not gemini.exists()
+    assert "in the diff under claude-code (capture hooks)" in dry, dry
+
+    memoryd(home, "connect", "claude-code", "gemini")
+    for path in (claude, gemini):  # the diff of a file from nothing is the file connect writes
+        assert diffs[str(path)][0] == path.read_text().splitlines(), (path, dry)
+
+    again = memoryd(home, "disconnect", "claude-code", "gemini", "--dry-run").stdout
+    assert [len(_diffs(again).get(str(p), [])) for p in (claude, gemini)] == [1, 1], again

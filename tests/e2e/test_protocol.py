@@ -460,6 +460,52 @@ def test_a_failed_initialize_leaves_the_session_uninitialized(daemon):
         assert "Session not initialized" in answer["error"]["message"]
 
 
+INIT_PARAMS = {"capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "named", "accepted"),
+    [
+        ("initialize", {**INIT_PARAMS, "protocolVersion": 20251125}, "params.protocolVersion", "2025-11-25"),
+        ("initialize", INIT_PARAMS, "params.protocolVersion", "it is missing"),
+        (
+            "initialize",
+            {"protocolVersion": "2025-11-25", "capabilities": []},
+            "params.capabilities",
+            "object",
+        ),
+        ("tools/list", {"cursor": 5}, "params.cursor", "must be a string, the nextCursor"),
+        ("resources/list", {"cursor": None}, "params.cursor", "must be a string"),
+        ("logging/setLevel", {"level": "loud"}, "params.level", "debug, info, notice, warning, error"),
+    ],
+)
+def test_bad_params_are_told_by_name_and_what_is_accepted(daemon, method, params, named, accepted):
+    with RawConnection(daemon.socket) as c:
+        if method != "initialize":
+            c.initialize()
+        answer = c.request(method, params, id="bad")
+        assert_error(answer, -32602, "bad")
+        message = answer["error"]["message"]
+        assert method in message and named in message and accepted in message, message
+        assert "Invalid request parameters" not in message
+        next_is_ping_answer(c)
+
+
+def test_an_unknown_method_that_is_not_utf8_text_is_not_echoed_as_it_came(daemon):
+    # "\ud800" is valid JSON but no text: echoed, it is a lone surrogate (invalid UTF-8) in the client
+    with RawConnection(daemon.socket) as c:
+        c.initialize()
+        c.send(b'{"jsonrpc":"2.0","id":"m","method":"no/such\\ud800/method"}')
+        line = c.readline()
+        line.decode("utf-8")
+        assert b"\\ud800" not in line.lower(), line
+        answer = json.loads(line)
+        assert_error(answer, -32601, "m")
+        assert answer["error"]["data"] == "no/such\ufffd/method", answer
+        c.send(b'{"jsonrpc":"2.0","method":"notifications/no\\udc00"}')  # a notification: never answered
+        next_is_ping_answer(c)
+
+
 @pytest.mark.parametrize("asked", ["2099-01-01", "1.0", MODERN])
 def test_initialize_never_echoes_an_unsupported_version(daemon, asked):
     with RawConnection(daemon.socket) as c:

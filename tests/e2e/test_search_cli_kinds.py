@@ -5,12 +5,22 @@ none runs."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
-from support.briefs import SHIM, Shim, cli_env, memoryd, wait_engine_ready, write_briefs
+from support.briefs import (
+    SHIM,
+    Shim,
+    cli_env,
+    memoryd,
+    run_as_daemon_stops,
+    wait_engine_ready,
+    write_briefs,
+)
 from support.daemon import short_tmpdir
 
 pytestmark = pytest.mark.skipif(not SHIM.exists(), reason="no .venv/bin/memoryd-shim (run make setup)")
@@ -155,3 +165,65 @@ def test_bad_queries_and_missing_boards_are_told_plainly_with_or_without_a_daemo
     (root / "link").symlink_to(board)
     linked = memoryd(env, "search", "login redirect", "--json", "--board", str(root / "link"))
     assert linked.returncode == 0 and json.loads(linked.stdout)["via"] == "daemon", linked.stderr
+
+
+@pytest.mark.parametrize("next_daemon", [False, True], ids=["none-after", "next-daemon"])
+def test_a_search_meeting_a_stopping_daemon_answers_from_the_next_one_or_in_process(make_daemon, next_daemon):
+    # A daemon stopping (or restarting) closes the connection or says "please retry": a transient state, which
+    # the search rides out as a shim does, never an exit 1.
+    root = short_tmpdir()
+    board, index = root / "board", root / "index"
+    write_briefs(board, [BUTTON, REDIRECT])
+    env = cli_env(root, board, index, root / "s.sock")
+    for round in range(2):
+        daemon = make_daemon(root, board=board, index=index)
+        daemon.start()
+        wait_engine_ready(daemon)
+        successor = make_daemon(root, board=board, index=index)
+
+        def start_successor(daemon=daemon, successor=successor) -> None:  # as a shim or a service would
+            deadline = time.monotonic() + 15
+            while daemon.socket.exists() and time.monotonic() < deadline:  # the old one lets go of it
+                time.sleep(0.02)
+            successor.launch()
+
+        found = run_as_daemon_stops(
+            daemon,
+            env,
+            *("search", "login redirect loop", "--kind", "briefs", "--json"),
+            then=start_successor if next_daemon else None,
+        )
+        assert found.returncode == 0, (round, found.stderr)
+        answer = json.loads(found.stdout)
+        assert answer["results"][0]["title"] == REDIRECT, answer
+        assert "stopping or restarting" in found.stderr, found.stderr
+        assert daemon.wait_exit(15) == 0
+        if next_daemon:
+            successor.wait_ready()
+            successor.stop()
+
+
+def test_a_search_whose_call_a_stopping_daemon_cancels_asks_again(make_daemon):
+    # The call waits for an engine still loading a large board when the daemon is told to stop: the daemon
+    # answers it "memoryd restarted; please retry", and the search asks again (here: no daemon follows).
+    root = short_tmpdir()
+    board, index = root / "board", root / "index"
+    write_briefs(board, [f"{REDIRECT} (case {n})" for n in range(3000)])
+    daemon = make_daemon(root, board=board, index=index).launch()
+    daemon.wait_ready()
+    env = cli_env(root, board, index, daemon.socket)
+    search = subprocess.Popen(
+        [sys.executable, "-m", "memoryd", "search", "login redirect loop", "--json", "--model", "none"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd="/",
+    )  # fmt: skip
+    deadline = time.monotonic() + 30
+    while daemon.status()["sessions"] < 1 and time.monotonic() < deadline:  # its call is in flight
+        time.sleep(0.02)
+    time.sleep(0.3)
+    assert daemon.status()["engine_state"] == "loading"  # the call still waits for the engine
+    daemon.signal(signal.SIGTERM)
+    out, err = search.communicate(timeout=120)
+    assert search.returncode == 0, err
+    assert "memoryd restarted; please retry" in err and "asking again" in err, err
+    answer = json.loads(out)
+    assert answer["via"] == "in-process" and REDIRECT in answer["results"][0]["title"], answer

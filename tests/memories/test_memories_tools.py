@@ -315,6 +315,43 @@ def test_store_memories_partial_success(shim):
     assert found == {sha(f"first {word}"), sha(f"eighth {word}")}
 
 
+def test_store_memories_says_of_each_item_already_stored_what_it_merged_and_kept(shim):
+    # the same note store_memory gives: an agent must not believe a batch item's importance was taken
+    word = unique()
+    first, second = f"merged first {word}", f"merged second {word}"
+    store(shim, first, tags=("staging",), importance=7, memory_type="fact")
+    items = [
+        {"content": first, "tags": ["ops", "staging"], "importance": 3, "memory_type": "fact"},
+        {"content": second, "tags": ["ops"]},
+        {"content": second, "tags": ["ops"]},
+    ]
+    result = shim.full("store_memories", items=items)["result"]
+    assert [(r["isNew"], "note" in r) for r in result["results"]] == [
+        (False, True),
+        (True, False),
+        (False, True),
+    ]
+    assert result["results"][0]["note"] == (
+        f"This content is already stored (hash {sha(first)}): no new memory was created; its tags gained "
+        "ops; it keeps its importance 7 (asked: 3); update_memory changes them."
+    ), result
+    assert result["results"][2]["note"].endswith("no new memory was created; it already had every tag given.")
+    assert {k: result["results"][0][k] for k in ("ok", "index", "hash", "id", "isNew")} == {
+        "ok": True, "index": 0, "hash": sha(first), "id": sha(first), "isNew": False,
+    }  # fmt: skip
+
+
+def test_a_store_counts_the_secrets_it_redacted_not_the_placeholders_it_was_given(shim):
+    # a tag pasted from an earlier answer holds a placeholder: shown in the note, not counted as redacted
+    content = f"placeholder pasted back [REDACTED:aws_key] {unique()}"
+    store(shim, content)
+    again = shim.full("store_memory", content=content, tags=["[REDACTED:aws_key]", "AKIAIOSFODNN7EXAMPLE"])
+    assert "gained [REDACTED:aws_key], [REDACTED:aws-access-key-id]" in again["note"], again
+    assert again["redacted"] == {"aws-access-key-id": 1}, again
+    batch = shim.full("store_memories", items=[{"content": content, "tags": ["[REDACTED:aws_token]", "t"]}])
+    assert "redacted" not in batch and "[REDACTED:aws_token]" in batch["result"]["results"][0]["note"], batch
+
+
 def test_delete_memories_partial_success(shim):
     a = store(shim, f"to delete {unique()}")["hash"]
     b = store(shim, f"to delete too {unique()}")["hash"]

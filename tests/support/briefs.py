@@ -212,3 +212,45 @@ def memoryd(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
     """``python -m memoryd ARGS`` as a person runs it (text output, from ``/``)."""
     return subprocess.run([sys.executable, "-m", "memoryd", *args], capture_output=True, text=True, env=env,
                           cwd="/", timeout=120)  # fmt: skip
+
+
+def run_as_daemon_stops(
+    daemon: DaemonProcess, env: dict[str, str], *args: str, then: Any = None
+) -> subprocess.CompletedProcess:
+    """``python -m memoryd ARGS`` (as :func:`memoryd`) sent to ``daemon`` as it begins to stop: the daemon is
+    paused (SIGSTOP) while the command connects and sends its first line, then told to stop (SIGTERM) and
+    resumed, so that it meets the command's request only while stopping. ``then()`` runs once it is resumed
+    (e.g. starting the next daemon) while the command still runs."""
+    import signal
+
+    os.kill(daemon.pid, signal.SIGSTOP)
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "memoryd", *args], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=env, cwd="/")  # fmt: skip
+        _wait_for_a_socket(proc.pid)  # it connects at once (into the kernel's backlog) and waits
+        time.sleep(0.3)
+        daemon.signal(signal.SIGTERM)
+    finally:
+        os.kill(daemon.pid, signal.SIGCONT)
+    if then is not None:
+        then()
+    out, err = proc.communicate(timeout=120)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def _wait_for_a_socket(pid: int, timeout: float = 60.0) -> None:
+    """Until process ``pid`` holds a socket (on a loaded machine its start-up alone takes seconds); a fixed
+    second where ``/proc`` is missing."""
+    fds = Path(f"/proc/{pid}/fd")
+    if not fds.parent.exists():
+        time.sleep(1.0)
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if any(os.readlink(fd).startswith("socket:") for fd in fds.iterdir()):
+                return
+        except OSError:  # an fd closed as we looked
+            pass
+        time.sleep(0.02)
+    raise AssertionError(f"process {pid} opened no socket within {timeout} s")

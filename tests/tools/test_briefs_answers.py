@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from memoryd.index.redact import redact
 from memoryd.index.search import Hit, SearchResult
 from memoryd.kinds.briefs import render
 from memoryd.kinds.briefs.files import Brief, Outcome, Task
@@ -141,3 +142,26 @@ def test_get_brief_redacts_bounds_and_lists_only_existing_screens(tmp_path: Path
     text = render.render_brief(answer)
     assert "## Decided\n- none" in text and "Secrets redacted from this answer" in text
     assert_rendered(answer, text)
+
+
+def test_scrub_counts_what_it_redacted_not_the_placeholders_the_text_already_held():
+    # A text pasted from an earlier answer holds placeholders: shown as they are, never counted again.
+    held = f"old [REDACTED:aws_key] and [REDACTED:github-token], new {TOKEN}, then [REDACTED:jwt]"
+    scrub = Scrub()
+    assert (
+        scrub(held)
+        == "old [REDACTED:aws_key] and [REDACTED:github-token], new [REDACTED:github-token], then [REDACTED:jwt]"
+    )
+    assert scrub.report() == {"redacted": {"github-token": 1}}
+    line, cut = Scrub(), Scrub()
+    assert (
+        line.line(f"[REDACTED:aws_key] {TOKEN}\nsecond {TOKEN}", 200)
+        == "[REDACTED:aws_key] [REDACTED:github-token]"
+    )
+    assert line.report() == {"redacted": {"github-token": 1}}
+    assert cut.bounded(f"{TOKEN} [REDACTED:jwt] {'x' * 80}", 40, "said").startswith(
+        "[REDACTED:github-token] [REDACTED:jwt]"
+    )
+    assert cut.report() == {"redacted": {"github-token": 1}, "truncated": ["said"]}
+    assert redact(held).fresh == (False, False, True, False) and redact(held).counts == {"github-token": 1}
+    assert redact("nothing held").fresh is None and redact("[REDACTED:x] only").fresh == (False,)

@@ -7,6 +7,10 @@ search over the board's index, or a new task when there is none) and says so on 
 it when it next starts. A board named by ``MEMORYD_BOARD`` (or ``MEMORYD_INDEX``) that the running daemon
 does not serve is filed the same way in this process, never into the daemon's board.
 
+A daemon that stops under the request (it closes the connection unanswered) may or may not have filed it:
+the request carries a ``rid``, is asked again of the next daemon that answers, or filed here once that
+daemon has exited; a brief on the board naming the ``rid`` is that request's brief, so it is filed once.
+
 On stderr it names the task the brief went to (id, title, joined or new), its project, and its board when
 that is not the default one (``<data>/board``): a brief filed somewhere unexpected is seen at once.
 
@@ -24,6 +28,11 @@ import os
 import sys
 
 from memoryd.cli.options import EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, command
+
+#: How long a brief waits out a daemon that stopped under its request: past a stopping daemon's shutdown
+#: budget (4.5 s), so that it has either come back or exited.
+STOPPED_WAIT_S = 10.0
+_PAUSE_S = 0.2
 
 
 def register(sub) -> None:
@@ -48,7 +57,6 @@ def register(sub) -> None:
 def cmd_brief(args) -> int:
     from memoryd.paths import resolve
     from memoryd.project import no_project_reason
-    from memoryd.serve.control import ask_capture
     from memoryd.textcheck import without_lone_surrogates
 
     if args.screen_text and not args.screen:
@@ -74,11 +82,12 @@ def cmd_brief(args) -> int:
     # argv bytes that are not UTF-8 arrive as lone surrogates: mended as a hook mends them (U+FFFD), the
     # same with or without a daemon (its JSON line could not even be encoded).
     request = without_lone_surrogates(request)
+    # names the request, so that asking again after a daemon stopped under it never files it twice
+    request["rid"] = os.urandom(16).hex()
     locations = resolve()
     socket, searched = locations.socket, ""
     try:
-        other = _other_board(socket, locations.board)
-        answer = None if other else ask_capture(socket, request)
+        answer, other = _ask_daemon(socket, locations.board, request)
     except ValueError as exc:
         print(f"memoryd brief: {exc}", file=sys.stderr)
         return EXIT_PROBLEM
@@ -132,6 +141,61 @@ def _kept_chars(text: str) -> tuple[int, int] | None:
     return (length, MAX_PROMPT_CHARS) if length > MAX_PROMPT_CHARS else None
 
 
+def _ask_daemon(
+    socket, board, request: dict, wait_s: float = STOPPED_WAIT_S
+) -> tuple[dict | None, str | None]:
+    """``(answer, other)``: the daemon's answer to the capture ``request``, or ``None`` when this process is
+    to file it: no daemon answers, or the one that answers serves ``other`` board (then named).
+
+    A daemon that closes the connection without answering was stopping (or died) under the request, and
+    may have filed it: the request (its ``rid`` makes that safe) goes to the next daemon that answers, or,
+    when none does, is filed here once that daemon has exited (it holds the board until then), where a
+    brief naming its ``rid`` is found rather than filed again. Raises ``ValueError`` for a refusal, or
+    when the daemon neither comes back nor exits within ``wait_s`` seconds."""
+    import time
+
+    from memoryd.serve.control import Unanswered, ask_capture
+
+    deadline = time.monotonic() + wait_s
+    interrupted = False
+    while True:
+        try:
+            other = _other_board(socket, board)
+            answer = None if other else ask_capture(socket, request)
+        except Unanswered as exc:
+            if time.monotonic() >= deadline:
+                raise
+            if not interrupted:
+                print(f"memoryd brief: {str(exc).split(' (')[0]}; asking again", file=sys.stderr)
+                interrupted = True
+            time.sleep(_PAUSE_S)
+            continue
+        if answer is not None or other or not interrupted or not _board_held(board):
+            return answer, other
+        if time.monotonic() >= deadline:  # the daemon is not serving, yet it still holds the board
+            raise ValueError(
+                f"the daemon that stopped under the brief still holds the board {board} after {wait_s:g} s, so "
+                "the brief was not filed here; `memoryd tasks` shows whether it was filed before it stopped"
+            )
+        time.sleep(_PAUSE_S)
+
+
+def _board_held(board) -> bool:
+    """Whether a daemon holds ``board`` (its lock on the folder, kept until that process exits)."""
+    from pathlib import Path
+
+    from memoryd.locks import FileLock
+
+    probe = FileLock(Path(board), directory=True)
+    try:
+        if not probe.try_acquire():
+            return True
+    except OSError:  # no board folder yet: nobody holds it
+        return False
+    probe.release()
+    return False
+
+
 #: Why a brief joined an existing task, by the capture answer's ``filed``.
 _JOINED = {"matched": "its words match that task's briefs", "named": "it names the task", "given": "--task"}
 
@@ -142,6 +206,8 @@ def filed_line(answer: dict, default_board) -> str:
     title = answer.get("title") or ""
     why = _JOINED.get(answer.get("filed") or "", answer.get("filed") or "")
     how = f"which continues earlier work: {why}" if answer.get("filed") != "new" else "a new task"
+    if answer.get("filed") == "already":
+        how = "filed before the daemon stopped under the request"
     line = f'task {answer["task"]} ("{title}", {how})' if title else f"task {answer['task']} ({how})"
     line += f", project {answer['project']}" if answer.get("project") else ", no project"
     board = answer.get("board")

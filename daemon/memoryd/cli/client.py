@@ -39,6 +39,12 @@ class DaemonError(Exception):
         self.code = code
 
 
+class DaemonGone(DaemonError):
+    """The daemon went away before answering: it closed or reset the connection, or answered "memoryd
+    restarted; please retry" (a call it cancelled while stopping). A transient state: asking again reaches
+    the next daemon, or finds none running."""
+
+
 class DaemonClient:
     """One MCP session with the running daemon. Use as a context manager; not thread-safe."""
 
@@ -101,7 +107,8 @@ class DaemonClient:
         self._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     def request(self, method: str, params: dict[str, Any] | None = None) -> Any:
-        """Send one request and return its ``result``; raises :class:`DaemonError` for an error answer."""
+        """Send one request and return its ``result``; raises :class:`DaemonError` for an error answer
+        (:class:`DaemonGone` when the daemon went away before answering)."""
         self._next_id += 1
         request_id = self._next_id
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
@@ -117,7 +124,9 @@ class DaemonClient:
                 continue
             if "error" in answer:
                 error = answer["error"] if isinstance(answer["error"], dict) else {}
-                raise DaemonError(str(error.get("message", "unknown error")), error.get("code"))
+                message = str(error.get("message", "unknown error"))
+                gone = message == rendezvous.RESTARTED_MESSAGE
+                raise (DaemonGone if gone else DaemonError)(message, error.get("code"))
             return answer.get("result")
 
     def call_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -151,7 +160,7 @@ class DaemonClient:
         try:
             self._sock.sendall(data)
         except OSError as exc:
-            raise DaemonError(f"the daemon closed the connection: {exc.strerror or exc}") from None
+            raise DaemonGone(f"the daemon closed the connection: {exc.strerror or exc}") from None
 
     def _readline(self) -> bytes:
         try:
@@ -159,7 +168,7 @@ class DaemonClient:
         except TimeoutError:
             raise DaemonError(f"the daemon did not answer within {self.timeout:g} s") from None
         except OSError as exc:
-            raise DaemonError(f"the daemon closed the connection: {exc.strerror or exc}") from None
+            raise DaemonGone(f"the daemon closed the connection: {exc.strerror or exc}") from None
         if not line:
-            raise DaemonError("the daemon closed the connection")
+            raise DaemonGone("the daemon closed the connection")
         return line

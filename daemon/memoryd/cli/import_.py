@@ -1,9 +1,10 @@
 """``memoryd import --from NAME PATH [--dry-run] [--board DIR] [--project P] [--json]``.
 
-Writes board files only (``memories/<hash>.md``); the running daemon's watcher indexes them, or the next
-``memoryd serve`` does at start. Each skipped line/row is printed on stderr as it is found
-(``memoryd import: line 7: not valid JSON (skipped)``); a summary follows on stdout (``--json``: one object,
-:meth:`memoryd.importers.ImportSummary.as_dict`).
+Writes board files only (``memories/<hash>.md``; from a memoryd export also tasks, briefs, session turns
+and summaries); the running daemon's watcher indexes them, or the next ``memoryd serve`` does at start.
+Each skipped line/row is printed on stderr as it is found (``memoryd import: line 7: not valid JSON
+(skipped)``); a summary follows on stdout, a line per kind of record the source held (``--json``: one
+object, :meth:`memoryd.importers.ImportSummary.as_dict`).
 
 Exit codes: 0 imported (or checked, with ``--dry-run``) with nothing skipped; 1 imported, but some lines or
 rows were skipped; 2 nothing imported (unknown importer, unreadable source or board).
@@ -100,10 +101,33 @@ def format_summary(summary) -> str:
         f"  skipped:   {len(summary.problems)} line(s)/row(s)"
         + (" (listed above)" if summary.problems else ""),
     ]
+    lines[-1:-1] = _other_kinds(summary, verb)
     if summary.dry_run:
         lines.append("  dry run: nothing was written")
-    elif summary.memories_new or summary.relations_new:
+    elif summary.memories_new or summary.relations_new or any(getattr(summary, "written", {}).values()):
         lines.append(
             "  the running daemon indexes the new files at once; otherwise the next `memoryd serve` does"
         )
     return "\n".join(lines)
+
+
+#: The kinds besides memories an export holds: (count key, ``read`` key, label).
+_OTHER_KINDS = (
+    ("task", "tasks", "tasks"),
+    ("brief", "briefs", "briefs"),
+    ("interaction", "interactions", "session turns"),
+    ("summary", "summaries", "summaries"),
+)
+
+
+def _other_kinds(summary, verb: str) -> list[str]:
+    """A line per kind besides memories that the source held (a memoryd export: tasks, briefs, session turns,
+    session summaries): how many were (or would be) written, and how many were already on the board."""
+    read = getattr(summary, "read", None) or {}
+    written, kept = getattr(summary, "written", {}), getattr(summary, "kept", {})
+    return [
+        f"  {label + ':':<10} {written.get(kind, 0)} {verb + ' ' if verb else ''}new, "
+        f"{kept.get(kind, 0)} already on the board"
+        for kind, key, label in _OTHER_KINDS
+        if read.get(key) or written.get(kind) or kept.get(kind)
+    ]

@@ -9,7 +9,10 @@ It asks the running daemon (its warm index and model, through :mod:`memoryd.cli.
 ``--index``, ``MEMORYD_BOARD`` or ``MEMORYD_INDEX`` only a daemon serving that board (its ready line names it). Otherwise, or when no
 daemon runs, it searches in-process (:mod:`memoryd.core.local`) on that board's own index, saying so on stderr:
 never on the index of a daemon serving another board. When a daemon serving that board on another socket
-writes that index, the search goes to that daemon. Both paths print the same answer: ``--json`` is the
+writes that index, the search goes to that daemon. A daemon that goes away before answering (it is stopping
+or restarting: it closes the connection, or says "please retry") is asked again, as a shim holds an agent's
+call, until the next daemon answers or none runs (then the search is in-process, the index waited for
+while the stopping daemon still holds it). Both paths print the same answer: ``--json`` is the
 tool's ``structuredContent`` plus ``"via"`` (``"daemon"`` | ``"in-process"``) and ``"board"`` (the board
 that answered); with memories searched, ``"memories"`` is ``search_memories``' result list (memdb's
 ``Memory`` shape plus ``relevance``). With ``--kind memories`` the briefs' keys are absent. The text output
@@ -27,10 +30,11 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
-from memoryd.cli.client import DaemonClient, DaemonError, DaemonUnavailable
+from memoryd.cli.client import DaemonClient, DaemonError, DaemonGone, DaemonUnavailable
 from memoryd.cli.options import SOCKET_HELP, command, locations
 from memoryd.errors import BoardUnreadable, MemorydError, StartupError
 from memoryd.paths import board_named
@@ -123,6 +127,43 @@ def via_daemon(
         if "memories" in kinds:
             _add_memories(answer, client.call_tool("search_memories", _arguments(query, project, limit)))
         return {**answer, "board": client.daemon_board}
+
+
+#: How long a search keeps asking a daemon that went away mid-answer (stopping or restarting): past a
+#: stopping daemon's shutdown budget (4.5 s), so that it has either come back or gone.
+GONE_RETRY_S = 8.0
+GONE_PAUSE_S = 0.2
+
+
+def _via_daemon_retrying(
+    socket_path: Path,
+    query: str,
+    project: str | None,
+    limit: int,
+    board: str | None,
+    kinds: tuple[str, ...],
+    retry_s: float = GONE_RETRY_S,
+) -> dict[str, Any]:
+    """:func:`via_daemon`, asked again while the daemon goes away before answering (:class:`DaemonGone`: it
+    is stopping or restarting), as a shim holds an agent's call for the next daemon. Ends with that next
+    daemon's answer, or :class:`DaemonUnavailable` once none runs (the caller then searches in-process);
+    after ``retry_s`` seconds of a daemon that keeps going away, its last :class:`DaemonGone`."""
+    deadline = time.monotonic() + retry_s
+    told = False
+    while True:
+        try:
+            return via_daemon(socket_path, query, project, limit, board, kinds)
+        except DaemonGone as exc:
+            if time.monotonic() >= deadline:
+                raise
+            if not told:
+                print(
+                    f"memoryd search: the daemon went away before answering ({exc}: it is stopping or "
+                    "restarting); asking again",
+                    file=sys.stderr,
+                )
+                told = True
+            time.sleep(GONE_PAUSE_S)
 
 
 def _same_folder(served: str | None, board: str) -> bool:
@@ -223,7 +264,7 @@ def run(args: Any) -> int:
     answer: dict[str, Any] | None = None
     direct = "daemon not running: searched the board directly"
     try:
-        found = via_daemon(loc.socket, args.query, args.project, args.limit, wanted, kinds)
+        found = _via_daemon_retrying(loc.socket, args.query, args.project, args.limit, wanted, kinds)
         answer = {**found, "via": "daemon"}
     except DaemonUnavailable:
         print(
@@ -238,6 +279,9 @@ def run(args: Any) -> int:
             f"{board} directly, on its own index {loc.index}",
             file=sys.stderr,
         )
+    except DaemonGone as exc:  # it kept going away: what still holds the index is told below, if anything
+        direct = "the daemon kept going away: searched the board directly"
+        print(f"memoryd search: {exc}; searching the board directly instead", file=sys.stderr)
     except DaemonError as exc:
         print(f"memoryd search: {exc}", file=sys.stderr)
         return 2 if exc.code == -32602 else 1

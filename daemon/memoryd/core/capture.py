@@ -8,11 +8,13 @@ per-session state and the one filing lock). Its :meth:`Capture.handle` takes one
     {"event": "stop",   "agent", "session", "cwd", "response", "stop_active"} -> {"block", "turn"}
     {"event": "start",  "agent", "session", "cwd", "source", "tokens"}    -> {"context"}
     {"event": "end",    "agent", "session", "cwd", "reason"}              -> {"summary"}
-    {"event": "brief",  "text", "cwd"?, "project"?, "task"?, "new_task"?, "screens"?: [[png, txt|null]]}
+    {"event": "brief",  "text", "cwd"?, "project"?, "task"?, "new_task"?, "screens"?: [[png, txt|null]], "rid"?}
                                                                          -> {"brief", "task", "title", "filed", "project", "reopened", "board"}
 
 Hook requests carry a ``rid`` (unique per event), recorded with what they file, so the spool can skip
-what was filed already (:mod:`memoryd.core.delivery`). Strings with lone surrogates are mended (U+FFFD),
+what was filed already (:mod:`memoryd.core.delivery`); a person's brief carries one too, and a brief
+request whose ``rid`` a brief on the board names is answered with that brief (``"filed": "already"``),
+not filed again. Strings with lone surrogates are mended (U+FFFD),
 not refused.
 
 Every write is indexed through the engine's one writer before the answer goes out, except a prompt's:
@@ -322,8 +324,11 @@ class Capture:
         for pair in pairs:
             screens.append(await asyncio.to_thread(cap.read_screen, *pair))
         new_title = _text(req, "new_task") or None
+        rid = rid_of(req)
         async with self._filing:
             await self.searcher.settled()  # as a prompt's filing: what was filed before is in view
+            if (filed_before := self._filed_as(rid)) is not None:
+                return filed_before
             if task is None and new_title is None:
                 decision = await self._decide(clean.text, project, None)
                 task, filed = decision.task, decision.reason
@@ -341,7 +346,7 @@ class Capture:
                 task,
                 new_title,
                 tuple(screens),
-                {"agent": "person"},
+                {"agent": "person", **({"rid": rid} if rid else {})},
                 touched=(task,) if reopened else (),
             )
         joined = self.briefs.tasks().get(task_id) if filed != "new" else None
@@ -353,6 +358,27 @@ class Capture:
             "filed": filed,
             "project": project,
             "reopened": reopened,
+            "board": str(self.board),
+        }
+
+    def _filed_as(self, rid: str | None) -> dict[str, Any] | None:
+        """The answer for the brief a person's request ``rid`` was filed as already (``"filed":
+        "already"``), else None: the command asks again when its daemon stopped before answering, and
+        whoever files it (the next daemon, or the command itself) files it once."""
+        if rid is None:
+            return None
+        snapshot = self.briefs.snapshot()
+        brief = next((b for b in snapshot.briefs.values() if b.captured_rid == rid), None)
+        if brief is None:
+            return None
+        task = snapshot.tasks.get(brief.task)
+        return {
+            "brief": brief.id,
+            "task": brief.task,
+            "title": task.title if task is not None and task.title else brief.title,
+            "filed": "already",
+            "project": brief.project,
+            "reopened": False,
             "board": str(self.board),
         }
 

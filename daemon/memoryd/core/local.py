@@ -92,13 +92,17 @@ def local_searches(
 
 
 class _Tasks:
-    """What :class:`~memoryd.core.capture.Capture` reads of the briefs when filing: the board's tasks."""
+    """What :class:`~memoryd.core.capture.Capture` reads of the briefs when filing: the board's tasks, and
+    its briefs (is the request's ``rid`` filed already?)."""
 
     def __init__(self, board) -> None:
-        self._tasks = BoardReader(board).load().tasks
+        self._snapshot = BoardReader(board).load()
 
     def tasks(self) -> dict:
-        return self._tasks
+        return self._snapshot.tasks
+
+    def snapshot(self):
+        return self._snapshot
 
 
 class _KeywordSearch:

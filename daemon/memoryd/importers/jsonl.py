@@ -73,6 +73,7 @@ def run_import(
         summary.memories_new = len(fresh)
         summary.memories_existing = len(parsed.memories) - len(fresh)
         summary.relations_new = sum(len(m.relations) for m in fresh)
+        summary.written, summary.kept = _would_merge(Path(board), parsed)
         return summary
     result = apply_import(Path(board), parsed, "merge")
     summary.written, summary.kept = result["written"], result["kept"]
@@ -80,6 +81,39 @@ def run_import(
     summary.memories_existing = result["kept"].get("memory", 0)
     summary.relations_new = sum(len(m.relations) for m in parsed.memories) if summary.memories_new else 0
     return summary
+
+
+def _would_merge(board: Path, parsed) -> tuple[dict[str, int], dict[str, int]]:
+    """``(written, kept)`` counts by kind that merging ``parsed`` onto ``board`` would give (as
+    :func:`memoryd.importers.exchange.apply_import` counts them), reading the board only."""
+    import os
+    from collections import Counter
+
+    from memoryd.importers.apply import exists_on_board
+    from memoryd.kinds.sessions import files as sess
+
+    written: Counter[str] = Counter()
+    kept: Counter[str] = Counter()
+    for kind, folder, items, suffix in (
+        ("task", "tasks", parsed.tasks, ".json"),
+        ("brief", "briefs", parsed.briefs, ""),
+    ):
+        for item in items:
+            there = os.path.lexists(board / folder / f"{item['id']}{suffix}")
+            (kept if there else written)[kind] += 1
+    for m in parsed.memories:
+        (kept if exists_on_board(board, m.id) else written)["memory"] += 1
+    have: dict[str, set[str]] = {}
+    for i in parsed.interactions:
+        if i.session_id not in have:
+            found = sess.read_log(board, i.session_id) if board.is_dir() else None
+            have[i.session_id] = {x.id for x in found.interactions} if found is not None else set()
+        (kept if i.id in have[i.session_id] else written)["interaction"] += 1
+        have[i.session_id].add(i.id)
+    for s in parsed.summaries:
+        there = board.is_dir() and sess.read_summary(board, s.session_id) is not None
+        (kept if there else written)["summary"] += 1
+    return dict(written), dict(kept)
 
 
 def iter_items(path: Path) -> Iterator[ImportItem | ImportRelation | ImportProblem]:

@@ -80,10 +80,14 @@ KINDS: dict[str, str] = {
 
 @dataclass(frozen=True)
 class Redacted:
-    """Result of :func:`redact`: the redacted text and how many secrets of each kind were replaced."""
+    """Result of :func:`redact`: the redacted text and how many secrets of each kind were replaced.
+
+    ``fresh``: for each placeholder of ``text``, in order, whether this call wrote it (``False``: it was in
+    the text given, e.g. copied from an earlier answer); ``None`` when the text given held none."""
 
     text: str
     counts: dict[str, int] = field(default_factory=dict)
+    fresh: tuple[bool, ...] | None = field(default=None, compare=False)  # about the input, not the result
 
     @property
     def total(self) -> int:
@@ -716,19 +720,27 @@ def find_secrets(text: str) -> list[Span]:
 def redact(text: str) -> Redacted:
     """Replace every secret in ``text`` with ``[REDACTED:<kind>]`` (kinds and their rules: :data:`KINDS`).
 
-    Idempotent: ``redact(redact(t).text)`` changes nothing and counts nothing. Never raises for a ``str``.
+    Idempotent: ``redact(redact(t).text)`` changes nothing and counts nothing (a placeholder in the text
+    given is kept as it is, and marked not ``fresh``). Never raises for a ``str``.
     The first call imports detect-secrets (see :func:`warm`).
     """
     spans = find_secrets(text) if text else []
+    given = bool(text) and "[REDACTED:" in text  # placeholders already there are kept, never counted
     if not spans:
-        return Redacted(text, {})
+        return Redacted(text, {}, tuple(False for _ in PLACEHOLDERS.finditer(text)) if given else None)
     out: list[str] = []
     counts: dict[str, int] = {}
+    fresh: list[bool] = []
     pos = 0
     for start, end, kind in spans:
         out.append(text[pos:start])
         out.append(PLACEHOLDER.format(kind=kind))
+        if given:
+            fresh.extend(False for _ in PLACEHOLDERS.finditer(text, pos, start))
+            fresh.append(True)
         counts[kind] = counts.get(kind, 0) + 1
         pos = end
     out.append(text[pos:])
-    return Redacted("".join(out), counts)
+    if given:
+        fresh.extend(False for _ in PLACEHOLDERS.finditer(text, pos))
+    return Redacted("".join(out), counts, tuple(fresh) if given else None)

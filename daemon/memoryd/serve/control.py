@@ -41,6 +41,11 @@ FORGET_ENGINE_WAIT_S = 60.0
 FORGET_TIMEOUT_S = 300.0
 
 
+class Unanswered(ValueError):
+    """The daemon took the request and closed (or reset) the connection without answering: it was stopping
+    or died under the request, which it may or may not have carried out."""
+
+
 def _answer_line(op: str, payload: dict[str, Any]) -> bytes:
     answer = {"memoryd": op, "v": rendezvous.WIRE_VERSION, op: payload}
     return (json.dumps(answer, ensure_ascii=False, default=str) + "\n").encode()
@@ -57,8 +62,9 @@ def _ask(
     ``op`` object (a line of at most ``limit`` bytes), or ``None`` when nothing answers on ``socket_path``.
 
     Raises ``ValueError`` with the daemon's message when it answers with an error line, or with what it got
-    when the answer is not an ``op`` line (another program, a daemon speaking another wire version), or
-    saying so when it closes the connection without answering (a daemon stopping under the request).
+    when the answer is not an ``op`` line (another program, a daemon speaking another wire version), and
+    :class:`Unanswered` (a ``ValueError``) when it closes or resets the connection without answering (a
+    daemon stopping under the request).
     """
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)
@@ -71,8 +77,10 @@ def _ask(
         sock.sendall((json.dumps(request, ensure_ascii=False) + "\n").encode())
         with sock.makefile("rb") as reader:
             line = reader.readline(limit)
-    except (TimeoutError, ConnectionError) as exc:
+    except TimeoutError as exc:
         raise ValueError(f"the daemon on {socket_path} did not answer the {op} request: {exc}") from exc
+    except ConnectionError as exc:  # reset: a daemon that closed its listener with the request queued
+        raise Unanswered(f"the daemon on {socket_path} did not answer the {op} request: {exc}") from exc
     finally:
         sock.close()
     if not line:  # connected, then closed unanswered: a daemon stopping (or dying) under the request
@@ -81,7 +89,7 @@ def _ask(
             if op == "capture"
             else ""
         )
-        raise ValueError(
+        raise Unanswered(
             f"the daemon on {socket_path} closed the connection without answering the {op} request (it was "
             f"stopping?); run the command again once `memoryd status` answers{filed}"
         )

@@ -19,6 +19,10 @@ object without ``"jsonrpc": "2.0"`` or with a non-string       answer ``-32600``
 request whose id is not a string/integer (``null``, ``1.5``)   answer ``-32600`` with ``id: null``
 request whose params is an array                               answer ``-32602`` (MCP params are named)
 request whose params is a scalar                               answer ``-32600``
+request whose params the SDK would refuse (``tools/call``,     answer ``-32602`` naming the parameter and what
+``initialize``, ``*/list``, ``logging/setLevel``)              is accepted (:mod:`memoryd.serve.params`)
+request whose method is not UTF-8 text (a lone surrogate)      answer ``-32601``, the method's name in ``data``
+                                                              with U+FFFD for each lone surrogate
 well-formed request / notification / response                  forward to the SDK
 malformed notification or response                             drop (a notification is never answered, and
                                                               answering a response would start a ping-pong)
@@ -52,7 +56,10 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
-from memoryd.errors import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
+from memoryd.errors import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
+from memoryd.serve.params import params_problem
+from memoryd.textcheck import has_lone_surrogate
+from memoryd_shim.textrules import replace_lone_surrogates
 
 BATCH_MESSAGE = (
     "JSON-RPC batches are not supported (removed from MCP in 2025-06-18); send one message per line"
@@ -264,8 +271,8 @@ def before_initialize_refusal(message: types.JSONRPCMessage, served: Callable[[s
     )
 
 
-def _reply(request_id: Any, code: int, message: str) -> Reply:
-    return Reply(error_line(request_id, code, message), message)
+def _reply(request_id: Any, code: int, message: str, data: Any = None) -> Reply:
+    return Reply(error_line(request_id, code, message, data), message)
 
 
 def _batch_reply(items: list[Any]) -> Reply:
@@ -315,6 +322,8 @@ def classify(line: bytes) -> Inbound:
     if not has_id:
         if params is not None and not isinstance(params, dict):
             return Drop(f"notification {method[:80]!r} with non-object params")
+        if has_lone_surrogate(method):
+            return Drop("notification whose method is not UTF-8 text")
         return _validated(obj, echo=None)
     if not valid_id(rid):
         return _reply(None, INVALID_REQUEST, "Invalid Request: id must be a string or an integer")
@@ -322,25 +331,12 @@ def classify(line: bytes) -> Inbound:
         return _reply(rid, INVALID_PARAMS, "Invalid params: params must be an object (MCP uses named params)")
     if params is not None and not isinstance(params, dict):
         return _reply(rid, INVALID_REQUEST, "Invalid Request: params must be an object")
-    if method == "tools/call" and (problem := _tool_call_problem(params or {})):
+    if has_lone_surrogate(method):  # no method is named so; the SDK's answer would echo it as it is
+        data = replace_lone_surrogates(method)[:200]
+        return _reply(rid, METHOD_NOT_FOUND, "Method not found", data)
+    if problem := params_problem(method, params or {}):
         return _reply(rid, INVALID_PARAMS, f"Invalid params: {problem}")
     return _validated(obj, echo=rid)
-
-
-_JSON_TYPES = {str: "a string", list: "an array", bool: "a boolean", int: "a number", float: "a number"}
-
-
-def _tool_call_problem(params: dict[str, Any]) -> str | None:
-    """What is wrong with a ``tools/call`` request's params, said before the SDK's bare "Invalid request
-    parameters"; None when the shape is right (the tool's own arguments are checked by its schema)."""
-    name = params.get("name")
-    if not isinstance(name, str):
-        return "tools/call needs params.name, the tool's name as a string"
-    arguments = params.get("arguments")
-    if arguments is not None and not isinstance(arguments, dict):
-        kind = _JSON_TYPES.get(type(arguments), type(arguments).__name__)
-        return f"params.arguments must be an object of named arguments, not {kind}"
-    return None
 
 
 def _forward_response(obj: dict[str, Any]) -> Inbound:

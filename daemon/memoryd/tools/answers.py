@@ -7,7 +7,9 @@
   secret that reached a file after it was indexed is still never handed out. Texts
   that were redacted as they were read (briefs and tasks from :class:`memoryd.kinds.briefs.source.BoardReader`)
   are not redacted twice: ``Scrub(read_redacted=True)`` only bounds them. Either way it counts the
-  placeholders an answer hands out, so the answer can say ``"redacted": {"aws-secret-key": 1}``.
+  placeholders an answer hands out, so the answer can say ``"redacted": {"aws-secret-key": 1}``; a text it
+  redacts itself counts only what it replaced, not a placeholder the text already held (pasted from an
+  earlier answer).
 * :func:`clip` / :meth:`Scrub.items` bound what one answer can carry; cuts are reported, never silent.
 """
 
@@ -54,32 +56,42 @@ class Scrub:
         self.counts: Counter[str] = Counter()
         self.truncated: list[str] = []
 
-    def _redacted(self, text: str | None) -> str:
+    def _redacted(self, text: str | None) -> tuple[str, tuple[bool, ...] | None]:
+        """The text to show, and which of its placeholders were written now (None: all of them)."""
         if not text:
-            return ""
-        return text if self.read_redacted else redact(text).text
+            return "", None
+        if self.read_redacted:
+            return text, None
+        red = redact(text)
+        return red.text, red.fresh
 
-    def _counted(self, shown: str) -> str:
-        # Count what the answer hands out: a placeholder written at read or index time counts too, and one
-        # cut off by a bound does not.
+    def _counted(self, shown: str, fresh: tuple[bool, ...] | None = None) -> str:
+        # Count what the answer hands out: a placeholder written at read or index time counts too, one cut
+        # off by a bound does not, nor one that was in the text given (``fresh``). ``shown`` is the redacted
+        # text or its beginning (a cut, the first line), so its placeholders are the first of ``fresh``.
         if "[REDACTED:" in shown:
-            self.counts.update(kind for m in PLACEHOLDERS.finditer(shown) if (kind := m.group()[10:-1]))
+            found = [m.group()[10:-1] for m in PLACEHOLDERS.finditer(shown)]
+            if fresh is not None:
+                found = [kind for kind, new in zip(found, fresh, strict=False) if new]
+            self.counts.update(kind for kind in found if kind)
         return shown
 
     def __call__(self, text: str | None) -> str:
         """``text`` with every secret replaced by ``[REDACTED:<kind>]`` (``None`` -> ``""``)."""
-        return self._counted(self._redacted(text))
+        return self._counted(*self._redacted(text))
 
     def bounded(self, text: str | None, limit: int, field: str) -> str:
         """Redacted, then clipped to ``limit`` characters; a cut is recorded under ``field``."""
-        clipped, cut = clip(self._redacted(text), limit)
+        shown, fresh = self._redacted(text)
+        clipped, cut = clip(shown, limit)
         if cut:
             self.truncated.append(field)
-        return self._counted(clipped)
+        return self._counted(clipped, fresh)
 
     def line(self, text: str | None, limit: int) -> str:
         """Redacted first line of ``text`` (the one line an overview shows)."""
-        return self._counted(one_line(self._redacted(text), limit))
+        shown, fresh = self._redacted(text)
+        return self._counted(one_line(shown, limit), fresh)
 
     def items(self, items: Iterable[str], max_items: int, max_chars: int, field: str) -> list[str]:
         """Redacted list items, at most ``max_items`` of at most ``max_chars`` each; cuts recorded."""

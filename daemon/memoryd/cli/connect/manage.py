@@ -3,7 +3,7 @@
 Every function returns :class:`Outcome` records (one per file touched or considered) instead of printing,
 so the CLI, ``memoryd doctor`` and the tests share them. Files that do not parse, or are JSONC, are
 never written: their outcome carries the snippet to paste instead. Connect, disconnect and inspect sit in
-one module (~400 lines) because each is the same read -> plan -> write walk over every agent's files.
+one module (~450 lines) because each is the same read -> plan -> write walk over every agent's files.
 """
 
 from __future__ import annotations
@@ -91,10 +91,20 @@ def _had(path: Path, fmt: str) -> set[tuple[str, ...]] | None:
 
 
 def _apply(
-    name: str, path: Path, fmt: str, change, check, dry_run: bool, fallback: str | None, action: str
+    name: str,
+    path: Path,
+    fmt: str,
+    change,
+    check,
+    dry_run: bool,
+    fallback: str | None,
+    action: str,
+    drafts: dict[Path, str] | None = None,
 ) -> Outcome:
     """Read ``path``, compute ``change(text)``, then diff (dry run) or write with ``check`` on read-back.
 
+    ``drafts`` (a dry run's): the text each file would have after this run's earlier changes; the change
+    applies on top of it, and the diff shows the file now against all of them (:func:`_one_diff_per_file`).
     A removal (``action`` REMOVED) then tidies up (:func:`safewrite.after_removal`): a file memoryd
     created goes when nothing else is left in it, a backup when the file is back to its original bytes."""
     try:
@@ -103,14 +113,18 @@ def _apply(
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         return Outcome(name, path, SKIPPED, f"cannot read it ({reason}); left untouched", fallback)
+    drafted = dry_run and drafts is not None and path in drafts
+    base = drafts[path] if drafted else old
     try:
-        new = change(old)
+        new = change(base)
     except (NotPlainJson, NotToml, edits.EditError) as exc:
         return Outcome(name, path, SKIPPED, f"{exc}; left untouched", fallback)
-    if new == old and (old_bytes is not None or action == "remove"):
+    if new == base and (old_bytes is not None or drafted or action == "remove"):
         return Outcome(name, path, UNCHANGED)
     removal = action == REMOVED
     if dry_run:
+        if drafts is not None:
+            drafts[path] = new
         goes = removal and edits.is_empty(new, fmt) and safewrite.created_path(path).exists()
         detail = "memoryd created this file; it would be removed" if goes else ""
         return Outcome(name, path, WOULD_CHANGE, detail, diff=_diff(path, old, new))
@@ -125,6 +139,17 @@ def _apply(
     else:
         detail = ""
     return Outcome(name, path, action, detail, backup=backup)
+
+
+def _one_diff_per_file(outcomes: list[Outcome]) -> list[Outcome]:
+    """A dry run's outcomes with one diff per file: the last change to a file (drafted on top of the ones
+    before, :func:`_apply`) shows them all; an earlier one points at it."""
+    last = {o.path: o for o in outcomes if o.diff is not None}
+    for o in outcomes:
+        if o.diff is not None and last[o.path] is not o:
+            o.diff = None
+            o.detail = "; ".join(filter(None, (o.detail, f"in the diff under {last[o.path].agent}")))
+    return outcomes
 
 
 #: Where any agent keeps server entries: a file memoryd created may hold its entry beside its hooks
@@ -170,13 +195,14 @@ def connect(
         return edits.read_entry(text, agent.fmt, agent.container) == entry
 
     action = UPDATED if previous is not None else CONNECTED
-    outcomes = [_apply(agent.name, agent.config, agent.fmt, change, check, dry_run, paste, action)]
+    drafts: dict[Path, str] = {}  # a file changed twice (Claude's settings, Gemini's) is diffed once
+    outcomes = [_apply(agent.name, agent.config, agent.fmt, change, check, dry_run, paste, action, drafts)]
     # The hook asks the agent to call save_outcome: only worth installing where the server is configured.
     if agent.name == "claude-code" and outcomes[0].ok:
-        outcomes.append(_connect_hook(agent, server["command"], server.get("env"), dry_run))
+        outcomes.append(_connect_hook(agent, server["command"], server.get("env"), dry_run, drafts))
     if capture and agent.name in capturehooks.EVENTS and outcomes[0].ok:
-        outcomes.append(connect_capture(agent, server["command"], tokens, server.get("env"), dry_run))
-    return outcomes
+        outcomes.append(connect_capture(agent, server["command"], tokens, server.get("env"), dry_run, drafts))
+    return _one_diff_per_file(outcomes)
 
 
 def entry_tools(agent: Agent) -> str | None:
@@ -193,7 +219,12 @@ def capture_outcome_name(agent: Agent) -> str:
 
 
 def connect_capture(
-    agent: Agent, python: str, tokens: int | None, env: dict[str, str] | None, dry_run: bool = False
+    agent: Agent,
+    python: str,
+    tokens: int | None,
+    env: dict[str, str] | None,
+    dry_run: bool = False,
+    drafts: dict[Path, str] | None = None,
 ) -> Outcome:
     """Install (or refresh) memoryd's capture hooks for ``agent`` in its hooks file. ``tokens`` None keeps
     the budget of the hooks there now, else the one ``capture off`` remembered, else the default."""
@@ -218,6 +249,7 @@ def connect_capture(
         dry_run,
         capturehooks.snippet(groups),
         UPDATED if previous else CONNECTED,
+        drafts,
     )
     if done.state in (CONNECTED, UPDATED, UNCHANGED):
         capturehooks.remember_tokens(agent.name, None)  # the hooks hold it now
@@ -226,7 +258,9 @@ def connect_capture(
     return done
 
 
-def disconnect_capture(agent: Agent, dry_run: bool = False, remember: bool = False) -> Outcome | None:
+def disconnect_capture(
+    agent: Agent, dry_run: bool = False, remember: bool = False, drafts: dict[Path, str] | None = None
+) -> Outcome | None:
     """Remove memoryd's capture hooks from ``agent``'s hooks file; None when there are none. ``remember``
     (``capture off``): keep their digest budget for the next ``capture on``."""
     if agent.name not in capturehooks.EVENTS:
@@ -251,6 +285,7 @@ def disconnect_capture(agent: Agent, dry_run: bool = False, remember: bool = Fal
         dry_run,
         None,
         REMOVED,
+        drafts,
     )
     tokens = capturehooks.tokens_of(found)
     if remember and done.state == REMOVED and tokens is not None:
@@ -274,7 +309,9 @@ def capture_state(agent: Agent) -> str | None:
         return "unreadable"
 
 
-def _connect_hook(agent: Agent, python: str, env: dict[str, str] | None, dry_run: bool) -> Outcome:
+def _connect_hook(
+    agent: Agent, python: str, env: dict[str, str] | None, dry_run: bool, drafts: dict[Path, str]
+) -> Outcome:
     settings = claude_settings(agent.folder.parent)
     command = hook_command(python, env)
     paste = edits.hook_snippet(command)
@@ -291,12 +328,14 @@ def _connect_hook(agent: Agent, python: str, env: dict[str, str] | None, dry_run
         dry_run,
         paste,
         UPDATED if previous is not None else CONNECTED,
+        drafts,
     )
 
 
 def disconnect(agent: Agent, dry_run: bool = False) -> list[Outcome]:
     """Remove memoryd's entry (and Claude Code's Stop hook); everything else stays byte for byte."""
     had = _had(agent.config, agent.fmt)
+    drafts: dict[Path, str] = {}  # a file changed twice is diffed once (see connect)
     try:
         present = edits.read_entry(_decode(safewrite.read_bytes(agent.config)), agent.fmt, agent.container)
     except (OSError, ValueError):
@@ -314,10 +353,11 @@ def disconnect(agent: Agent, dry_run: bool = False) -> list[Outcome]:
                 dry_run,
                 None,
                 REMOVED,
+                drafts,
             )
         ]
     )
-    capture = disconnect_capture(agent, dry_run)
+    capture = disconnect_capture(agent, dry_run, drafts=drafts)
     if capture is not None:
         outcomes.append(capture)
     if agent.name == "claude-code":
@@ -338,9 +378,10 @@ def disconnect(agent: Agent, dry_run: bool = False) -> list[Outcome]:
                     dry_run,
                     None,
                     REMOVED,
+                    drafts,
                 )
             )
-    return outcomes
+    return _one_diff_per_file(outcomes)
 
 
 def http_url(entry: Any) -> str | None:

@@ -157,13 +157,16 @@ async def store_memories(args: dict[str, Any], ctx: ToolContext) -> dict[str, An
             prepared.append(InvalidMemory(str(exc)))
     results = await api.store_many(prepared)
     out = []
-    for i, r in enumerate(results):
+    scrub = Scrub()  # the notes repeat tags and memory types: given text, redacted as any answer's
+    for i, (item, r) in enumerate(zip(args["items"], results, strict=True)):
         if isinstance(r, Stored):
             out.append({"ok": True, "index": i, "hash": r.memory.hash, "id": r.memory.id, "isNew": r.is_new})
+            if not r.is_new:  # what store_memory says of existing content: the tags added, what it kept
+                out[-1]["note"] = scrub(_already_stored(r, item))
         else:
             out.append({"ok": False, "index": i, "error": str(r)})
     succeeded = sum(1 for r in out if r["ok"])
-    return render.ok({"results": out, "succeeded": succeeded, "failed": len(out) - succeeded})
+    return render.ok({"results": out, "succeeded": succeeded, "failed": len(out) - succeeded}, scrub)
 
 
 def _batch_tags(tags: list[str]) -> list[str]:
@@ -311,8 +314,9 @@ _SPECS: list[tuple[str, str, str, dict, dict, Callable]] = [
         "store_memories",
         "Store multiple memories",
         f"Store 1-{schemas.BATCH_MAX} memories in one call (imports, end-of-task notes). Each item succeeds "
-        "or fails on its own: returns {results: [{ok, index, hash, isNew} | {ok: false, index, error}], "
-        "succeeded, failed}.",
+        "or fails on its own: returns {results: [{ok, index, hash, isNew, note?} | {ok: false, index, "
+        "error}], succeeded, failed}; an item whose text already exists gains its new tags only, and its "
+        "note says so, as store_memory's does.",
         schemas.STORE_MEMORIES_INPUT,
         WRITE,
         store_memories,
