@@ -315,9 +315,11 @@ class IndexStore:
             return self.mem.rows(ids, columns)
         out: dict[str, dict] = {}
         ids = list(ids)
+        inner = self._table._table  # the async table: the sync query's wrapper read the schema thrice
         for start in range(0, len(ids), 500):
-            in_list = ", ".join(_quote(i) for i in ids[start : start + 500])
-            got = self._table.search().where(f"id IN ({in_list})").select(list(columns)).limit(None).to_list()
+            where = "id IN (" + ", ".join(_quote(i) for i in ids[start : start + 500]) + ")"
+            query = inner.query().where(where).select(list(columns))
+            got = asyncio.run_coroutine_threadsafe(query.to_arrow(), LOOP.loop).result().to_pylist()
             out.update((r["id"], r) for r in got)
         return out
 
