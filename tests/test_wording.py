@@ -4,7 +4,7 @@ project that has nothing recorded at all."""
 from __future__ import annotations
 
 from memoryd.cli.main import main
-from memoryd.cli.search import print_human
+from memoryd.cli.searchview import print_human
 from memoryd.kinds.briefs.render import empty_context, render_tasks
 from memoryd.tools.answers import of_total
 from memoryd.wording import counted, redaction_line

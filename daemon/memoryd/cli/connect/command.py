@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 
+from memoryd.cli.connect import httptarget
 from memoryd.cli.options import EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, command
 
 #: The tool groups ``connect`` writes for every agent unless ``--tools`` says otherwise: the briefs and the
@@ -160,7 +161,7 @@ def cmd_connect(args) -> int:
         print(f"memoryd connect: {exc}", file=sys.stderr)
         return EXIT_USAGE
     wants_http = getattr(args, "http", False) and not args.status
-    http = _http_target() if wants_http else None
+    http = httptarget.target() if wants_http else None
     if wants_http and http is None:
         return EXIT_PROBLEM
     if args.status:
@@ -190,7 +191,7 @@ def cmd_connect(args) -> int:
         for agent in targets:
             print(f"# {agent.title}: {agent.config}")
             entry = (
-                http and agent.http_entry(_http_url(http[0], args.tools or CONNECT_TOOLS), http[1])
+                http and agent.http_entry(httptarget.url(http[0], args.tools or CONNECT_TOOLS), http[1])
             ) or agent.entry(server)
             print(edits.snippet(agent.fmt, agent.container, entry), end="")
             if agent.name == "claude-code":
@@ -225,7 +226,7 @@ def cmd_connect(args) -> int:
         except ValueError:  # groups this version does not know: the default, as before
             kept, ours = None, server
         entry = (
-            agent.http_entry(_http_url(http[0], args.tools or kept or CONNECT_TOOLS), http[1])
+            agent.http_entry(httptarget.url(http[0], args.tools or kept or CONNECT_TOOLS), http[1])
             if http
             else None
         )
@@ -242,7 +243,7 @@ def cmd_connect(args) -> int:
                 "its config file takes no HTTP servers: the stdio entry was written"
             )
         elif http and done[0].state in (manage.CONNECTED, manage.UPDATED):
-            done[0].detail = _token_exposure(agent.config) or done[0].detail
+            done[0].detail = httptarget.token_exposure(agent.config) or done[0].detail
         if kept and done[0].ok and not done[0].detail:
             done[0].detail = f"keeps --tools {kept}"
         outcomes += done
@@ -271,76 +272,6 @@ def _trust_lines(outcomes) -> list[str]:
             f"Gemini CLI runs memoryd only in folders it trusts: {gemini_trust_fix('each project folder')}."
         )
     return lines
-
-
-def _http_target() -> tuple[str, str] | None:
-    """``(url, token)`` for HTTP entries: the port the daemon serves HTTP on (``http.json``), else the
-    configured one (``MEMORYD_HTTP_PORT``, else 7077, with a note); the token is created if there is none.
-    The URL carries no tool groups (:func:`_http_url` adds them per agent)."""
-    from memoryd.http import files
-    from memoryd.paths import memoryd_command
-    from memoryd.settings import Settings
-
-    settings = Settings.load()
-    socket_dir = settings.locations.socket.parent
-    try:
-        socket_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        serving = files.read_port(socket_dir)
-        token = files.ensure_token(socket_dir)
-    except OSError as exc:
-        print(f"memoryd connect --http: {exc}", file=sys.stderr)
-        return None
-    port = serving["port"] if serving else settings.http_port or files.DEFAULT_PORT
-    now = "" if serving else f"no daemon serves HTTP now; the entries point at port {port}. "
-    if serving is None or not _service_serves_http(settings.locations.socket):
-        from memoryd.cli.service.manager import manager_here
-
-        me = memoryd_command()
-        run = (
-            f"Run `{me} service install --http {port}` (it runs at every login)"
-            if manager_here()
-            else f"This machine has no service manager memoryd can use: keep `{me} serve --http {port}` "
-            "running in a terminal while agents use HTTP"
-        )
-        print(
-            f"memoryd connect --http: {now}HTTP entries need a daemon that serves HTTP all the time: nothing "
-            f"starts the daemon for them, and the one an agent's memoryd-shim starts serves no HTTP. {run}; "
-            f"`{me} doctor` checks it.",
-            file=sys.stderr,
-        )
-    return f"http://127.0.0.1:{port}/mcp", token
-
-
-def _http_url(url: str, tools: str | None) -> str:
-    groups = ",".join(part.strip() for part in tools.split(",") if part.strip()) if tools else ""
-    return url + (f"?tools={groups}" if groups else "")
-
-
-def _service_serves_http(socket_path) -> bool:
-    """Whether the daemon answering on ``socket_path`` is the service's (its socket was passed in) and
-    serves HTTP: then HTTP entries keep working without anyone's help."""
-    from memoryd.serve.control import ask_status
-
-    try:
-        status = ask_status(socket_path)
-    except ValueError:
-        return False
-    return bool(status and status.get("activation") and isinstance(status.get("http"), dict))
-
-
-def _token_exposure(path) -> str:
-    """A warning when an agent config holding the token is readable by other users."""
-    import stat
-
-    try:
-        mode = stat.S_IMODE(path.stat().st_mode)
-    except OSError:
-        return ""
-    if not mode & 0o077:
-        return ""
-    return (
-        f"WARNING: it now holds memoryd's token and is readable by others (mode {mode:o}): chmod 600 {path}"
-    )
 
 
 def cmd_disconnect(args) -> int:
