@@ -1,4 +1,6 @@
 """``memoryd doctor``'s checks of the capture hooks, per agent that has them (Claude Code, Codex, Gemini CLI).
+One module of ~410 lines: the three agents' checks share the readers of their hooks files, the form check
+and the trial run of the session-start command.
 
 For each agent whose config folder exists and that is connected or holds memoryd's hooks:
 
