@@ -112,6 +112,15 @@ def test_own_evidence_is_the_same_whether_noted_at_the_write_or_read_back_after_
     for ranking in (ranked(store), ranked(reopened)):  # the tail scores ties apart from the text index
         assert set(ranking[:3]) == own and set(ranking[3:6]) == {i for i in ids if i.startswith("b-20260101")}
     assert reopened.signatures.missing([i for i in ids if i.startswith("b-20260101")]) == []
+    store.optimize()  # saved beside the table: a restarted daemon starts with them
+    again = IndexStore(tmp_path / "index")
+    assert again.signatures.missing(ids) == []
+    assert set(ranked(again)[:3]) == own
+    records[0] = brief_record(
+        snap.briefs[ids[0]], None
+    )  # changed since the save: its entry is not taken back
+    store.upsert(records[:1], embedder.embed_passages([records[0].embed_text]), embedder.name)
+    assert IndexStore(tmp_path / "index").signatures.missing(ids) == ids[:1]
 
 
 SCREEN = (

@@ -12,7 +12,11 @@ that match on their own. Reading the texts back for every search cost ~5 ms at 1
 
 from __future__ import annotations
 
+import json
+import os
+import zlib
 from collections.abc import Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memoryd.index.keyword import GROUP_MARK
@@ -37,6 +41,8 @@ def own_text(row: dict) -> str:
     return f"{split(row.get('text_main') or '')[0]} {row.get('text_aux') or ''}"
 
 
+#: Bump when what a saved signature means changes (its terms, its bits): saved ones are then ignored.
+SIGNATURES_FORMAT = 1
 #: Bits of a record's signature of its own terms (a Bloom filter, two bits per term): ~3 % false "own"
 #: for a brief of 100 distinct terms, which only leaves that brief where it ranked before.
 _SIG_BITS = 1024
@@ -46,13 +52,53 @@ class Signatures:
     """What :func:`inherited` needs of each record with a group's terms, held in memory: its group's terms
     and a signature of its own, both as the text index stems them. The store notes each record it writes
     from the tokens it makes for its keyword tail anyway; a record an earlier process wrote is read from
-    the table the first time a search asks (one read of ~3-9 ms at 10,000-100,000 rows, which every search
-    paid before). Thread-safe for one writer and many readers (single dict operations)."""
+    the table the first time a search asks (one read of ~3-9 ms at 10,000-100,000 rows, and their texts
+    through the tokenizer). Saved beside the table when it is compacted and when the writer closes, so a
+    restarted daemon starts with them. Thread-safe for one writer and many readers (single dict
+    operations)."""
 
     def __init__(self) -> None:
         # id -> (group's terms, own signature), or None: the record has no group's terms
         self._by_id: dict[str, tuple[frozenset[str], int] | None] = {}
         self._groups: dict[frozenset[str], frozenset[str]] = {}  # one set per title, shared by its briefs
+
+    def save(self, path: Path, hashes: dict[str, str]) -> None:
+        """Write every entry whose record is in ``hashes`` (id -> its content hash, kept beside the entry so
+        a record changed since does not take it back) to ``path`` (temp file + rename). Raises OSError."""
+        doc = {
+            "format": SIGNATURES_FORMAT,
+            "records": {
+                i: [hashes[i], *([sorted(e[0]), format(e[1], "x")] if e else [])]
+                for i, e in list(self._by_id.items())
+                if i in hashes
+            },
+        }
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(doc, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path: Path, hashes: dict[str, str]) -> Signatures:
+        """The entries saved at ``path`` whose record still has the content hash it had then (``hashes``: id
+        -> content hash now); empty when the file is absent or unreadable (searches read what they need)."""
+        sigs = cls()
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            if doc.get("format") != SIGNATURES_FORMAT:
+                return sigs
+            for i, entry in doc["records"].items():
+                if hashes.get(i) != entry[0]:
+                    continue
+                if len(entry) == 1:
+                    sigs._by_id[i] = None
+                else:
+                    group = frozenset(entry[1])
+                    sigs._by_id[i] = (sigs._groups.setdefault(group, group), int(entry[2], 16))
+        except FileNotFoundError:
+            pass
+        except (OSError, ValueError, KeyError, TypeError, IndexError):
+            sigs = cls()
+        return sigs
 
     def note(self, rid: str, main: Iterable[str], aux: Iterable[str], mark: str) -> None:
         """Record ``rid`` from its main and aux tokens (the group's after ``mark``, as tokenised)."""
@@ -77,7 +123,7 @@ class Signatures:
 
 
 def _bits(term: str) -> int:
-    h = hash(term)
+    h = zlib.crc32(term.encode())  # not hash(): the signatures are saved, and str hashes vary by process
     return (1 << (h % _SIG_BITS)) | (1 << ((h // _SIG_BITS) % _SIG_BITS))
 
 

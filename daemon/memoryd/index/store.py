@@ -61,6 +61,8 @@ FILTER_COLUMNS = ("id", "kind", "project", "task", "status", "created_at", "titl
 TEXT_COLUMNS = ("text_main", "text_aux")
 #: Saved keyword term statistics (:class:`memoryd.index.keyword.TermStats`), beside the table.
 STATS_FILE = "termstats.json"
+#: Saved own-evidence signatures (:class:`memoryd.index.owned.Signatures`), beside the table.
+SIGNATURES_FILE = "signatures.json"
 #: BM25 weight of each text column: what the person said and the titles count more than screen text.
 TEXT_BOOSTS = (2.0, 1.0)
 #: Bounds of LanceDB's caches (bytes). Its defaults (1 GiB of metadata, 6 GiB of index) keep what every
@@ -157,6 +159,7 @@ class IndexStore:
         os.chmod(self.path, 0o700)
         self._session, self._db = _connect(self.path)  # the session's size_bytes: what its caches hold now
         self._stats_path = self.path / STATS_FILE
+        self._signatures_path = self.path / SIGNATURES_FILE
         self._table = self._open_or_create()
         self._fts_ready = self._has_fts()
         self.stats = TermStats()
@@ -165,10 +168,10 @@ class IndexStore:
         self.mem = Columns(dim)
         #: rows written since the text indexes were last refreshed (:mod:`memoryd.index.keyword`)
         self.tail = KeywordTail(TEXT_COLUMNS, TEXT_BOOSTS)
-        #: each record's own and group's terms, as far as a search needed them (:mod:`memoryd.index.owned`)
-        self.signatures = owned.Signatures()
         self._mark: str | None = None  # the group mark as the text index tokenises it
         self._load()
+        #: each record's own and group's terms, as its write or a search left them (:mod:`memoryd.index.owned`)
+        self.signatures = owned.Signatures.load(self._signatures_path, self._content_hashes())
         # rows written after the last refresh by an earlier process (it died first): not in this tail, so
         # keyword queries scan them in LanceDB until the writer refreshes (open_writer does at once)
         self._untailed = self._fts_ready and keyword.unindexed(self._table) > 0
@@ -197,11 +200,21 @@ class IndexStore:
         return store
 
     def close(self) -> None:
-        """Release the writer lock if :meth:`open_writer` took it (idempotent). Writes already done are
-        on disk; nothing is buffered here."""
+        """Save the own-evidence signatures (the writer's store), then release the writer lock if
+        :meth:`open_writer` took it (idempotent). Writes already done are on disk."""
         if self._owns_writer and self.writer is not None:
+            self._save_signatures()
             self.writer.release()
         self._owns_writer = False
+
+    def _content_hashes(self) -> dict[str, str]:
+        return {i: h for i, h, _, _ in self.mem.hashes(None)}
+
+    def _save_signatures(self) -> None:
+        try:
+            self.signatures.save(self._signatures_path, self._content_hashes())
+        except OSError as exc:  # only the next start's first searches get slower
+            log.warning("signatures_not_saved", path=str(self._signatures_path), error=str(exc))
 
     def _reopen(self) -> None:
         """The table at its latest version through a new session, whose caches hold nothing yet; the old
@@ -253,13 +266,14 @@ class IndexStore:
         return all(col in names for col in TEXT_COLUMNS)
 
     def _build_fts(self) -> None:
+        if not self._fts_ready:  # signatures noted before held terms as written, not as the index stems them
+            self.signatures = owned.Signatures()
         for col in TEXT_COLUMNS:
             # our own term strings are already tokenised: split on spaces, stem English, no stop words
             cfg = FTS(base_tokenizer="whitespace", stem=True, remove_stop_words=False, with_position=False)
             self._table.create_index(col, config=cfg, replace=True)
         self._fts_ready = True
         self.tail.clear()  # built over every row
-        self.signatures = owned.Signatures()  # any noted before held terms as written, not as stemmed
         self._untailed = False
 
     @staticmethod
@@ -523,6 +537,7 @@ class IndexStore:
             self.mem.compact(0.0 if purge else 0.1)
             try:
                 self.stats.save(self._stats_path, self._table.version, self.count())
+                self.signatures.save(self._signatures_path, self._content_hashes())
             except (OSError, ValueError) as exc:  # only the next open gets slower
                 log.warning("termstats_not_saved", path=str(self._stats_path), error=str(exc))
 
