@@ -448,16 +448,14 @@ class IndexStore:
             for rec in records:
                 self.stats.add(rec.text_main, rec.text_aux)
             if tokens is not None:
-                if self._mark is None:
-                    self._mark = (self.stems([keyword.GROUP_MARK]) or [keyword.GROUP_MARK])[0]
                 for rec, per in zip(records, tokens, strict=True):
                     self.tail.put(rec.id, per)
-                    self.signatures.note(rec.id, per[0], per[1], self._mark)
-            else:
-                self.signatures.forget(
-                    r.id for r in records
-                )  # the first rows: build the text indexes over them (tens of ms), then nothing is a tail
+            else:  # the first rows: build the text indexes over them (tens of ms), then nothing is a tail
                 self._build_fts()
+                tokens = self._tail_tokens(records)
+            mark = self._mark = self._mark or (self.stems([keyword.GROUP_MARK]) or [keyword.GROUP_MARK])[0]
+            for rec, per in zip(records, tokens, strict=True):
+                self.signatures.note(rec.id, per[0], per[1], mark)
 
     def _arrow(self, rows: Sequence[dict], vecs: np.ndarray | None, pick: list[int]) -> pa.Table:
         """Rows ``pick`` of ``rows`` (every column but the vector) with their vectors (zeros when
