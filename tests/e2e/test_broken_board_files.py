@@ -247,17 +247,25 @@ def test_a_lone_surrogate_escape_in_a_brief_or_task_file_is_a_broken_file_not_a_
         shutil.rmtree(root, ignore_errors=True)
 
 
+def _session_docs(word: str, mark: str) -> tuple[dict, dict, dict]:
+    """A session line whose prompt holds ``mark`` (where a test puts what breaks it), a good line beside it,
+    and the session's summary (``mark`` in its text), each with ``word`` to be found by."""
+    line = {"id": "mem_2026-12-01T09:00:00.000Z_a1b2c3", "sessionId": "sess-1", "type": "agent-interaction",
+            "timestamp": "2026-12-01T09:00:00.000Z", "prompt": f"{word}line {mark}".rstrip(), "thought": "t",
+            "response": "r"}  # fmt: skip
+    good = {**line, "id": "mem_2026-12-01T09:01:00.000Z_d4e5f6", "prompt": f"{word}good plain"}
+    summary = {"id": "summary_sess-1", "sessionId": "sess-1", "timestamp": "2026-12-01T09:02:00.000Z",
+               "title": "t", "summary": f"{word}sum {mark}".rstrip(), "category": "other", "memoryCount": 2}  # fmt: skip
+    return line, good, summary
+
+
 def test_a_lone_surrogate_escape_in_a_session_file_is_skipped_not_a_failed_engine(monkeypatch):
     """A session line or summary holding ``"\\ud800"``: the line is skipped (the file's other lines are
     served) and the summary is a broken file, named; the engine starts."""
     root = short_tmpdir()
     monkeypatch.setenv("MEMORYD_HOME", str(root / "mh"))
     board = make_board(root)
-    line = {"id": "mem_2026-12-01T09:00:00.000Z_a1b2c3", "sessionId": "sess-1", "type": "agent-interaction",
-            "timestamp": "2026-12-01T09:00:00.000Z", "prompt": "zqsurline SUR", "thought": "t", "response": "r"}  # fmt: skip
-    good = {**line, "id": "mem_2026-12-01T09:01:00.000Z_d4e5f6", "prompt": "zqsurgood plain"}
-    summary = {"id": "summary_sess-1", "sessionId": "sess-1", "timestamp": "2026-12-01T09:02:00.000Z",
-               "title": "t", "summary": "zqsursum SUR", "category": "other", "memoryCount": 2}  # fmt: skip
+    line, good, summary = _session_docs("zqsur", "SUR")
     lines = [json.dumps(line).replace("SUR", "\\ud800"), json.dumps(good)]
     (board / "sessions" / "sess-1.jsonl").write_text("\n".join(lines) + "\n")
     (board / "sessions" / "sess-1.summary.json").write_text(json.dumps(summary).replace("SUR", "\\udc00"))
@@ -283,11 +291,7 @@ def test_json_the_parser_cannot_convert_is_a_broken_file_not_a_failed_engine(mon
     root = short_tmpdir()
     monkeypatch.setenv("MEMORYD_HOME", str(root / "mh"))
     board = make_board(root)
-    line = {"id": "mem_2026-12-01T09:00:00.000Z_a1b2c3", "sessionId": "sess-1", "type": "agent-interaction",
-            "timestamp": "2026-12-01T09:00:00.000Z", "prompt": "zqdigline", "thought": "t", "response": "r"}  # fmt: skip
-    good = {**line, "id": "mem_2026-12-01T09:01:00.000Z_d4e5f6", "prompt": "zqdiggood plain"}
-    summary = {"id": "summary_sess-1", "sessionId": "sess-1", "timestamp": "2026-12-01T09:02:00.000Z",
-               "title": "t", "summary": "zqdigsum", "category": "other", "memoryCount": 2}  # fmt: skip
+    line, good, summary = _session_docs("zqdig", "")
     digits = "9" * 5000
     lines = [
         json.dumps({**line, "memoryCount": 0}).replace('"memoryCount": 0', f'"n": {digits}'),
