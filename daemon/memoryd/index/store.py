@@ -535,9 +535,9 @@ class IndexStore:
             self.mem.compact(0.0 if purge else 0.1)
             try:
                 self.stats.save(self._stats_path, self._table.version, self.count())
-                self.signatures.save(self._signatures_path, self._content_hashes())
             except (OSError, ValueError) as exc:  # only the next open gets slower
                 log.warning("termstats_not_saved", path=str(self._stats_path), error=str(exc))
+            self._save_signatures()
 
     def _rewrite(self) -> None:
         """Write the live rows into new data files and rebuild the full-text indexes from them
