@@ -315,6 +315,20 @@ def test_store_memories_partial_success(shim):
     assert found == {sha(f"first {word}"), sha(f"eighth {word}")}
 
 
+def test_items_with_50_000_tags_are_refused_or_deduplicated_alone(shim):
+    # an item's tags are unbounded by the schema (a bad item fails alone): cleaning them is linear
+    word = unique()
+    items = [
+        {"content": f"kept {word}", "tags": ["batch"]},
+        {"content": f"many tags {word}", "tags": [f"tag-{n}" for n in range(50_000)]},
+        {"content": f"repeated tags {word}", "tags": ["b", "a", "cafe\u0301", "b", "café"] * 10_000},
+    ]
+    result = shim.ok("store_memories", items=items)
+    assert (result["succeeded"], result["failed"]) == (2, 1), result
+    assert result["results"][1] == {"ok": False, "index": 1, "error": "at most 100 tags"}
+    assert shim.ok("get_memory", hash=sha(f"repeated tags {word}"))["tags"] == ["b", "a", "café"]
+
+
 def test_store_memories_says_of_each_item_already_stored_what_it_merged_and_kept(shim):
     # the same note store_memory gives: an agent must not believe a batch item's importance was taken
     word = unique()

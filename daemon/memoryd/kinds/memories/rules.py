@@ -62,15 +62,16 @@ def clean_content(content: object) -> str:
 def clean_tags(tags: Iterable[object] | None) -> tuple[str, ...]:
     """Tags in NFC (as content is: "café" typed either way is one tag), in order without duplicates, or
     InvalidMemory."""
-    out: list[str] = []
+    # a dict keeps them in order, each once; a list's membership test took ~0.1 s for 2,000 tags, and
+    # grows with their square
+    out: dict[str, None] = {}
     for t in tags or ():
         if not isinstance(t, str) or has_lone_surrogate(t):
             raise InvalidMemory("every tag must be valid text")
         t = unicodedata.normalize("NFC", t)
         if not 0 < len(t) <= MAX_TAG_CHARS or not _NO_SPACE.fullmatch(t):
             raise InvalidMemory(f"tag {t[:60]!r}: 1-{MAX_TAG_CHARS} characters without whitespace")
-        if t not in out:
-            out.append(t)
+        out[t] = None
     if len(out) > MAX_TAGS:
         raise InvalidMemory(f"at most {MAX_TAGS} tags")
     return tuple(out)

@@ -23,6 +23,7 @@ searches span every project unless ``project`` is given, and each result names i
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from functools import wraps
 from typing import Any
@@ -141,20 +142,8 @@ def _already_stored(stored: Stored, args: dict[str, Any]) -> str:
 async def store_memories(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     api = await _api(ctx)
     project = args.get("project") or project_of(ctx.cwd)
-    prepared: list[Any] = []
-    for item in args["items"]:
-        try:
-            prepared.append(
-                api.prepare(
-                    item["content"],
-                    tags=_batch_tags(item["tags"]),
-                    importance=item.get("importance", 0),
-                    memory_type=item.get("memory_type", "general"),
-                    project=project,
-                )
-            )
-        except (InvalidParams, InvalidMemory) as exc:
-            prepared.append(InvalidMemory(str(exc)))
+    # up to 50 items of 100,000 characters and any number of tags each: normalised off the event loop
+    prepared = await asyncio.to_thread(_prepare_items, api, args["items"], project)
     results = await api.store_many(prepared)
     out = []
     scrub = Scrub()  # the notes repeat tags and memory types: given text, redacted as any answer's
@@ -167,6 +156,25 @@ async def store_memories(args: dict[str, Any], ctx: ToolContext) -> dict[str, An
             out.append({"ok": False, "index": i, "error": str(r)})
     succeeded = sum(1 for r in out if r["ok"])
     return render.ok({"results": out, "succeeded": succeeded, "failed": len(out) - succeeded}, scrub)
+
+
+def _prepare_items(api: Any, items: list[dict[str, Any]], project: str) -> list[Any]:
+    """Each item as ``api.prepare`` makes it, or the :class:`InvalidMemory` saying why it cannot be stored."""
+    prepared: list[Any] = []
+    for item in items:
+        try:
+            prepared.append(
+                api.prepare(
+                    item["content"],
+                    tags=_batch_tags(item["tags"]),
+                    importance=item.get("importance", 0),
+                    memory_type=item.get("memory_type", "general"),
+                    project=project,
+                )
+            )
+        except (InvalidParams, InvalidMemory) as exc:
+            prepared.append(InvalidMemory(str(exc)))
+    return prepared
 
 
 def _batch_tags(tags: list[str]) -> list[str]:
