@@ -17,11 +17,13 @@ Tool boundary (MCP spec "Tools"): an unknown name is JSON-RPC ``-32602``; argume
 schema are ``-32602`` for sessions negotiated below 2025-11-25 and a tool execution error from 2025-11-25
 on; everything the tool itself hits -> ``CallToolResult(isError=True)`` with the message as its only text
 and no ``structuredContent`` (shape and sources: :mod:`memoryd.errors`), unless the tool's
-``error_envelope`` shapes it; a call past its deadline (``MEMORYD_TOOL_TIMEOUT_MS``) is stopped and
-reported the same way; ``notifications/cancelled`` cancels the handler (the SDK dispatcher's ``interrupt``
-mode) and the request is never answered. A call that waited for the engine to finish loading says so in a
-second text block. Every finished call is counted in :data:`METRICS` (tool, success, duration, sizes; never
-its content).
+``error_envelope`` shapes it. The arguments of a call that came in a socket line of
+:data:`~memoryd.serve.jsonrpc.OFFLOAD_BYTES` or more are checked in a worker thread, so a schema check of a
+big value does not hold up other sessions. A call past its deadline (``MEMORYD_TOOL_TIMEOUT_MS``) is
+stopped and reported the same way; ``notifications/cancelled`` cancels the handler (the SDK dispatcher's
+``interrupt`` mode) and the request is never answered. A call that waited for the engine to finish loading
+says so in a second text block. Every finished call is counted in :data:`METRICS` (tool, success,
+duration, sizes; never its content).
 
 Resources (MCP spec "Resources"): the fixed-URI text resources of the session's groups
 (:class:`memoryd.tools.registry.ResourceSpec`, a group module's optional ``resources()``) are listed by
@@ -69,6 +71,7 @@ from memoryd.errors import (
     tool_failure_result,
 )
 from memoryd.logs import get_logger
+from memoryd.serve.jsonrpc import OFFLOAD_BYTES, LineSize
 from memoryd.tools.registry import RegisteredTool, ToolContext
 
 DEFAULT_INSTRUCTIONS = (
@@ -237,7 +240,10 @@ class McpApp:
             request_id=ctx.request_id,
         )
         try:
-            tool.check_arguments(arguments)
+            if _line_bytes(ctx) >= OFFLOAD_BYTES:  # a big line: the schema check could stall the loop
+                await anyio.to_thread.run_sync(tool.check_arguments, arguments)
+            else:
+                tool.check_arguments(arguments)
             # move_on_after, not fail_after: a TimeoutError raised inside the tool is the tool's own
             # failure, only our deadline is reported as the call timing out. A peer's
             # notifications/cancelled cancels an outer scope and propagates straight through.
@@ -280,6 +286,12 @@ class McpApp:
             result_bytes=sum(len(getattr(c, "text", "") or "") for c in result.content),
         )
         return result
+
+
+def _line_bytes(ctx: ServerRequestContext[Any]) -> int:
+    """The size of the socket line the request came in when it was big (:class:`LineSize`), else 0."""
+    size = getattr(ctx, "request", None)
+    return size.bytes if isinstance(size, LineSize) else 0
 
 
 def _is_argument_result(failure: ProtocolError, protocol_version: str | None) -> bool:

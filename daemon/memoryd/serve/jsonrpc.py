@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -69,6 +70,20 @@ NOT_INITIALIZED_MESSAGE = (
     "{method}; only ping is answered before initialize"
 )
 DUPLICATE_ID_MESSAGE = "Invalid Request: id {id} is already in use by a request in flight on this session"
+
+#: A line at least this long (bytes) is classified in a worker thread, and its tool call's arguments are
+#: checked in one: 16 KiB parses in ~0.1 ms, but a schema check of its small values can take 50 ms (a
+#: 0.85 MB list of tags took 2.6 s), which on the event loop would stall every other session.
+OFFLOAD_BYTES = 16 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class LineSize:
+    """The size in bytes of the line a request came in, for a line of :data:`OFFLOAD_BYTES` or more. The
+    session hands it to the SDK as the message's transport context (``ServerMessageMetadata``
+    ``request_context``), which the tool boundary reads back as ``ctx.request``."""
+
+    bytes: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,11 +122,21 @@ def _finite_float(text: str) -> float:
     return value
 
 
+_decoders = threading.local()  # one per thread: big lines are parsed in worker threads
+
+
 def loads_strict(data: bytes) -> Any:
     """Parse one JSON text: UTF-8 only, no ``NaN``/``Infinity``, finite numbers. Raises ``ValueError``."""
     text = data.decode("utf-8")  # UnicodeDecodeError is a ValueError
+    if text.startswith("\ufeff"):  # what json.loads says of it
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+    decoder = getattr(_decoders, "strict", None)
+    if decoder is None:  # built once: json.loads with hooks builds one per call (half its time on a ping)
+        decoder = _decoders.strict = json.JSONDecoder(
+            parse_constant=_reject_constant, parse_float=_finite_float
+        )
     try:
-        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+        return decoder.decode(text)
     except RecursionError:
         raise ValueError("JSON nesting is too deep") from None
 

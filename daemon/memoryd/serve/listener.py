@@ -172,7 +172,8 @@ class Listener:
         connection = McpConnection(self.app, state, reader, out)
         self._connections[conn_id] = connection
         ended = await connection.run()
-        clog.info("session_closed", reason=ended)
+        counts = {"ignored_notifications": connection.ignored} if connection.ignored else {}
+        clog.info("session_closed", reason=ended, **counts)
 
     async def close_all(self, timeout: float) -> None:
         """End every connection within ``timeout`` s: sessions stop reading and cancel their in-flight

@@ -1,6 +1,6 @@
 """One MCP session over one accepted socket: lines in, the SDK's (read, write) stream pair, lines out.
 
-This is ``mcp.server.stdio.stdio_server`` for a socket, with two differences:
+This is ``mcp.server.stdio.stdio_server`` for a socket, with these differences:
 
 * every inbound line passes :func:`memoryd.serve.jsonrpc.classify` first, so malformed input is answered here
   instead of being dropped silently by the SDK;
@@ -8,7 +8,14 @@ This is ``mcp.server.stdio.stdio_server`` for a socket, with two differences:
   answered here too (:func:`memoryd.serve.jsonrpc.before_initialize_refusal`, :class:`memoryd.serve.jsonrpc.IdMap`);
 * reads are bounded: the ``asyncio.StreamReader`` limit is ``rendezvous.MAX_LINE_BYTES``, and a longer line
   ends this connection only (logged, with a last ``-32600`` line to the peer). Memory per connection stays
-  under about twice the cap.
+  under about twice the cap;
+* a line of :data:`memoryd.serve.jsonrpc.OFFLOAD_BYTES` or more is classified in a worker thread, so other
+  sessions are served meanwhile (this session's next line waits: its messages keep their order); a request
+  from such a line carries its size to the tool boundary (:class:`memoryd.serve.jsonrpc.LineSize`), which
+  then checks the arguments in a worker thread too;
+* a notification that neither the SDK nor a handler of ours takes (an unknown method) stops here: logged
+  once per method name for the whole process (at most :data:`LOGGED_IGNORED_MAX` names), counted per
+  session (:attr:`McpConnection.ignored`, in the ``session_closed`` line), nothing else.
 
 Both directions go through one :class:`LineWriter`, so SDK answers and hygiene answers never interleave
 inside a line.
@@ -22,7 +29,8 @@ import anyio
 import mcp_types as types
 from mcp.server.runner import serve_dual_era_loop
 from mcp.shared._context_streams import create_context_streams
-from mcp.shared.message import SessionMessage
+from mcp.shared.message import ServerMessageMetadata, SessionMessage
+from mcp_types.methods import SPEC_CLIENT_NOTIFICATION_METHODS
 
 from memoryd.errors import INVALID_REQUEST
 from memoryd.serve import jsonrpc
@@ -63,6 +71,24 @@ async def read_line(reader: asyncio.StreamReader) -> bytes | None:
 
 
 STOPPING = "daemon is shutting down"
+#: Lines answered or dropped here in a row before the pump lets the event loop serve others (such lines
+#: never wait on the SDK, and a buffered flood of them would otherwise run without a pause).
+YIELD_EVERY = 16
+#: How many ignored notification method names the process logs (each once); past them, one line says so.
+LOGGED_IGNORED_MAX = 32
+_logged_ignored: set[str] = set()
+
+
+def _log_ignored(log, method: str) -> None:
+    """Log an ignored notification method the first time the process sees it (bounded, see above)."""
+    name = method[:80]
+    if name in _logged_ignored or len(_logged_ignored) > LOGGED_IGNORED_MAX:
+        return
+    _logged_ignored.add(name)
+    if len(_logged_ignored) > LOGGED_IGNORED_MAX:
+        log.info("notifications_ignored_unlogged", after=LOGGED_IGNORED_MAX)
+        return
+    log.info("notification_ignored", method=name, reason="no handler for this method; logged once")
 
 
 def _restarted(answer: types.JSONRPCError) -> types.JSONRPCError:
@@ -87,6 +113,8 @@ class McpConnection:
         self.out = out
         self.ids = jsonrpc.IdMap()
         self.ended = "peer closed the connection"
+        #: Notifications this session sent that no handler takes (dropped unread by the SDK).
+        self.ignored = 0
         self._era_open = True  # until the first request reaches the SDK, which then fixes the era
         # Handshake era until initialize is sent (a stateless-era opening request clears it too); an
         # initialize answered with an error sets it again.
@@ -136,8 +164,12 @@ class McpConnection:
 
     async def _pump_in(self, read_send) -> None:
         log = self.state.log
+        unforwarded = 0  # lines in a row that did not reach the SDK (sending to it lets others run)
         async with read_send:
             while True:
+                if unforwarded >= YIELD_EVERY:
+                    unforwarded = 0
+                    await anyio.lowlevel.checkpoint()
                 try:
                     line = await read_line(self.reader)
                 except LineTooLong as exc:
@@ -150,7 +182,16 @@ class McpConnection:
                     raise
                 if line is None:
                     return
-                match jsonrpc.classify(line):
+                unforwarded += 1
+                big = len(line) >= jsonrpc.OFFLOAD_BYTES
+                # a big line is parsed and checked in a thread; awaiting it keeps this session's order
+                verdict = (
+                    await anyio.to_thread.run_sync(jsonrpc.classify, line) if big else jsonrpc.classify(line)
+                )
+                match verdict:
+                    case jsonrpc.Forward(types.JSONRPCNotification(method=method)) if self._ignores(method):
+                        self.ignored += 1
+                        _log_ignored(log, method)
                     case jsonrpc.Forward(message):
                         if self._era_open and (refusal := jsonrpc.era_probe_rejection(message)):
                             log.info("rejected_line", reason=refusal.reason)
@@ -176,7 +217,11 @@ class McpConnection:
                                 self._initialize_id = mapped.id
                             self._era_open = False
                         if mapped is not None:
-                            await read_send.send(SessionMessage(mapped))
+                            metadata = None
+                            if big:  # the tool boundary checks a big line's arguments in a thread too
+                                metadata = ServerMessageMetadata(request_context=jsonrpc.LineSize(len(line)))
+                            await read_send.send(SessionMessage(mapped, metadata=metadata))
+                            unforwarded = 0
                     case jsonrpc.Reply(answer, reason):
                         log.info("rejected_line", reason=reason, bytes=len(line))
                         await self.out.send(answer)
@@ -185,6 +230,15 @@ class McpConnection:
 
     def _serves(self, method: str) -> bool:
         return self.app.server.get_request_handler(method) is not None
+
+    def _ignores(self, method: str) -> bool:
+        """Whether a notification of ``method`` would do nothing: not the spec's (the SDK acts on initialized,
+        cancelled and progress, and validates the rest) and no handler of ours takes it. The SDK would drop
+        it only after spawning a task for it (a flood cost ~0.45 ms each)."""
+        return (
+            method not in SPEC_CLIENT_NOTIFICATION_METHODS
+            and self.app.server.get_notification_handler(method) is None
+        )
 
     async def _pump_out(self, write_recv) -> None:
         async with write_recv:
