@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -128,6 +129,85 @@ def test_acquire_gives_up_on_a_holder_that_never_serves(short_dir):
         assert time.monotonic() - started < 2
     finally:
         holder.kill()
+
+
+HOLD_BOARD = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from memoryd.serve import lock
+    board = Path(sys.argv[1])
+    held = lock.FileLock(board, directory=True)
+    assert held.try_acquire()
+    lock.write_board_note(board, socket_path=Path(sys.argv[2]), index=Path(sys.argv[3]))
+    print("held", flush=True)
+    time.sleep(30)
+    """
+)
+
+
+def test_a_board_holder_that_does_not_answer_is_named_after_the_wait(short_dir):
+    """A holder that wrote its note but answers on no socket (starting, stopping or stuck) is named by pid,
+    socket and index once the wait is over."""
+    board = short_dir / "board"
+    board.mkdir()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_BOARD, str(board), str(short_dir / "h.sock"), str(short_dir / "hidx")],
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert holder.stdout.readline() == b"held\n"
+        assert lock.read_board_note(board)["pid"] == holder.pid
+        with pytest.raises(AlreadyRunning) as refused:
+            lock.acquire(
+                lock.FileLock(board, directory=True),
+                short_dir / "s.sock",
+                what=f"board {board}",
+                wait_s=0.3,
+                holder_of=lambda: lock.board_holder(board, None, short_dir / "s.sock"),
+            )
+        said = str(refused.value)
+        assert f"board {board} is held by memoryd serve (pid {holder.pid}) on {short_dir / 'h.sock'}" in said
+        assert f"with the index {short_dir / 'hidx'}, which does not answer" in said, said
+        assert f"kill {holder.pid}" in said, said
+    finally:
+        holder.kill()
+        holder.wait(10)
+    assert lock.read_board_note(board) == {}  # its holder is gone: the note left behind names no one
+
+
+@pytest.mark.parametrize("change", ["host", "board", "pid", "symlink", "junk"])
+def test_a_board_note_about_anyone_but_a_live_holder_here_is_ignored(short_dir, change):
+    board = short_dir / "board"
+    board.mkdir()
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        note = {
+            "pid": sleeper.pid,
+            "command": "memoryd serve",
+            "host": socket.gethostname(),
+            "board": str(board),
+        }
+        path = board / lock.BOARD_NOTE
+        path.write_text(json.dumps(note))
+        assert lock.read_board_note(board)["pid"] == sleeper.pid
+        if change == "host":  # a board synced from another machine
+            path.write_text(json.dumps({**note, "host": "elsewhere"}))
+        elif change == "board":  # a board copied with its note
+            path.write_text(json.dumps({**note, "board": str(short_dir / "other")}))
+        elif change == "pid":  # its daemon was killed
+            sleeper.kill()
+            sleeper.wait(10)
+        elif change == "symlink":
+            (short_dir / "planted.json").write_text(json.dumps(note))
+            path.unlink()
+            path.symlink_to(short_dir / "planted.json")
+        else:
+            path.write_bytes(b"\xff" * 10_000)
+        assert lock.read_board_note(board) == {}
+    finally:
+        sleeper.kill()
+        sleeper.wait(10)
 
 
 # --- stale sockets ---------------------------------------------------------------------------------------

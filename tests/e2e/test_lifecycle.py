@@ -117,8 +117,9 @@ def test_something_that_is_not_a_socket_is_never_deleted(make_daemon, kind):
 
 
 def test_a_second_daemon_with_its_own_socket_and_index_names_the_one_serving_the_board(make_daemon):
-    """The board lock carries no note; the daemon on this install's default socket that serves the board
-    is named at once (not waited for as if it were starting)."""
+    """The daemon serving the board is named at once (not waited for as if it were starting), with its pid,
+    socket and index: from the note it keeps in the board, or, for one that keeps none, from this
+    install's default socket."""
     from memoryd_shim import rendezvous
 
     first = make_daemon()
@@ -136,17 +137,48 @@ def test_a_second_daemon_with_its_own_socket_and_index_names_the_one_serving_the
         refusal
     )
 
-    # nothing on the default socket to name: after the wait, the message says the holder serves another socket
+    # a holder on a socket and index of its own, the default socket silent: named at once all the same
     other = make_daemon(first.root, socket_path=first.root / "s3.sock", index=first.root / "index-3")
     first.signal(signal.SIGTERM)
     assert first.wait_exit(15) == 0
+    assert not (first.board / lock.BOARD_NOTE).exists()  # a clean stop takes its note away
     holder = make_daemon(first.root, socket_path=first.root / "s4.sock", index=first.root / "index-4").start()
-    other.env["MEMORYD_LOCK_WAIT_MS"] = "300"
+    other.env["MEMORYD_LOCK_WAIT_MS"] = "60000"
     other.launch()
     assert other.wait_exit(30) == EXIT_ALREADY_RUNNING
     refusal = other.events("startup_failed")[0]["reason"]
-    assert f"board {holder.board}" in refusal and f"other than {other.socket}" in refusal, refusal
-    assert "does not answer on" not in refusal, refusal
+    assert (
+        f"memoryd serve (pid {holder.proc.pid}) serving board {holder.board} on socket {holder.socket} "
+        in (refusal)
+    )
+    assert f"with the index {holder.index}" in refusal, refusal
+    assert f"point MEMORYD_SOCKET at {holder.socket}" in refusal, refusal
+
+
+def test_the_board_holder_is_named_from_another_home_and_a_killed_ones_note_misleads_no_one(make_daemon):
+    """Two real daemons of different MEMORYD_HOMEs, sockets and indexes on one board: the second is
+    refused naming the first's pid, socket and index. Once the first is killed (its note stays behind), the
+    next daemon is not refused, and its note replaces the dead one's."""
+    first = make_daemon().start()
+    note = json.loads((first.board / lock.BOARD_NOTE).read_text())
+    assert note["pid"] == first.proc.pid and note["socket"] == str(first.socket), note
+    assert note["index"] == str(first.index), note
+    second = make_daemon(board=first.board, env={"MEMORYD_LOCK_WAIT_MS": "60000"}).launch()
+    assert second.root != first.root and second.env["MEMORYD_HOME"] != first.env["MEMORYD_HOME"]
+    assert second.wait_exit(30) == EXIT_ALREADY_RUNNING
+    refusal = second.events("startup_failed")[0]["reason"]
+    assert f"(pid {first.proc.pid})" in refusal and f"on socket {first.socket}" in refusal, refusal
+    assert f"with the index {first.index}" in refusal, refusal
+    assert json.loads((first.board / lock.BOARD_NOTE).read_text()) == note  # the refused start left it
+
+    os.killpg(first.proc.pid, signal.SIGKILL)
+    first.proc.wait(10)
+    assert json.loads((first.board / lock.BOARD_NOTE).read_text())["pid"] == first.proc.pid  # left behind
+    third = make_daemon(board=first.board).start()
+    assert json.loads((first.board / lock.BOARD_NOTE).read_text())["pid"] == third.proc.pid
+    third.signal(signal.SIGTERM)
+    assert third.wait_exit(15) == 0
+    assert not (first.board / lock.BOARD_NOTE).exists()
 
 
 def test_kill_9_leaves_a_stale_socket_that_a_fresh_daemon_replaces_then_sigterm_is_clean(make_daemon):

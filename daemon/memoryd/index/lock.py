@@ -77,7 +77,8 @@ def read_owner(index: Path) -> str | None:
 
 
 def describe(holder: dict[str, Any]) -> str:
-    """``memoryd serve (pid 12) serving board /b on socket /s`` from a holder note."""
+    """``memoryd serve (pid 12) serving board /b on socket /s`` from a holder note (``... with the index
+    /i`` when the note names its index, as the board's does)."""
     command = holder.get("command") or "another memoryd process"
     pid = f" (pid {holder['pid']})" if isinstance(holder.get("pid"), int) else ""
     board = holder.get("board")
@@ -85,7 +86,8 @@ def describe(holder: dict[str, Any]) -> str:
         what = f" serving board {board} on socket {holder['socket']}" if board else f" on {holder['socket']}"
     else:
         what = f" for board {board}" if board else ""
-    return f"{command}{pid}{what}"
+    index = f" with the index {holder['index']}" if holder.get("index") else ""
+    return f"{command}{pid}{what}{index}"
 
 
 def _same_board(a: str, b: str) -> bool:

@@ -65,6 +65,7 @@ from pathlib import Path
 from typing import Any
 
 from memoryd import logs
+from memoryd.board.gate import UnsafePath
 from memoryd.core.warmup import EngineFactory, EngineHandle
 from memoryd.errors import AlreadyRunning, StartupError
 from memoryd.index import memory
@@ -157,6 +158,10 @@ class Daemon:
             wait_s=wait_s,
             holder_of=lambda: lock.board_holder(locs.board, index, locs.socket),
         )
+        try:  # who holds the board, for the refusal of the next daemon (memoryd.serve.lock)
+            lock.write_board_note(locs.board, socket_path=locs.socket, index=index)
+        except (OSError, UnsafePath) as exc:
+            log.warning("board_note_failed", board=str(locs.board), error=str(exc))
         if self.config.index_lock is not None:  # one writer per index (memoryd.index.lock)
             self.config.index_lock.acquire(wait_s)
         passed = socketfile.activated()
@@ -307,6 +312,8 @@ class Daemon:
         (a start that never served) deletes ``<socket>.lock`` too when this process holds it."""
         if self.config.index_lock is not None:
             self.config.index_lock.release()
+        if self._board_lock.held:
+            lock.remove_board_note(self.config.locations.board)
         self._board_lock.release()
         self._socket_lock.release(remove=remove_socket_lock)
 

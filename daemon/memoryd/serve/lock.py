@@ -15,21 +15,46 @@ before it releases the lock, so a shim that saw the socket vanish and spawned us
 ``kill -9``: a stale lock file never blocks a new daemon. The socket's lock file stays while its daemon
 runs and after it stops; only a daemon refused at start-up deletes the one it took (a refusal leaves
 nothing behind), which is safe because every taker re-checks the file after locking it (:mod:`memoryd.locks`).
+
+The board's lock is the board folder itself, which carries no text; so the daemon holding it writes who it
+is into :data:`BOARD_NOTE` in the board's root (:func:`write_board_note`: ``{"pid", "command", "host",
+"board", "socket", "index"}``) and removes it before releasing the lock. A daemon refused the board reads
+it (:func:`board_holder`) to name the holder, whatever its ``MEMORYD_HOME``, socket or index; a note left
+by a killed daemon, or written on another machine (a synced board), is ignored.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from memoryd.board import atomic, gate
 from memoryd.errors import AlreadyRunning, StartupError
 from memoryd.index.lock import describe, read_holder
 from memoryd.locks import FileLock, socket_answers
 from memoryd_shim import rendezvous
 
-__all__ = ["DEFAULT_LOCK_WAIT_S", "FileLock", "acquire", "board_holder", "socket_answers"]
+__all__ = [
+    "BOARD_NOTE",
+    "DEFAULT_LOCK_WAIT_S",
+    "FileLock",
+    "acquire",
+    "board_holder",
+    "read_board_note",
+    "remove_board_note",
+    "socket_answers",
+    "write_board_note",
+]
+
+#: The board lock's holder note, a file in the board's root (module docstring).
+BOARD_NOTE = ".memoryd-holder.json"
+_NOTE_MAX_BYTES = 4096
 
 #: How long a new daemon waits for a lock whose holder is not serving (starting up or stopping).
 DEFAULT_LOCK_WAIT_S = 8.0
@@ -80,6 +105,13 @@ def acquire(
                 f"serving {what} on {socket_path}"
             )
         if clock() >= deadline:
+            note = holder_of() if holder_of is not None else {}
+            if isinstance(note.get("pid"), int) and atomic.pid_alive(note["pid"]):  # named, not answering
+                raise AlreadyRunning(
+                    f"{what} is held by {describe({**note, 'board': None})}, which does not answer after "
+                    f"{wait_s:.0f} s (starting, stopping or stuck); one board is served by one daemon: wait "
+                    f"for it, or stop it (kill {note['pid']}), and try again"
+                )
             if holder_of is not None:  # we hold our socket's lock: the holder serves some other socket
                 raise AlreadyRunning(
                     f"another memoryd process holds {what} and serves it on a socket other than "
@@ -105,14 +137,18 @@ def _serving_elsewhere(holder_of: Callable[[], dict] | None, socket_path: Path) 
 
 
 def board_holder(board: Path, index: Path | None, socket_path: Path) -> dict:
-    """Who likely holds ``board``'s lock: ``{"pid", "command", "socket", "board"}`` or ``{}``.
+    """Who likely holds ``board``'s lock: ``{"pid", "command", "socket", "board"}`` (plus ``"index"`` and
+    ``"host"`` from a board note) or ``{}``.
 
-    The board lock carries no note (it is the folder itself), so: the writer's note in ``index`` (a daemon
-    on the same index), else the daemon answering on this install's default socket when it serves
-    ``board`` (the usual second daemon: the service on the default socket, and another on ``--socket``
-    with its own index)."""
+    The holder's note in the board (:func:`read_board_note`); else, for a holder that wrote none, the
+    writer's note in ``index`` (a daemon on the same index), else the daemon answering on this install's
+    default socket when it serves ``board`` (the service on the default socket, and another on
+    ``--socket`` with its own index)."""
     from memoryd.serve.control import ask_status
 
+    note = read_board_note(board)
+    if note:
+        return note
     note = read_holder(index) if index is not None else {}
     if isinstance(note.get("socket"), str) and note["socket"] and Path(note["socket"]) != Path(socket_path):
         return note
@@ -138,3 +174,50 @@ def _same_path(a: object, b: Path) -> bool:
         return isinstance(a, str) and bool(a) and Path(a).resolve() == Path(b).resolve()
     except OSError:
         return False
+
+
+def write_board_note(board: Path, *, socket_path: Path | None, index: Path | None) -> None:
+    """Say in :data:`BOARD_NOTE` that this process (``memoryd serve``) holds ``board``'s lock, serving it on
+    ``socket_path`` with the index ``index``. Call it holding the lock. Replaced atomically, never through a
+    symlink planted at its name. Raises ``OSError`` (a read-only board) or ``UnsafePath`` (a folder at its
+    name); the caller serves on without it."""
+    note: dict[str, Any] = {
+        "pid": os.getpid(),
+        "command": "memoryd serve",
+        "host": socket.gethostname(),
+        "board": str(board),
+        "socket": str(socket_path) if socket_path is not None else None,
+        "index": str(index) if index is not None else None,
+    }
+    with gate.open_root(board) as root:
+        atomic.write_replace(root, BOARD_NOTE, json.dumps(note).encode() + b"\n", sync_dir=False)
+
+
+def read_board_note(board: Path) -> dict[str, Any]:
+    """The note of the process holding ``board``'s lock, or ``{}``: absent, unreadable, not JSON, or not
+    about a live process of this machine serving this board (a daemon killed before it could remove its
+    note, a board copied or synced from elsewhere). Its strings are cut to 300 characters (the board is
+    untrusted input: they end up in a message)."""
+    try:
+        value = json.loads(gate.safe_read_text(board, Path(BOARD_NOTE), max_bytes=_NOTE_MAX_BYTES))
+    except (OSError, ValueError, gate.UnsafePath):
+        return {}
+    if not isinstance(value, dict):
+        return {}
+    note = {k: v[:300] for k, v in value.items() if isinstance(v, str) and k != "pid"}
+    pid = value.get("pid")
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0 or pid == os.getpid():
+        return {}
+    if note.get("host") != socket.gethostname() or not _same_path(note.get("board"), board):
+        return {}
+    return {**note, "pid": pid} if atomic.pid_alive(pid) else {}
+
+
+def remove_board_note(board: Path) -> None:
+    """Remove :data:`BOARD_NOTE` when it names this process (call it before releasing the board's lock);
+    never raises."""
+    with contextlib.suppress(OSError, ValueError, gate.UnsafePath):
+        value = json.loads(gate.safe_read_text(board, Path(BOARD_NOTE), max_bytes=_NOTE_MAX_BYTES))
+        if isinstance(value, dict) and value.get("pid") == os.getpid():
+            with gate.open_root(board) as root:
+                root.unlink(BOARD_NOTE)
