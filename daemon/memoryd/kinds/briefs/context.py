@@ -95,10 +95,11 @@ class Context:
         """Every project that has a task on the board."""
         return {task.project for task in self.briefs.tasks().values()}
 
-    async def recent_project(self) -> str:
-        """The project of the task with the newest activity (any status), or ``""`` on an empty board."""
+    async def recent_project(self) -> str | None:
+        """The project of the task with the newest activity (any status; ``""``: filed without a project),
+        or None on a board with no task."""
         rows = await self.briefs.list_tasks()
-        return rows[0][0].project if rows else ""
+        return rows[0][0].project if rows else None
 
     async def target(self, project: str | None, cwd: str | None) -> Target:
         """The project a caller means: ``project`` as given (in the board's spelling when it differs only in
@@ -113,7 +114,7 @@ class Context:
         if here:
             return Target(here, "cwd", branch_of(cwd))
         recent = await self.recent_project()
-        return Target(recent, "recent") if recent else Target("", "none")
+        return Target(recent, "recent") if recent is not None else Target("", "none")
 
     def counter(self) -> tuple[Any, str]:
         """``(count, name)``: the model's token counter once it is loaded, else the estimate."""
