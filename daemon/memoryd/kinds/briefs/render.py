@@ -190,7 +190,8 @@ def tasks_answer(
     """``rows`` from ``Engine.list_tasks``: ``(task, last_activity_iso, brief_count)``, newest first;
     ``unread``: the task files that could not be read (``skippedFiles``; the first :data:`SKIPPED_SHOWN`
     named in ``skipped``); ``unread_briefs``: the files under ``briefs/`` (:func:`_unread_briefs`)."""
-    scrub = Scrub(read_redacted=True)  # BoardReader redacted every text as it read it
+    # BoardReader redacted every text as it read it; ``held``: what was redacted before, in the files
+    scrub = Scrub(read_redacted=True, held=held_of(task for task, _, _ in rows))
     tasks = [
         {
             "task_id": task.id,
@@ -292,8 +293,9 @@ def _did_open(outcome: Outcome | None, scrub: Scrub) -> dict[str, list[str]] | N
 def task_answer(task: Task, briefs: Sequence[Brief], unread_briefs: Sequence[Skipped] = ()) -> dict[str, Any]:
     """The task and its newest :data:`TASK_BRIEFS` briefs in date order (``briefs`` oldest first);
     ``unread_briefs``: the files under ``briefs/`` that could not be read (:func:`_unread_briefs`)."""
-    scrub = Scrub(read_redacted=True)  # BoardReader redacted every text as it read it
     shown = list(briefs)[-TASK_BRIEFS:]
+    # BoardReader redacted every text as it read it; ``held``: what was redacted before, in the files
+    scrub = Scrub(read_redacted=True, held=held_of([task, *shown]))
     answer: dict[str, Any] = {
         "task": {
             "task_id": task.id,
@@ -348,7 +350,8 @@ def brief_answer(
 ) -> dict[str, Any]:
     """Everything handed out about one brief; screenshots as absolute paths of ``.png`` files that exist;
     ``unread``: the brief's files that could not be read (``skippedBriefFiles``, ``skippedBriefs``)."""
-    scrub = Scrub(read_redacted=True)  # BoardReader redacted every text as it read it
+    # BoardReader redacted every text as it read it; ``held``: what was redacted before, in the files
+    scrub = Scrub(read_redacted=True, held=held_of([brief] if task is None else [brief, task]))
     outcome = None
     if brief.outcome is not None:
         outcome = {
@@ -454,8 +457,9 @@ _COUNTED_WITH = {"model": "the embedding model's tokenizer", "estimate": "an est
 
 def context_answer(digest: Any, projects: Iterable[str] = ()) -> dict[str, Any]:
     """``digest`` is a :class:`memoryd.kinds.briefs.context.Digest`, built from already redacted text (the
-    placeholders are only counted here); ``projects`` are listed when the digest came out empty."""
-    scrub = Scrub(read_redacted=True)
+    placeholders are only counted here: those its ``fresh`` says were written as the board was read);
+    ``projects`` are listed when the digest came out empty."""
+    scrub = Scrub(read_redacted=True, held={digest.text.strip(): digest.fresh})
     answer: dict[str, Any] = {
         "project": digest.project,
         "project_from": digest.source,
@@ -470,6 +474,15 @@ def context_answer(digest: Any, projects: Iterable[str] = ()) -> dict[str, Any]:
         answer["projects"] = sorted(projects)[:PROJECTS]
     answer.update(scrub.report())
     return answer
+
+
+def held_of(records: Iterable[Task | Brief]) -> dict[str, tuple[bool, ...]]:
+    """The ``held`` placeholders of tasks and briefs as read, merged (:data:`memoryd.kinds.briefs.files.Held`)."""
+    out: dict[str, tuple[bool, ...]] = {}
+    for record in records:
+        if record.held:
+            out.update(record.held)
+    return out
 
 
 def project_list(names: Iterable[str]) -> str:
