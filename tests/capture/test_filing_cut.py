@@ -55,7 +55,7 @@ def assert_filed_once(make_daemon, root: Path, board: Path, words: str) -> str:
     assert found.returncode == 0, found.stderr
     (brief,) = [r["brief_id"] for r in json.loads(found.stdout)["results"]]
     assert daemon.status()["engine"]["briefs"] == 1
-    assert [p.name for p in board.rglob(".*")] == []  # no temp file or folder left
+    assert [p.name for d in ("briefs", "tasks") for p in (board / d).rglob(".*")] == []  # no temp left
     assert [p.name for p in (board / "briefs").iterdir()] == [brief]
     (task,) = [p.stem for p in (board / "tasks").iterdir()]
     assert json.loads((board / "briefs" / brief / "brief.json").read_text())["task"] == task
