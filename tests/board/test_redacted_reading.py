@@ -89,3 +89,34 @@ def test_json_strings_are_redacted_once_decoded(tmp_path):
     assert brief.title == "key [REDACTED:aws-access-key-id]"
     assert brief.summary == 'password="[REDACTED:secret-assignment]"'
     assert task.title == "rotate [REDACTED:aws-access-key-id] now"
+
+
+def test_the_reader_keeps_which_placeholders_it_wrote_where_a_file_held_some(tmp_path):
+    # A file redacted before (capture writes a prompt redacted) holds placeholders: the read tells them from
+    # the ones it writes itself, in each text and each part it parses out, so answers count only the latter.
+    root = tmp_path / "board"
+    ensure_board(root)
+    write_task(root, title="Rotate [REDACTED:aws-access-key-id]")
+    token = "ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    d = root / "briefs" / BRIEF
+    d.mkdir()
+    meta = {"id": BRIEF, "task": TASK, "project": "shop", "created_at": "2026-01-01T10:05:00Z",
+            "title": "Rotate keys", "summary": ""}  # fmt: skip
+    (d / "brief.json").write_text(json.dumps(meta))
+    (d / "said.txt").write_text(f"  old [REDACTED:jwt], new {token}  \n")
+    (d / "prompt.md").write_text(f"only new: {token}")
+    (d / "outcome.md").write_text(
+        f"## Did\n- moved [REDACTED:jwt] out\n- added {token} and\n  kept [REDACTED:jwt]\n## Open\n- none\n"
+    )
+    reader = BoardReader(root)
+    brief, task = reader.read_brief(BRIEF), reader.read_task(TASK)
+    assert task.held == {"Rotate [REDACTED:aws-access-key-id]": (False,)}
+    assert brief.outcome.did == (
+        "moved [REDACTED:jwt] out",
+        "added [REDACTED:github-token] and kept [REDACTED:jwt]",
+    )
+    assert brief.held == {
+        "old [REDACTED:jwt], new [REDACTED:github-token]": (False, True),  # said, stripped
+        "moved [REDACTED:jwt] out": (False,),
+        "added [REDACTED:github-token] and kept [REDACTED:jwt]": (True, False),  # a bullet and its next line
+    }  # the prompt held none: every placeholder in it was written by the read

@@ -77,10 +77,13 @@ def test_a_start_removes_the_temp_files_a_killed_writer_left_and_nothing_else(ma
         mem / f".{HASH}.md.tmp": "not our temp form",
         mem / "notes.md.tmp": "a user's file",
         mem / f".notes.md.{dead}-0123456789ab.tmp": "memoryd writes no notes.md in memories/",
-        board / "tasks" / f".t-20260105-a1b2c3.json.{dead}-0123456789ab.tmp": "memoryd never writes tasks/",
-        board / "briefs" / BRIEF / f".said.txt.{dead}-0123456789ab.tmp": "memoryd never writes said.txt",
+        board / "tasks" / f".notes.json.{dead}-0123456789ab.tmp": "not a task's file",
+        board / "briefs" / BRIEF / f".screen.txt.{dead}-0123456789ab.tmp": "memoryd writes no screen.txt",
     }
-    for path in [legacy_old, *kept]:
+    task_temp = board / "tasks" / f".t-20260105-a1b2c3.json.{dead}-0123456789ab.tmp"  # a new task's link
+    said_temp = board / "briefs" / BRIEF / f".said.txt.{dead}-0123456789ab.tmp"  # `memoryd import` writes it
+    stale += [task_temp, said_temp]
+    for path in [legacy_old, task_temp, said_temp, *kept]:
         path.write_text("not removed")
     os.utime(legacy_old, (old, old))
     link = mem / f".{HASH}.md.{dead}-fedcba987654.tmp"

@@ -3,6 +3,7 @@ refusals, the gate in front of screenshots, the note-line edit, the partial answ
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -151,5 +152,21 @@ def test_a_memory_s_relevance_is_shown_on_the_0_to_1_scale(board):
         page = (await c.get("/search", params={"q": content})).text
         shown = [float(x) for x in re.findall(r"relevance (\d+\.\d\d)", page)]
         assert shown and max(shown) <= 1.0, page
+
+    serve(root, b, check)
+
+
+def test_a_task_without_a_project_reads_no_project_on_the_page(board):
+    root, b, task, brief = board
+    for path in (task, brief / "brief.json"):
+        path.write_text(json.dumps({**json.loads(path.read_text()), "project": ""}), encoding="utf-8")
+
+    async def check(c):
+        listed = (await c.get("/")).text
+        assert re.search(r"<h2 id=\"p-\">\(no project\) <span", listed), listed
+        one = (await c.get(f"/task/{task.stem}")).text
+        assert "</span> (no project) · created" in one, one
+        found = (await c.get("/search", params={"q": "checkout button does nothing"})).text
+        assert "<span class=meta>(no project) · open ·" in found, found
 
     serve(root, b, check)

@@ -41,9 +41,22 @@ def parse_temp_name(tmp: str) -> tuple[str, int | None] | None:
     return m.group("name"), int(m.group("pid")) if m.group("pid") else None
 
 
+#: A temp older than this (seconds since its last change) is stale whatever its name says: a pid taken over by a
+#: new process, a writer on another machine sharing the board. A write lives for milliseconds.
+STALE_AGE_S = 3600.0
+
+
+def writer_gone(pid: int | None, mtime: float, now: float) -> bool:
+    """Whether the writer of a temp entry named with ``pid`` (None: the older form without one), last
+    changed at ``mtime``, can never finish it: its process is gone, or the entry is older than
+    :data:`STALE_AGE_S`."""
+    return (pid is not None and not pid_alive(pid)) or now - mtime > STALE_AGE_S
+
+
 def pid_alive(pid: int) -> bool:
     """Whether a process ``pid`` exists on this machine (another user's counts as alive): is the writer
-    named in a temp file still running?"""
+    named in a temp file still running? A zombie (dead, its parent has not reaped it yet) is not, where
+    ``/proc`` tells (Linux); elsewhere it counts as alive."""
     if pid == os.getpid():
         return True
     try:
@@ -54,7 +67,17 @@ def pid_alive(pid: int) -> bool:
         return True
     except OverflowError:  # not a pid this system can have
         return False
-    return True
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat_line = f.read()
+    except OSError:
+        return False
+    # "pid (comm) S ...": the command may hold spaces and parentheses, the state follows the last ")"
+    return stat_line[stat_line.rfind(b")") + 2 : stat_line.rfind(b")") + 3] == b"Z"
 
 
 def write_all(fd: int, data: bytes) -> None:

@@ -50,7 +50,7 @@ from memoryd.index.redact import redact
 from memoryd.index.searcher import SearchQuery
 from memoryd.kinds.briefs import capture as cap
 from memoryd.kinds.briefs import digest as dig
-from memoryd.kinds.briefs import filing
+from memoryd.kinds.briefs import filing, newbrief
 from memoryd.kinds.briefs.context import Target
 from memoryd.kinds.briefs.edits import set_task_status
 from memoryd.kinds.sessions import files as sessions
@@ -268,40 +268,40 @@ class Capture:
         ``wait=False`` (a prompt hook, which the agent waits for): the files are written and fsynced before
         the answer and queued for the index, which runs after it; searches and the next filing wait for it
         through the read barrier (the board is the truth, so a crash in between only defers it to the next
-        start's sweep)."""
+        start's reconcile). A crash while the files are written leaves nothing half done on the board
+        (:mod:`memoryd.kinds.briefs.newbrief`)."""
         now = cap.now_iso()
         title = cap.title_of(said)
-        new_tasks: list[str] = list(touched)
-        if task_id is None:
-            for _ in range(5):  # a random id that happens to exist: draw again
-                task_id = cap.new_id("t")
-                try:
-                    await asyncio.to_thread(
-                        cap.write_task, self.board, task_id, cap.title_of(new_title or said), project, now
-                    )
-                    break
-                except FileExistsError:
-                    continue
-            new_tasks.append(task_id)
-        brief = cap.NewBrief(
-            id=cap.new_id("b"),
-            task=task_id,
-            project=project,
-            created_at=now,
-            title=title,
-            summary=cap.summary_of(said),
-            said=said,
-            prompt=prompt,
-            screens=screens,
-            captured=captured,
-        )
-        await asyncio.to_thread(cap.write_brief, self.board, brief)
+        for attempt in range(5):  # a random id that happens to exist: draw again
+            task = None
+            if task_id is None:  # a new task, written with the brief
+                task = newbrief.NewTask(cap.new_id("t"), cap.title_of(new_title or said), project, now)
+            brief = newbrief.NewBrief(
+                id=cap.new_id("b"),
+                task=task.id if task is not None else task_id,
+                project=project,
+                created_at=now,
+                title=title,
+                summary=cap.summary_of(said),
+                said=said,
+                prompt=prompt,
+                screens=screens,
+                captured=captured,
+            )
+            try:
+                # One thread writes the brief and its task: a cancelled call never leaves one without the other.
+                await asyncio.to_thread(newbrief.write_brief, self.board, brief, task)
+                break
+            except FileExistsError:
+                if attempt == 4:
+                    raise
+        new_tasks = [*touched, *([brief.task] if task is not None else [])]
         queued = self._index(briefs=[brief.id], tasks=new_tasks)  # queued now, before the answer
         if wait:
             await queued
         else:
             asyncio.ensure_future(queued).add_done_callback(functools.partial(_deferred, brief.id))
-        return brief.id, task_id, title
+        return brief.id, brief.task, title
 
     # -- a person files a brief -----------------------------------------------------------------------------
     async def person_brief(self, req: dict) -> dict[str, Any]:

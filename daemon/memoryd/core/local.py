@@ -135,10 +135,13 @@ def file_brief(settings: Settings, request: dict) -> tuple[dict, str]:
     ``ValueError`` for a bad request (empty text, unknown task), BoardUnreadable, OSError.
     """
     from memoryd.core.capture import Capture
+    from memoryd.core.sweep import sweep
     from memoryd.kinds.briefs.writer import ensure_board
 
     loc = settings.locations
     ensure_board(loc.board)
+    # what a daemon killed while filing (maybe this very request) left to the next start: this is one
+    sweep(loc.board, loc.exports)
     store, searched = None, "keyword search"
     if request.get("task") or request.get("new_task"):
         searched = "no search (task given)"

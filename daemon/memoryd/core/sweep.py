@@ -1,4 +1,5 @@
-"""Removing the temp files a killed writer left behind (run once by every daemon start).
+"""Removing the temp files a killed writer left behind (run once by every daemon start), after finishing
+the briefs a killed filing left half written (:mod:`memoryd.kinds.briefs.newbrief`).
 
 A write that is killed (``kill -9``, power loss) between creating its temp file and renaming it leaves
 ``.<name>.<pid>-<hex>.tmp`` (:func:`memoryd.board.atomic.temp_name`) beside its target. Readers and the
@@ -8,15 +9,16 @@ the ones that are provably ours and provably stale:
 ours
     the name is exactly :func:`~memoryd.board.atomic.parse_temp_name`'s form, for a target memoryd writes
     in that very folder (``memories/<sha256>.md``; ``sessions/<id>.jsonl`` and ``<id>.summary.json``;
-    ``briefs/<brief id>/outcome.md`` and ``notes.md``; ``*.jsonl`` in the exports folder), and the entry is a regular file
+    ``tasks/<task id>.json``; ``briefs/<brief id>/`` ``brief.json``, ``said.txt``, ``prompt.md``,
+    ``notes.md`` and ``outcome.md``; ``*.jsonl`` in the exports folder), and the entry is a regular file
     owned by this user (a symlink, a folder or another user's file is never ours). Every other name, a
     user's ``notes.md.tmp`` (not our temp form) or an editor's swap file included, is left alone.
 stale
     the pid in its name is not a running process (its writer died: the write can never finish), or the
-    file is older than :data:`STALE_AGE_S` (names from before the pid was added, a pid taken over by a
-    new process, a writer on another machine sharing the board). A temp lives for milliseconds while a
-    write is in flight, so an hour-old one is never being written; a live writer (``memoryd import`` next
-    to the daemon) keeps its temp because its pid is alive.
+    file is older than an hour (:data:`~memoryd.board.atomic.STALE_AGE_S`: names from before the pid was
+    added, a pid taken over by a new process, a writer on another machine sharing the board). A temp lives
+    for milliseconds while a write is in flight, so an hour-old one is never being written; a live writer
+    (``memoryd import`` next to the daemon) keeps its temp because its pid is alive.
 
 The daemon holds the board lock while it sweeps, so no other daemon writes this board; folders are opened
 through :mod:`memoryd.board.gate` (a symlinked folder is skipped, never followed).
@@ -31,10 +33,12 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from memoryd.board.atomic import parse_temp_name, pid_alive
-from memoryd.board.gate import SafeDir, UnsafePath, is_brief_id, open_root
+from memoryd.board.atomic import parse_temp_name, writer_gone
+from memoryd.board.gate import SafeDir, UnsafePath, is_brief_id, is_task_id, open_root
+from memoryd.errors import MemorydError
 from memoryd.kinds.briefs.edits import NOTES_FILE
-from memoryd.kinds.briefs.source import BRIEFS_DIR
+from memoryd.kinds.briefs.newbrief import BRIEF_FILE, finish_briefs
+from memoryd.kinds.briefs.source import BRIEFS_DIR, TASKS_DIR
 from memoryd.kinds.briefs.writer import OUTCOME_FILE
 from memoryd.kinds.memories.files import MEMORIES_DIR, memory_id_of
 from memoryd.kinds.sessions.files import session_of_path
@@ -42,9 +46,6 @@ from memoryd.kinds.sessions.format import SESSIONS_DIR
 from memoryd.logs import get_logger
 
 log = get_logger("memoryd.core.sweep")
-
-#: A temp file older than this (seconds since its last write) is stale whatever its name says.
-STALE_AGE_S = 3600.0
 
 
 def is_stale_temp(name: str, st: os.stat_result, target_ok: Callable[[str], bool], now: float) -> bool:
@@ -55,10 +56,7 @@ def is_stale_temp(name: str, st: os.stat_result, target_ok: Callable[[str], bool
         return False
     if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
         return False
-    pid = parsed[1]
-    if pid is not None and not pid_alive(pid):
-        return True
-    return now - st.st_mtime > STALE_AGE_S
+    return writer_gone(parsed[1], st.st_mtime, now)
 
 
 def _is_memory(name: str) -> bool:
@@ -69,8 +67,13 @@ def _is_session_file(name: str) -> bool:
     return session_of_path(f"{SESSIONS_DIR}/{name}") is not None
 
 
+def _is_task_file(name: str) -> bool:
+    return name.endswith(".json") and is_task_id(name[:-5])
+
+
 def _is_brief_file(name: str) -> bool:
-    return name in (OUTCOME_FILE, NOTES_FILE)
+    # new briefs are written whole in a folder of their own; `memoryd import` writes these in place
+    return name in (BRIEF_FILE, "said.txt", "prompt.md", OUTCOME_FILE, NOTES_FILE)
 
 
 def _sweep_dir(d: SafeDir, target_ok: Callable[[str], bool], now: float, removed: list[str]) -> None:
@@ -105,7 +108,11 @@ def sweep_board(board: Path, now: float | None = None) -> list[str]:
     now = time.time() if now is None else now
     removed: list[str] = []
     with open_root(board) as root:
-        for folder, target_ok in ((MEMORIES_DIR, _is_memory), (SESSIONS_DIR, _is_session_file)):
+        for folder, target_ok in (
+            (MEMORIES_DIR, _is_memory),
+            (SESSIONS_DIR, _is_session_file),
+            (TASKS_DIR, _is_task_file),
+        ):
             with _child(root, folder) as d:
                 if d is not None:
                     _sweep_dir(d, target_ok, now, removed)
@@ -133,8 +140,20 @@ def sweep_exports(folder: Path, now: float | None = None) -> list[str]:
     return [str(Path(folder) / p) for p in removed]
 
 
+def finish_cut_briefs(board: Path) -> list[tuple[str, str]]:
+    """The briefs a killed filing left half written, finished or removed
+    (:func:`memoryd.kinds.briefs.newbrief.finish_briefs`); never raises."""
+    try:
+        return finish_briefs(board)
+    except (OSError, MemorydError) as exc:
+        log.warning("cut_briefs_not_checked", board=str(board), error=str(exc))
+        return []
+
+
 def sweep(board: Path, exports: Path) -> list[str]:
-    """Both sweeps, logged as one ``stale_temps_removed`` line when anything was removed; never raises."""
+    """The briefs a killed filing left (:func:`finish_cut_briefs`), then both sweeps, logged as one
+    ``stale_temps_removed`` line when anything was removed; never raises."""
+    finish_cut_briefs(board)
     removed: list[str] = []
     for fn, where in ((sweep_board, board), (sweep_exports, exports)):
         try:

@@ -19,7 +19,9 @@ Screenshots are not exported (binary PNGs; a screen's text is searchable only wh
 
 An export holds no secret redaction knows: every stored text is redacted as a whole (briefs as
 :class:`BoardReader` reads them, memories and session items as their ``redacted()`` copies). A redacted
-memory gets the id of its redacted content (an import checks ids), and edges pointing at it follow.
+memory gets the id of its redacted content (an import checks ids), and edges pointing at it follow. The
+header's ``redacted`` counts the secrets redacted from the board's texts as they were exported, never a
+placeholder a text held already (capture redacts a prompt and a turn before it stores them).
 
 Import reads the file through the same gate as board files (a regular file, no symlink, one link, at
 most :data:`MAX_IMPORT_BYTES`), validates EVERY line first and reports each rejected line by number
@@ -43,7 +45,7 @@ from typing import Any, TypeVar
 
 from memoryd.board.atomic import temp_name
 from memoryd.board.gate import UnsafePath, check_brief_id, is_brief_id, is_task_id, open_root
-from memoryd.index.redact import PLACEHOLDERS
+from memoryd.index.redact import tally
 from memoryd.kinds.briefs.files import OUTCOME_SECTIONS, FormatError, Outcome, parse_task, render_outcome
 from memoryd.kinds.briefs.source import BRIEFS_DIR, TASKS_DIR, BoardReader
 from memoryd.kinds.briefs.writer import ensure_board
@@ -98,9 +100,9 @@ def iter_export(board: Path, include: tuple[str, ...] = KINDS):
     """Yield the export's objects (header last is not possible in a stream: counts come in the header
     of :func:`export_file`, which collects first)."""
     if "briefs" in include:
-        snap = BoardReader(board).load()
+        snap = BoardReader(board, screens=False).load()  # not exported
         for t in sorted(snap.tasks.values(), key=lambda t: t.id):
-            yield {"kind": "task", **asdict(t)}
+            yield {"kind": "task", **t.to_json()}
         for b in sorted(snap.briefs.values(), key=lambda b: b.id):
             yield {
                 "kind": "brief", "id": b.id, "task": b.task, "project": b.project, "created_at": b.created_at,
@@ -153,10 +155,10 @@ def export_file(board: Path, dest: Path, include: tuple[str, ...] = KINDS) -> di
     ``{"path","bytes","include","counts":{type: n},"redacted":{secret kind: n}}``."""
     from memoryd.kinds.sessions.files import now_iso
 
-    objs = list(iter_export(board, include))
+    with tally() as redacted:  # the secrets redacted from the board's texts now, not what they held already
+        objs = list(iter_export(board, include))
     counts = Counter(o["kind"] for o in objs)
     body = b"".join(_line(o) for o in objs)
-    redacted = Counter(m.group()[10:-1] for m in PLACEHOLDERS.finditer(body.decode("utf-8")))
     header = {"kind": "header", "format": FORMAT, "version": VERSION, "created_at": now_iso(),
               "include": list(include), "counts": dict(sorted(counts.items())),
               "redacted": dict(sorted(redacted.items()))}  # fmt: skip
@@ -277,7 +279,7 @@ def parse_import(data: bytes) -> Parsed:
                 continue
             body = {k: v for k, v in obj.items() if k != "kind"}
             if kind == "task":
-                out.tasks.append(asdict(parse_task(json.dumps(body), body.get("id"))))
+                out.tasks.append(parse_task(json.dumps(body), body.get("id")).to_json())
             elif kind == "brief":
                 out.briefs.append(_check_brief(body))
             elif kind == "memory":

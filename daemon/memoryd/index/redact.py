@@ -33,9 +33,12 @@ Where the rules come from (docs/board.md, "Redaction", has the caught / not-caug
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
+from collections import Counter
 from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cache
 
@@ -717,6 +720,22 @@ def find_secrets(text: str) -> list[Span]:
     return _merge(spans)
 
 
+_TALLY: ContextVar[Counter[str] | None] = ContextVar("memoryd_redact_tally", default=None)
+
+
+@contextlib.contextmanager
+def tally() -> Iterator[Counter[str]]:
+    """While open: by kind, the secrets every :func:`redact` call of this context (this thread or task)
+    replaces, so what was redacted to produce a whole answer (an export) counts once, and a placeholder the
+    texts held already never. Tallies nest: the innermost counts."""
+    counts: Counter[str] = Counter()
+    token = _TALLY.set(counts)
+    try:
+        yield counts
+    finally:
+        _TALLY.reset(token)
+
+
 def redact(text: str) -> Redacted:
     """Replace every secret in ``text`` with ``[REDACTED:<kind>]`` (kinds and their rules: :data:`KINDS`).
 
@@ -741,6 +760,8 @@ def redact(text: str) -> Redacted:
         counts[kind] = counts.get(kind, 0) + 1
         pos = end
     out.append(text[pos:])
+    if (tallied := _TALLY.get()) is not None:
+        tallied.update(counts)
     if given:
         fresh.extend(False for _ in PLACEHOLDERS.finditer(text, pos))
     return Redacted("".join(out), counts, tuple(fresh) if given else None)

@@ -6,10 +6,11 @@
 * :class:`Scrub` redacts every stored string at answer time (:func:`memoryd.index.redact.redact`): a
   secret that reached a file after it was indexed is still never handed out. Texts
   that were redacted as they were read (briefs and tasks from :class:`memoryd.kinds.briefs.source.BoardReader`)
-  are not redacted twice: ``Scrub(read_redacted=True)`` only bounds them. Either way it counts the
-  placeholders an answer hands out, so the answer can say ``"redacted": {"aws-secret-key": 1}``; a text it
-  redacts itself counts only what it replaced, not a placeholder the text already held (pasted from an
-  earlier answer).
+  are not redacted twice: ``Scrub(read_redacted=True)`` only bounds them. Either way it counts the secrets
+  redacted from what the answer hands out, so the answer can say ``"redacted": {"aws-secret-key": 1}``: a text
+  it redacts itself counts only what it replaced, and a text read redacted only the placeholders its reader
+  wrote (``held`` says which, for texts whose file held placeholders already), never a placeholder the
+  stored text held (written by an earlier redaction, pasted from an earlier answer).
 * :func:`clip` / :meth:`Scrub.items` bound what one answer can carry; cuts are reported, never silent.
 """
 
@@ -48,11 +49,17 @@ class Scrub:
     Always redact a whole stored text before cutting it (a private key spans lines; a cut could leave
     half a secret that no rule recognises any more). ``read_redacted``: the texts come from a reader that
     redacted each of them as a whole already (:class:`memoryd.kinds.briefs.source.BoardReader`), so they are
-    only bounded and counted here, never redacted a second time.
+    only bounded and counted here, never redacted a second time; ``held``: which placeholders that reader
+    wrote, for the texts whose store held some already (the others count whole).
     """
 
-    def __init__(self, *, read_redacted: bool = False) -> None:
+    def __init__(
+        self, *, read_redacted: bool = False, held: Mapping[str, tuple[bool, ...]] | None = None
+    ) -> None:
         self.read_redacted = read_redacted
+        #: For texts read redacted whose store held placeholders already: which of their placeholders the
+        #: reader wrote (by the text, stripped; :data:`memoryd.kinds.briefs.files.Held`).
+        self.held: Mapping[str, tuple[bool, ...]] = held or {}
         self.counts: Counter[str] = Counter()
         self.truncated: list[str] = []
 
@@ -61,7 +68,7 @@ class Scrub:
         if not text:
             return "", None
         if self.read_redacted:
-            return text, None
+            return text, self.held.get(text.strip()) if self.held else None
         red = redact(text)
         return red.text, red.fresh
 

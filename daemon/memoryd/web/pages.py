@@ -12,7 +12,7 @@ from typing import Any
 
 from memoryd.kinds.briefs.edits import note_digest
 from memoryd.web.html import age, delete_form, esc, status_badge, url
-from memoryd.wording import counted
+from memoryd.wording import NO_PROJECT, counted
 
 
 def tasks(answer: Mapping[str, Any]) -> str:
@@ -32,7 +32,7 @@ def tasks(answer: Mapping[str, Any]) -> str:
         n_open = sum(t["status"] == "open" for t in rows)
         out.append(
             f'<section class="project" aria-labelledby="p-{esc(project)}">'
-            f'<h2 id="p-{esc(project)}">{esc(project)} <span class=meta>{n_open} open · {counted(len(rows), "task")}</span></h2>'
+            f'<h2 id="p-{esc(project)}">{esc(project or NO_PROJECT)} <span class=meta>{n_open} open · {counted(len(rows), "task")}</span></h2>'
             '<ul class="tasks">'
         )
         for t in rows:
@@ -102,7 +102,7 @@ def task(
     back = url("task", t["task_id"])
     out = [
         f'<p><a href="/">← Tasks</a></p><h1>{esc(t["title"])}</h1>'
-        f"<p class=meta>{status_badge(t['status'])} {esc(t['project'])} · created {esc(t['created'])} · "
+        f"<p class=meta>{status_badge(t['status'])} {esc(t['project'] or NO_PROJECT)} · created {esc(t['created'])} · "
         f"{counted(head['briefs_total'], 'brief')}, oldest first · <code>{esc(t['task_id'])}</code></p>"
     ]
     if head["shown"] < head["briefs_total"]:

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memoryd.web.html import age, esc, url
+from memoryd.wording import NO_PROJECT
 
 #: Results shown per kind.
 SHOWN = 20
@@ -69,7 +70,7 @@ def view(
             link = url("task", r["task_id"]) + "#" + r["brief_id"]
             out.append(
                 f'<li class="result" data-task="{esc(r["task_id"])}"><a href="{esc(link)}">{esc(r["title"])}</a> '
-                f"<span class=meta>{esc(r['project'])} · {esc(r['task_status'])} · {esc(r['date'])} · "
+                f"<span class=meta>{esc(r['project'] or NO_PROJECT)} · {esc(r['task_status'])} · {esc(r['date'])} · "
                 f"score {r['score']:.2f}</span>"
                 f'<p class="said">{esc(r["said"])}</p>{_why(hit.why, hit.date, briefs["mode"] == "hybrid")}</li>'
             )

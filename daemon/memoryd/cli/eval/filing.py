@@ -123,7 +123,7 @@ async def _close(engine, task_id: str) -> None:
     from memoryd.kinds.briefs.source import task_path
 
     task = engine.briefs.tasks()[task_id]
-    data = json.dumps({**asdict(task), "status": "done"}).encode("utf-8")
+    data = json.dumps({**task.to_json(), "status": "done"}).encode("utf-8")
     with open_root(engine.board) as root, root.child("tasks") as tasks:
         atomic.write_replace(tasks, f"{task_id}.json", data)
     await engine.indexer.submit(paths=[task_path(task_id)])

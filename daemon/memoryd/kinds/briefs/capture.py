@@ -1,4 +1,4 @@
-"""Turning what a developer typed into board files: the text rules and the writes of a new brief or task.
+"""Turning what a developer typed into a brief: the text rules, its title and summary, its screenshots.
 
 Text rules (:func:`clean_prompt`), applied before anything touches the disk:
 
@@ -11,28 +11,20 @@ Text rules (:func:`clean_prompt`), applied before anything touches the disk:
   one line starting with ``/word`` whose word holds no further ``/``), or a tool approval / menu answer
   (``y``, ``yes``, ``ok``, ``1``, ``approve`` …: see :data:`APPROVALS`).
 
-Writes (:func:`write_task`, :func:`write_brief`) go through the board gate and
-:mod:`memoryd.board.atomic`: a task file is created with ``link(2)`` (never replacing one), a brief folder is
-created fresh, its text files written atomically, and ``brief.json`` last, so the brief exists for the
-reader and the watcher only once it is whole.
+The writes of a new brief and its task are :mod:`memoryd.kinds.briefs.newbrief`'s.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import secrets
 import stat
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 
-from memoryd.board import atomic
-from memoryd.board.gate import DEFAULT_MAX_BYTES, DIR_MODE, check_brief_id, check_task_id, open_folder
+from memoryd.board.gate import DEFAULT_MAX_BYTES
 from memoryd.index.redact import redact
-from memoryd.kinds.briefs.files import BriefHead
-from memoryd.kinds.briefs.source import BRIEFS_DIR, TASKS_DIR
 from memoryd_shim.textrules import strip_private
 
 #: A prompt longer than this is cut (characters) before it is stored; agents paste whole logs.
@@ -185,68 +177,3 @@ def new_id(prefix: str, when: datetime | None = None) -> str:
     """A fresh ``t-``/``b-`` id for today (UTC): ``<prefix>-<yyyymmdd>-<6 hex>``."""
     day = (when or datetime.now(UTC)).strftime("%Y%m%d")
     return f"{prefix}-{day}-{secrets.token_hex(3)}"
-
-
-def _json_bytes(value: dict) -> bytes:
-    return (json.dumps(value, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
-
-
-def write_task(board: Path, task_id: str, title: str, project: str, created_at: str) -> Path:
-    """Create ``tasks/<task_id>.json`` (status ``open``); returns its path.
-
-    Raises InvalidId, FileExistsError (that id is taken), BoardUnreadable, UnsafePath, OSError.
-    """
-    check_task_id(task_id)
-    data = _json_bytes(
-        {"id": task_id, "title": title, "project": project, "status": "open", "created_at": created_at}
-    )
-    with open_folder(board, TASKS_DIR, create=True) as tasks:
-        if not atomic.write_new(tasks, f"{task_id}.json", data):
-            raise FileExistsError(f"task {task_id} exists")
-        return Path(board) / tasks.relpath(f"{task_id}.json")
-
-
-@dataclass(frozen=True)
-class NewBrief(BriefHead):
-    """What :func:`write_brief` writes. ``said``/``prompt`` are already cleaned; ``screens`` are
-    ``(png bytes, text or None)`` pairs, numbered from 1. ``captured`` names the agent and session that
-    sent it, and the ``rid`` of its hook request (an extra ``brief.json`` field; readers ignore what they do
-    not know)."""
-
-    said: str
-    prompt: str
-    screens: tuple[tuple[bytes, str | None], ...] = ()
-    captured: dict | None = None
-
-
-def write_brief(board: Path, brief: NewBrief) -> Path:
-    """Create ``briefs/<id>/`` with ``said.txt``, ``prompt.md``, screens, then ``brief.json``; returns the folder.
-
-    Raises InvalidId, FileExistsError (the folder exists), BoardUnreadable, UnsafePath, OSError.
-    """
-    check_brief_id(brief.id)
-    check_task_id(brief.task)
-    meta = {
-        "id": brief.id,
-        "task": brief.task,
-        "project": brief.project,
-        "created_at": brief.created_at,
-        "title": brief.title,
-        "summary": brief.summary,
-    }
-    if brief.captured:
-        meta["captured"] = brief.captured
-    with open_folder(board, BRIEFS_DIR, create=True) as briefs:
-        os.mkdir(brief.id, DIR_MODE, dir_fd=briefs.fd)  # FileExistsError: never write into another brief
-        with briefs.child(brief.id) as d:
-            atomic.write_replace(d, "said.txt", brief.said.encode("utf-8") + b"\n")
-            atomic.write_replace(d, "prompt.md", brief.prompt.encode("utf-8") + b"\n")
-            if brief.screens:
-                os.mkdir("screens", DIR_MODE, dir_fd=d.fd)
-                with d.child("screens") as screens:
-                    for n, (png, text) in enumerate(brief.screens, start=1):
-                        if text is not None:
-                            atomic.write_replace(screens, f"{n}.txt", redact(text).text.encode("utf-8"))
-                        atomic.write_replace(screens, f"{n}.png", png)
-            atomic.write_replace(d, "brief.json", _json_bytes(meta))
-            return Path(board) / d.rel

@@ -56,7 +56,9 @@ SOURCES = ("argument", "cwd", "recent", "none")
 @dataclass(frozen=True)
 class Digest:
     """One built digest. ``text`` is ``""`` when the budget is 0 or nothing recorded fits; ``tokens`` is
-    its size counted by ``counter`` (``"model"``: the embedding model's tokenizer; ``"estimate"``)."""
+    its size counted by ``counter`` (``"model"``: the embedding model's tokenizer; ``"estimate"``);
+    ``fresh``: for each placeholder of ``text``, in order, whether it was written as the board was read
+    (``False``: its file held it already), so an answer counts only secrets redacted from the files."""
 
     project: str
     source: str
@@ -64,6 +66,7 @@ class Digest:
     text: str
     tokens: int
     counter: str
+    fresh: tuple[bool, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -95,10 +98,11 @@ class Context:
         """Every project that has a task on the board."""
         return {task.project for task in self.briefs.tasks().values()}
 
-    async def recent_project(self) -> str:
-        """The project of the task with the newest activity (any status), or ``""`` on an empty board."""
+    async def recent_project(self) -> str | None:
+        """The project of the task with the newest activity (any status; ``""``: filed without a project),
+        or None on a board with no task."""
         rows = await self.briefs.list_tasks()
-        return rows[0][0].project if rows else ""
+        return rows[0][0].project if rows else None
 
     async def target(self, project: str | None, cwd: str | None) -> Target:
         """The project a caller means: ``project`` as given (in the board's spelling when it differs only in
@@ -113,7 +117,7 @@ class Context:
         if here:
             return Target(here, "cwd", branch_of(cwd))
         recent = await self.recent_project()
-        return Target(recent, "recent") if recent else Target("", "none")
+        return Target(recent, "recent") if recent is not None else Target("", "none")
 
     def counter(self) -> tuple[Any, str]:
         """``(count, name)``: the model's token counter once it is loaded, else the estimate."""
@@ -177,27 +181,40 @@ class Context:
             key=lambda b: (b.created_at, b.id),
         )
         briefs = [dig.RecentBrief(b.id, b.task, b.created_at, b.title or b.summary) for b in recent]
+        # which placeholders the files held already (memoryd.kinds.briefs.files.Held), for the answer's count
+        held: dict[str, tuple[bool, ...]] = {}
+        for b in recent:
+            held.update(b.held)
         branch = target.branch
         about = query or (branch.replace("/", " ").replace("-", " ") if branch not in _TRUNK else "")
         about = about or (recent[0].title if recent else "")
         # the memory search (a query embedding, in a worker thread) overlaps the task scan
         related = asyncio.ensure_future(self._memories(about, project, settle)) if about else None
         rows = await self.briefs.list_tasks(project, "open", settle=settle)
-        tasks = [
-            dig.OpenTask(t.id, t.title, n, last, self._open_items(t.id))
-            for t, last, n in rows[: dig.OPEN_TASKS_MAX]
-        ]
+        tasks = []
+        for t, last, n in rows[: dig.OPEN_TASKS_MAX]:
+            tasks.append(dig.OpenTask(t.id, t.title, n, last, self._open_items(t.id, held)))
+            held.update(t.held)
         memories = await related if related is not None else []
-        data = dig.DigestInput(project=project, tasks=tasks, briefs=briefs, memories=memories)
+        for text, fresh in memories:
+            if fresh is not None:
+                held[text.strip()] = fresh
+        data = dig.DigestInput(
+            project=project, tasks=tasks, briefs=briefs, memories=[text for text, _ in memories], held=held
+        )
 
-        def render() -> tuple[str, int]:
-            text = dig.render_digest(data, budget, count)
-            return text, count(text) if text else 0
+        def render() -> tuple[str, tuple[bool, ...], int]:
+            text, fresh = dig.digest_text(data, budget, count)
+            return text, fresh, count(text) if text else 0
 
-        text, tokens = await asyncio.to_thread(render)
-        return Digest(project, target.source, budget, text, tokens, counter)
+        text, fresh, tokens = await asyncio.to_thread(render)
+        return Digest(project, target.source, budget, text, tokens, counter, fresh)
 
-    async def _memories(self, query: str, project: str, settle: bool = True) -> list[str]:
+    async def _memories(
+        self, query: str, project: str, settle: bool = True
+    ) -> list[tuple[str, tuple[bool, ...] | None]]:
+        """The related memories' contents, redacted, each with :attr:`Redacted.fresh` (which placeholders
+        the redaction wrote; None: the content held none)."""
         try:
             found = await self.memories.search(
                 query, project=project or None, limit=dig.MEMORIES_MAX, touch=False, settle=settle
@@ -205,10 +222,12 @@ class Context:
         except Exception as exc:  # the digest goes out without memories rather than not at all
             log.warning("context.memories_failed", error=str(exc))
             return []
-        return [redact(s.memory.content).text for s in found.memories]
+        return [(red.text, red.fresh) for red in (redact(s.memory.content) for s in found.memories)]
 
-    def _open_items(self, task_id: str) -> tuple[str, ...]:
+    def _open_items(self, task_id: str, held: dict[str, tuple[bool, ...]]) -> tuple[str, ...]:
+        """The Open items of the task's latest brief that has any (its ``held`` added to ``held``)."""
         for brief in reversed(self.briefs.briefs_of(task_id)):
             if brief.outcome is not None and brief.outcome.open:
+                held.update(brief.held)
                 return brief.outcome.open
         return ()

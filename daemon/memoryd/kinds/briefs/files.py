@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any, Literal
@@ -25,15 +26,29 @@ class FormatError(ToolFailed, ValueError):
     """A file whose content does not follow board format v1 (bad JSON, missing field, wrong id, ...)."""
 
 
+#: For the texts of a task or brief as read (redacted, then stripped) whose file already held redaction
+#: placeholders: which of each text's placeholders the read wrote over a secret (True) and which the file held
+#: (False). A text missing here held none: every placeholder in it was written by the read. What a count of
+#: secrets redacted "now" needs (:class:`memoryd.tools.answers.Scrub`); not part of the record.
+Held = Mapping[str, tuple[bool, ...]]
+
+
 @dataclass(frozen=True)
 class Task:
-    """``tasks/<id>.json``: ``{"id","title","project","status":"open"|"done","created_at"}``."""
+    """``tasks/<id>.json``: ``{"id","title","project","status":"open"|"done","created_at"}``; ``held``: see
+    :data:`Held` (empty unless read by :class:`~memoryd.kinds.briefs.source.BoardReader`)."""
 
     id: str
     title: str
     project: str
     status: TaskStatus
     created_at: str  # ISO-8601 UTC as written on the board
+    held: Held = field(default_factory=dict, compare=False, repr=False)
+
+    def to_json(self) -> dict[str, str]:
+        """The five fields of the task's file."""
+        return {"id": self.id, "title": self.title, "project": self.project, "status": self.status,
+                "created_at": self.created_at}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -114,7 +129,8 @@ class Brief(BriefHead):
     (``briefs/<id>/screens/<n>.png``), the only screen data that may be handed out. ``outcome`` is None when
     there is no (readable) ``outcome.md``. ``captured``: ``brief.json``'s optional ``"captured":
     {"agent", "session", "rid"}`` (written by capture), None when absent or not two strings;
-    ``captured_rid``: its ``rid`` (the hook request that filed it), None when absent.
+    ``captured_rid``: its ``rid`` (the hook request that filed it), None when absent. ``held``: see
+    :data:`Held`.
     """
 
     said: str = ""
@@ -126,6 +142,7 @@ class Brief(BriefHead):
     captured: tuple[str, str] | None = None  # (agent, session) that sent it as a prompt, when captured
     # not part of its index record: kept out of repr, which the derive cache hashes (memoryd.index.derive_cache)
     captured_rid: str | None = field(default=None, repr=False)
+    held: Held = field(default_factory=dict, compare=False, repr=False)
 
 
 # --- JSON files ---------------------------------------------------------------------------------------

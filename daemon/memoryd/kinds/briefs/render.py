@@ -143,7 +143,7 @@ def search_answer(
 
 
 def render_search(a: Mapping[str, Any]) -> str:
-    scope = f" in project {a['project']}" if a["project"] is not None else " across all projects"
+    scope = f" in project {named(a['project'])}" if a["project"] is not None else " across all projects"
     head = of_total(a["shown"], a["matched"], "matching briefs", a.get("matched_at_least", False))
     if a["results"]:
         lines = [f"{head}{scope}, best first. Search mode: {a['mode']}."]
@@ -160,7 +160,7 @@ def render_search(a: Mapping[str, Any]) -> str:
         lines.append("")
         for i, r in enumerate(a["results"], 1):
             lines.append(
-                f"{i}. {r['brief_id']} · {r['date']} · {r['project']} · task {r['task_id']} "
+                f"{i}. {r['brief_id']} · {r['date']} · {named(r['project'])} · task {r['task_id']} "
                 f"({r['task_status']}) · score {r['score']}"
             )
             lines.append(f"   title: {r['title']}")
@@ -169,7 +169,7 @@ def render_search(a: Mapping[str, Any]) -> str:
         total = a["open_without_briefs_total"]
         lines += ["", f"{of_total(len(a['open_without_briefs']), total, 'open tasks')}{scope} without a brief "
                   "yet (no result above stands for these; get_task reads one):"]  # fmt: skip
-        lines += [f"- {t['task_id']} · {t['project']} · created {t['created']} · {t['title']}"
+        lines += [f"- {t['task_id']} · {named(t['project'])} · created {t['created']} · {t['title']}"
                   for t in a["open_without_briefs"]]  # fmt: skip
     return "\n".join(lines + _tail(a))
 
@@ -190,7 +190,8 @@ def tasks_answer(
     """``rows`` from ``Engine.list_tasks``: ``(task, last_activity_iso, brief_count)``, newest first;
     ``unread``: the task files that could not be read (``skippedFiles``; the first :data:`SKIPPED_SHOWN`
     named in ``skipped``); ``unread_briefs``: the files under ``briefs/`` (:func:`_unread_briefs`)."""
-    scrub = Scrub(read_redacted=True)  # BoardReader redacted every text as it read it
+    # BoardReader redacted every text as it read it; ``held``: what was redacted before, in the files
+    scrub = Scrub(read_redacted=True, held=held_of(task for task, _, _ in rows))
     tasks = [
         {
             "task_id": task.id,
@@ -250,7 +251,7 @@ def _unread_brief_lines(a: Mapping[str, Any]) -> list[str]:
 
 def render_tasks(a: Mapping[str, Any]) -> str:
     filters = [
-        f"project {a['project']}" if a["project"] is not None else "",
+        f"project {named(a['project'])}" if a["project"] is not None else "",
         f"status {a['status']}" if a["status"] is not None else "",
     ]
     scope = f" ({', '.join(f for f in filters if f)})" if any(filters) else ""
@@ -261,7 +262,7 @@ def render_tasks(a: Mapping[str, Any]) -> str:
         lines.append("")
         for t in a["tasks"]:
             lines.append(
-                f"- {t['task_id']} · {t['status']} · {t['project']} · last activity {t['last_activity']} · "
+                f"- {t['task_id']} · {t['status']} · {named(t['project'])} · last activity {t['last_activity']} · "
                 f"{counted(t['briefs'], 'brief')} · created {t['created']}"
             )
             lines.append(f"  {t['title']}")
@@ -292,8 +293,9 @@ def _did_open(outcome: Outcome | None, scrub: Scrub) -> dict[str, list[str]] | N
 def task_answer(task: Task, briefs: Sequence[Brief], unread_briefs: Sequence[Skipped] = ()) -> dict[str, Any]:
     """The task and its newest :data:`TASK_BRIEFS` briefs in date order (``briefs`` oldest first);
     ``unread_briefs``: the files under ``briefs/`` that could not be read (:func:`_unread_briefs`)."""
-    scrub = Scrub(read_redacted=True)  # BoardReader redacted every text as it read it
     shown = list(briefs)[-TASK_BRIEFS:]
+    # BoardReader redacted every text as it read it; ``held``: what was redacted before, in the files
+    scrub = Scrub(read_redacted=True, held=held_of([task, *shown]))
     answer: dict[str, Any] = {
         "task": {
             "task_id": task.id,
@@ -324,7 +326,7 @@ def task_answer(task: Task, briefs: Sequence[Brief], unread_briefs: Sequence[Ski
 def render_task(a: Mapping[str, Any]) -> str:
     t = a["task"]
     lines = [
-        f"Task {t['task_id']} ({t['status']}) · {t['project']} · created {t['created']}",
+        f"Task {t['task_id']} ({t['status']}) · {named(t['project'])} · created {t['created']}",
         f"{t['title']}",
         f"{of_total(a['shown'], a['briefs_total'], 'briefs')}, oldest first"
         + (" (only the newest are shown)." if a["shown"] < a["briefs_total"] else "."),
@@ -348,7 +350,8 @@ def brief_answer(
 ) -> dict[str, Any]:
     """Everything handed out about one brief; screenshots as absolute paths of ``.png`` files that exist;
     ``unread``: the brief's files that could not be read (``skippedBriefFiles``, ``skippedBriefs``)."""
-    scrub = Scrub(read_redacted=True)  # BoardReader redacted every text as it read it
+    # BoardReader redacted every text as it read it; ``held``: what was redacted before, in the files
+    scrub = Scrub(read_redacted=True, held=held_of([brief] if task is None else [brief, task]))
     outcome = None
     if brief.outcome is not None:
         outcome = {
@@ -383,7 +386,7 @@ def render_brief(a: Mapping[str, Any]) -> str:
     if a["task_title"] is not None:
         task += f" ({a['task_status']}: {a['task_title']})"
     lines = [
-        f"Brief {a['brief_id']} · {a['project']} · {task} · created {a['created_at']}",
+        f"Brief {a['brief_id']} · {named(a['project'])} · {task} · created {a['created_at']}",
         a["note"],
         "",
         f"Title: {a['title']}",
@@ -454,8 +457,9 @@ _COUNTED_WITH = {"model": "the embedding model's tokenizer", "estimate": "an est
 
 def context_answer(digest: Any, projects: Iterable[str] = ()) -> dict[str, Any]:
     """``digest`` is a :class:`memoryd.kinds.briefs.context.Digest`, built from already redacted text (the
-    placeholders are only counted here); ``projects`` are listed when the digest came out empty."""
-    scrub = Scrub(read_redacted=True)
+    placeholders are only counted here: those its ``fresh`` says were written as the board was read);
+    ``projects`` are listed when the digest came out empty."""
+    scrub = Scrub(read_redacted=True, held={digest.text.strip(): digest.fresh})
     answer: dict[str, Any] = {
         "project": digest.project,
         "project_from": digest.source,
@@ -472,10 +476,24 @@ def context_answer(digest: Any, projects: Iterable[str] = ()) -> dict[str, Any]:
     return answer
 
 
+def held_of(records: Iterable[Task | Brief]) -> dict[str, tuple[bool, ...]]:
+    """The ``held`` placeholders of tasks and briefs as read, merged (:data:`memoryd.kinds.briefs.files.Held`)."""
+    out: dict[str, tuple[bool, ...]] = {}
+    for record in records:
+        if record.held:
+            out.update(record.held)
+    return out
+
+
 def project_list(names: Iterable[str]) -> str:
     """Project names for a sentence: ``""`` (briefs filed without a project) as :data:`NO_PROJECT`,
     ``"none"`` for no project at all."""
-    return ", ".join(name or NO_PROJECT for name in names) or "none"
+    return ", ".join(named(name) for name in names) or "none"
+
+
+def named(project: str) -> str:
+    """A project as a sentence names it: ``""`` (briefs filed without a project) as :data:`NO_PROJECT`."""
+    return project or NO_PROJECT
 
 
 def empty_context(a: Mapping[str, Any]) -> str:
@@ -485,18 +503,16 @@ def empty_context(a: Mapping[str, Any]) -> str:
     projects = a.get("projects", ())
     known = project_list(projects)
     if a["project"] not in projects:  # nothing to fit: not "nothing fits"
-        return (
-            f"Nothing recorded yet for project {a['project'] or NO_PROJECT}. Projects on the board: {known}."
-        )
+        return f"Nothing recorded yet for project {named(a['project'])}. Projects on the board: {known}."
     return (
-        f"Nothing recorded for project {a['project']} fits in {a['budget']} tokens. Projects "
+        f"Nothing recorded for project {named(a['project'])} fits in {a['budget']} tokens. Projects "
         f"on the board: {known}."
     )
 
 
 def render_context(a: Mapping[str, Any]) -> str:
     head = (
-        f"Project {a['project'] or '(none)'} (project_from: {a['project_from']}, "
+        f"Project {named(a['project'])} (project_from: {a['project_from']}, "
         f"{_PROJECT_FROM[a['project_from']]}); {a['tokens']} of {a['budget']} tokens "
         f"(counted_with: {a['counted_with']}, {_COUNTED_WITH[a['counted_with']]})."
     )

@@ -16,7 +16,10 @@ parsed into parts: ``outcome.md`` before it becomes bullets, ``notes.md`` before
 string of a JSON file once decoded (a JSON escape can hide a secret from a rule reading the encoded text).
 So a private key written as bullets, quoted or fenced is replaced as one block, and no bullet holds a
 piece of it. The tasks and briefs returned here hold no secret the rules know: the index, the answers
-and the export all use them as they are. The board files themselves are never changed.
+and the export all use them as they are. The board files themselves are never changed. A file may hold
+placeholders already (capture redacts a prompt before it writes it): each task and brief keeps, for its
+texts that did, which placeholders the read wrote (``held``, :data:`~memoryd.kinds.briefs.files.Held`), so
+that what answers report as redacted is only what was redacted from the files.
 
 *Records.* One ``brief`` record per brief folder; its origin is the folder (``briefs/<id>``). A task file
 yields no record of its own: its title and status live in the records of its briefs, so a changed
@@ -59,10 +62,12 @@ from memoryd.board.gate import (
 )
 from memoryd.index.derive_cache import source_hash
 from memoryd.index.records import SourceBatch, brief_record
-from memoryd.index.redact import redact
+from memoryd.index.redact import PLACEHOLDERS, redact
 from memoryd.kinds.briefs.files import (
+    OUTCOME_SECTIONS,
     Brief,
     FormatError,
+    Outcome,
     Screen,
     Task,
     parse_brief_json,
@@ -98,20 +103,60 @@ def _screen_key(n: str) -> tuple[int, int, str]:
     return (0, int(n), n) if n.isdigit() else (1, 0, n)
 
 
-def _clean(text: str) -> str:
-    """One stored text, redacted as a whole (see the module docstring)."""
-    return redact(text).text if text else text
+def _clean(text: str, held: dict[str, tuple[bool, ...]]) -> str:
+    """One stored text, redacted as a whole (see the module docstring); when the file held placeholders
+    already, which of the text's placeholders this read wrote goes into ``held`` (:data:`files.Held`)."""
+    if not text:
+        return text
+    red = redact(text)
+    if red.fresh is not None:
+        held[red.text.strip()] = red.fresh
+    return red.text
 
 
-def _clean_or_none(text: str | None) -> str | None:
-    return None if text is None else _clean(text)
+def _clean_or_none(text: str | None, held: dict[str, tuple[bool, ...]]) -> str | None:
+    return None if text is None else _clean(text, held)
+
+
+#: Marks a placeholder its file held while a text is parsed into parts (a private-use character: no rule
+#: of the parsers treats it as a space, a bullet or a heading).
+_HELD_MARK = "\ue000"
+
+
+def _parsed(text: str, parse: Callable[[str], T], held: dict[str, tuple[bool, ...]]) -> T:
+    """``parse`` of ``text`` redacted as a whole; when the file held placeholders already, which of each
+    part's placeholders this read wrote goes into ``held`` (the parser keeps a mark put before each held
+    one)."""
+    red = redact(text)
+    parts = parse(red.text)
+    fresh = red.fresh
+    if fresh is None or _HELD_MARK in red.text or len(PLACEHOLDERS.findall(red.text)) != len(fresh):
+        return parts  # nothing held; or no safe mark: its placeholders count as written now
+    flags = iter(fresh)
+    marked = PLACEHOLDERS.sub(lambda m: m.group() if next(flags) else _HELD_MARK + m.group(), red.text)
+    for part in _strings(parse(marked)):
+        if "[REDACTED:" in part:
+            written = tuple(
+                part[max(0, m.start() - 1) : m.start()] != _HELD_MARK for m in PLACEHOLDERS.finditer(part)
+            )
+            held[part.replace(_HELD_MARK, "").strip()] = written
+    return parts
+
+
+def _strings(parsed: object) -> list[str]:
+    """The texts of a parsed notes file (a tuple of lines) or outcome (its sections' items)."""
+    if isinstance(parsed, Outcome):
+        return [item for name, _ in OUTCOME_SECTIONS for item in getattr(parsed, name)]
+    return list(parsed)  # type: ignore[call-overload]
 
 
 class BoardReader:
-    """Reads one board. Holds no cache, so every call sees the disk as it is now; safe across threads."""
+    """Reads one board. Holds no cache, so every call sees the disk as it is now; safe across threads.
+    ``screens=False``: briefs come without their screens (what an export takes), which are not read."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, screens: bool = True) -> None:
         self.root = Path(root)
+        self.screens = screens
 
     # --- public API -----------------------------------------------------------------------------------
 
@@ -282,7 +327,8 @@ class BoardReader:
         except FormatError as exc:
             self._skip(skipped, tasks.relpath(name), str(exc))
             return None
-        return replace(task, title=_clean(task.title), project=_clean(task.project))
+        held: dict[str, tuple[bool, ...]] = {}
+        return replace(task, title=_clean(task.title, held), project=_clean(task.project, held), held=held)
 
     def _brief(self, briefs: SafeDir, brief_id: str, skipped: list[Skipped]) -> Brief | None:
         try:
@@ -298,23 +344,27 @@ class BoardReader:
             except FormatError as exc:
                 self._skip(skipped, d.relpath("brief.json"), str(exc))
                 return None
+            held: dict[str, tuple[bool, ...]] = {}
             for key in ("project", "title", "summary"):
-                meta[key] = _clean(meta[key])
+                meta[key] = _clean(meta[key], held)
             notes = self._optional_text(d, "notes.md", skipped)
             outcome = self._optional_text(d, "outcome.md", skipped)
-            screens, pngs = self._screens(d, skipped)
+            screens, pngs = self._screens(d, skipped, held)
             return Brief(
                 **meta,
-                said=_clean(self._optional_text(d, "said.txt", skipped) or ""),
-                prompt=_clean(self._optional_text(d, "prompt.md", skipped) or ""),
-                notes=parse_notes(_clean(notes)) if notes else (),
-                outcome=parse_outcome(_clean(outcome)) if outcome is not None else None,
+                said=_clean(self._optional_text(d, "said.txt", skipped) or "", held),
+                prompt=_clean(self._optional_text(d, "prompt.md", skipped) or "", held),
+                notes=_parsed(notes, parse_notes, held) if notes else (),
+                outcome=_parsed(outcome, parse_outcome, held) if outcome is not None else None,
                 screens=screens,
                 screen_pngs=pngs,
+                held=held,
             )
 
-    def _screens(self, brief: SafeDir, skipped: list[Skipped]) -> tuple[tuple[Screen, ...], tuple[str, ...]]:
-        d = self._subdir(brief, SCREENS_DIR, skipped)
+    def _screens(
+        self, brief: SafeDir, skipped: list[Skipped], held: dict[str, tuple[bool, ...]]
+    ) -> tuple[tuple[Screen, ...], tuple[str, ...]]:
+        d = self._subdir(brief, SCREENS_DIR, skipped) if self.screens else None
         if d is None:
             return (), ()
         screens: list[Screen] = []
@@ -343,10 +393,9 @@ class BoardReader:
                         app, title = parse_screen_json(meta)
                     except FormatError as exc:
                         self._skip(skipped, d.relpath(f"{n}.json"), str(exc))
-                text = _clean(self._optional_text(d, f"{n}.txt", skipped) or "")
-                screens.append(
-                    Screen(n=n, text=text, app=_clean_or_none(app), window_title=_clean_or_none(title))
-                )
+                text = _clean(self._optional_text(d, f"{n}.txt", skipped) or "", held)
+                app, title = _clean_or_none(app, held), _clean_or_none(title, held)
+                screens.append(Screen(n=n, text=text, app=app, window_title=title))
                 pngs.append(d.relpath(png))
         return tuple(screens), tuple(pngs)
 

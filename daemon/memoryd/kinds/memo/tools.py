@@ -18,7 +18,7 @@ tags are redacted once per answer, as a whole, before the text is cut to one lin
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from memoryd.errors import InvalidParams
@@ -51,20 +51,28 @@ def memos(engine: Any) -> list[Any]:
 
 @dataclass(frozen=True)
 class Shown:
-    """A memo as answers show it: its timestamp, text and tags, each redacted once as a whole."""
+    """A memo as answers show it: its timestamp, text and tags, each redacted once as a whole; ``held``:
+    for those that held placeholders already (pasted from an earlier answer), which of their placeholders
+    the redaction wrote (what :class:`~memoryd.tools.answers.Scrub` counts)."""
 
     id: str
     created_at: str
     text: str
     tags: tuple[str, ...]
+    held: dict[str, tuple[bool, ...]] = field(default_factory=dict, compare=False)
 
 
 def shown(memo: Any) -> Shown:
+    held: dict[str, tuple[bool, ...]] = {}
+
+    def clean(text: str) -> str:
+        red = redact(text)
+        if red.fresh is not None:
+            held[red.text.strip()] = red.fresh
+        return red.text
+
     return Shown(
-        memo.id,
-        redact(memo.created_at).text,
-        redact(memo.content).text,
-        tuple(redact(t).text for t in memo.tags),
+        memo.id, clean(memo.created_at), clean(memo.content), tuple(clean(t) for t in memo.tags), held
     )
 
 
@@ -109,7 +117,9 @@ async def memo_search(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     hits = [m for m in candidates if _matches(m.text, m.tags, needle)]
     limit = args.get("limit", LIMIT_DEFAULT)
     page = hits[:limit]
-    scrub = Scrub(read_redacted=True)  # shown() redacted each memo
+    scrub = Scrub(
+        read_redacted=True, held={k: v for m in page for k, v in m.held.items()}
+    )  # shown() redacted
     quoted = json.dumps(query, ensure_ascii=False)
     if not hits:
         head = f"no memo contains {quoted} ({counted(len(everything), 'memo')} searched)"
