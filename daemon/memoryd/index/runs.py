@@ -1,0 +1,112 @@
+"""How one embedding call's texts reach the model: grouped by length into runs, shared among threads.
+
+A *run* is one call of the onnxruntime session: texts of similar length padded to the longest.
+:func:`plan` deals a call's texts out to ``workers`` threads, each on one core with a single-threaded
+session, by equal shares of tokens (shortest texts to the first share), and cuts each share into runs.
+:class:`Pool` runs the shares, the first on the calling thread.
+
+Why threads with a share each rather than onnxruntime's own intra-op threads: those split every operator
+across the cores and meet at its end. When another thread of the daemon (the next batch's board pass, a
+search) took one of the two cores for a time slice, every operator's meeting waited for it, and a batch of
+short notes took longer than the other thread's CPU explains (in-process, 50 notes of ~38 tokens with a
+thread beside them using 200 ms of CPU per batch: 68 notes/s against 80 with a share per thread; 89-90
+either way alone). Shares meet once, at the end of the call. A call of few tokens (a query, one note)
+runs on the calling thread alone, as fast as on two threads (7 ms per query either way).
+"""
+
+from __future__ import annotations
+
+import os
+import weakref
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+BATCH_ROWS = 32
+# rows * seq^2 cap of all the runs in flight at once: their attention scores (x 12 heads x 4 bytes) stay
+# under ~50 MB together, each thread's runs under its part of it
+BATCH_CELLS = 1 << 20
+# a longer text joins a run only if the padding it adds to the others costs at most this many tokens
+PAD_SLACK = 64
+# below this many tokens a call stays on one thread: handing a share to another costs more than it saves
+PARALLEL_TOKENS = 256
+
+
+def workers() -> int:
+    """Threads an embedding call may use: the cores this process may run on, at most 4."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS has no affinity call
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, 4))
+
+
+def runs(lengths: list[int], cells: int = BATCH_CELLS) -> Iterator[list[int]]:
+    """Indices of ``lengths`` grouped into runs: sorted by length, so a run holds similar lengths and little
+    padding; at most :data:`BATCH_ROWS` rows and ``cells`` rows x longest^2."""
+    batch: list[int] = []
+    longest = 0
+    for i in sorted(range(len(lengths)), key=lengths.__getitem__):
+        n = lengths[i]
+        fits = len(batch) < BATCH_ROWS and (len(batch) + 1) * n * n <= cells
+        if batch and not (fits and len(batch) * (n - longest) <= PAD_SLACK):
+            yield batch
+            batch = []
+        batch.append(i)
+        longest = n
+    if batch:
+        yield batch
+
+
+def plan(lengths: list[int], threads: int) -> list[list[list[int]]]:
+    """Per thread, its runs (lists of indices into ``lengths``, token counts per text); the first share is
+    the calling thread's. One share when ``threads`` is 1 or the call holds fewer than
+    :data:`PARALLEL_TOKENS` tokens; otherwise up to ``threads`` shares of about equal tokens, each cut
+    into runs under its part of :data:`BATCH_CELLS`."""
+    total = sum(lengths)
+    if threads <= 1 or len(lengths) < 2 or total < PARALLEL_TOKENS:
+        return [list(runs(lengths))]
+    threads = min(threads, len(lengths))
+    shares: list[list[int]] = [[]]
+    done = 0
+    for i in sorted(range(len(lengths)), key=lengths.__getitem__):
+        # a text opens the next share once the one before holds its part (counted to the text's middle)
+        if shares[-1] and len(shares) < threads and done + lengths[i] / 2 > total * len(shares) / threads:
+            shares.append([])
+        shares[-1].append(i)
+        done += lengths[i]
+    cells = max(BATCH_CELLS // len(shares), 1)
+    return [[[share[j] for j in run] for run in runs([lengths[i] for i in share], cells)] for share in shares]
+
+
+class Pool:
+    """Threads that run an embedding call's shares beside the calling thread (``threads - 1`` of them,
+    started on first use). Closed when garbage-collected."""
+
+    def __init__(self, threads: int) -> None:
+        self.threads = max(1, threads)
+        self._executor = None
+        if self.threads > 1:
+            self._executor = ThreadPoolExecutor(self.threads - 1, thread_name_prefix="memoryd-embed")
+            weakref.finalize(self, self._executor.shutdown, wait=False)
+
+    def run(self, shares: list[list[list[int]]], fn: Callable[[list[int]], None]) -> None:
+        """Call ``fn(run)`` for every run, each share's runs in order on one thread: the first share on
+        this thread, the others on the pool's. Returns when all are done; re-raises the first error."""
+        if self._executor is None:
+            for share in shares:
+                _each(share, fn)
+            return
+        futures = [self._executor.submit(_each, share, fn) for share in shares[1:]]
+        try:
+            if shares:
+                _each(shares[0], fn)
+        finally:
+            errors = [f.exception() for f in futures]
+        for error in errors:
+            if error is not None:
+                raise error
+
+
+def _each(share: list[list[int]], fn: Callable[[list[int]], None]) -> None:
+    for run in share:
+        fn(run)
