@@ -1,9 +1,9 @@
 """How one embedding call's texts reach the model: grouped by length into runs, shared among threads.
 
 A *run* is one call of the onnxruntime session: texts of similar length padded to the longest.
-:func:`plan` deals a call's texts out to ``workers`` threads, each on one core with a single-threaded
-session, by equal shares of tokens (shortest texts to the first share), and cuts each share into runs.
-:class:`Pool` runs the shares, the first on the calling thread.
+:func:`plan` deals a call's runs out to ``workers`` threads, each on one core with a single-threaded
+session, so that each thread gets about the same padded tokens. :class:`Pool` runs the shares, the first on
+the calling thread.
 
 Why threads with a share each rather than onnxruntime's own intra-op threads: those split every operator
 across the cores and meet at its end. When another thread of the daemon (the next batch's board pass, a
@@ -59,23 +59,36 @@ def runs(lengths: list[int], cells: int = BATCH_CELLS) -> Iterator[list[int]]:
 
 def plan(lengths: list[int], threads: int) -> list[list[list[int]]]:
     """Per thread, its runs (lists of indices into ``lengths``, token counts per text); the first share is
-    the calling thread's. One share when ``threads`` is 1 or the call holds fewer than
-    :data:`PARALLEL_TOKENS` tokens; otherwise up to ``threads`` shares of about equal tokens, each cut
-    into runs under its part of :data:`BATCH_CELLS`."""
+    the calling thread's.
+
+    One share when ``threads`` is 1 or the call holds fewer than :data:`PARALLEL_TOKENS` tokens. Otherwise
+    the call's runs (each thread's part of :data:`BATCH_CELLS`) are dealt out longest first, each to the
+    share with the fewest padded tokens so far. A call of fewer than two runs per thread (a batch of 50
+    notes is 2) first cuts each run in two, so the threads get equal halves. A larger call keeps its runs
+    whole: the same runs, and so the same vectors, as on one thread (activations are quantised per run).
+    """
     total = sum(lengths)
     if threads <= 1 or len(lengths) < 2 or total < PARALLEL_TOKENS:
         return [list(runs(lengths))]
-    threads = min(threads, len(lengths))
-    shares: list[list[int]] = [[]]
-    done = 0
-    for i in sorted(range(len(lengths)), key=lengths.__getitem__):
-        # a text opens the next share once the one before holds its part (counted to the text's middle)
-        if shares[-1] and len(shares) < threads and done + lengths[i] / 2 > total * len(shares) / threads:
-            shares.append([])
-        shares[-1].append(i)
-        done += lengths[i]
-    cells = max(BATCH_CELLS // len(shares), 1)
-    return [[[share[j] for j in run] for run in runs([lengths[i] for i in share], cells)] for share in shares]
+    pieces = list(runs(lengths, max(BATCH_CELLS // threads, 1)))
+    if len(pieces) < 2 * threads:
+        pieces = [
+            half
+            for run in pieces
+            for half in (run[: (len(run) + 1) // 2], run[(len(run) + 1) // 2 :])
+            if half
+        ]
+
+    def padded(run: list[int]) -> int:
+        return len(run) * max(lengths[i] for i in run)
+
+    shares: list[list[list[int]]] = [[] for _ in range(min(threads, len(pieces)))]
+    load = [0] * len(shares)
+    for run in sorted(pieces, key=padded, reverse=True):
+        least = load.index(min(load))
+        shares[least].append(run)
+        load[least] += padded(run)
+    return shares
 
 
 class Pool:
