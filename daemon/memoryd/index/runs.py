@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 BATCH_ROWS = 32
-# rows * seq^2 cap of all the runs in flight at once: their attention scores (x 12 heads x 4 bytes) stay
-# under ~50 MB together, each thread's runs under its part of it
+# rows * seq^2 cap of a run: its attention scores (x 12 heads x 4 bytes) stay under ~50 MB (one such run per
+# thread at once; a smaller cap in parallel would change the runs of long texts, and so their vectors)
 BATCH_CELLS = 1 << 20
 # a longer text joins a run only if the padding it adds to the others costs at most this many tokens
 PAD_SLACK = 64
@@ -40,14 +40,14 @@ def workers() -> int:
     return max(1, min(cores, 4))
 
 
-def runs(lengths: list[int], cells: int = BATCH_CELLS) -> Iterator[list[int]]:
+def runs(lengths: list[int]) -> Iterator[list[int]]:
     """Indices of ``lengths`` grouped into runs: sorted by length, so a run holds similar lengths and little
-    padding; at most :data:`BATCH_ROWS` rows and ``cells`` rows x longest^2."""
+    padding; at most :data:`BATCH_ROWS` rows and :data:`BATCH_CELLS` rows x longest^2."""
     batch: list[int] = []
     longest = 0
     for i in sorted(range(len(lengths)), key=lengths.__getitem__):
         n = lengths[i]
-        fits = len(batch) < BATCH_ROWS and (len(batch) + 1) * n * n <= cells
+        fits = len(batch) < BATCH_ROWS and (len(batch) + 1) * n * n <= BATCH_CELLS
         if batch and not (fits and len(batch) * (n - longest) <= PAD_SLACK):
             yield batch
             batch = []
@@ -62,7 +62,7 @@ def plan(lengths: list[int], threads: int) -> list[list[list[int]]]:
     the calling thread's.
 
     One share when ``threads`` is 1 or the call holds fewer than :data:`PARALLEL_TOKENS` tokens. Otherwise
-    the call's runs (each thread's part of :data:`BATCH_CELLS`) are dealt out longest first, each to the
+    the call's runs are dealt out longest first, each to the
     share with the fewest padded tokens so far. A call of fewer than two runs per thread (a batch of 50
     notes is 2) first cuts each run in two, so the threads get equal halves. A larger call keeps its runs
     whole: the same runs, and so the same vectors, as on one thread (activations are quantised per run).
@@ -70,7 +70,7 @@ def plan(lengths: list[int], threads: int) -> list[list[list[int]]]:
     total = sum(lengths)
     if threads <= 1 or len(lengths) < 2 or total < PARALLEL_TOKENS:
         return [list(runs(lengths))]
-    pieces = list(runs(lengths, max(BATCH_CELLS // threads, 1)))
+    pieces = list(runs(lengths))
     if len(pieces) < 2 * threads:
         pieces = [
             half
