@@ -128,9 +128,9 @@ class Embedder:
         self._held_cells = 0  # the largest run (rows x tokens) whose buffers are held
 
         options = ort.SessionOptions()
-        # one thread per run: a call's runs are shared among threads by :mod:`memoryd.index.runs`
-        options.intra_op_num_threads = 1
-        options.inter_op_num_threads = 1
+        # a call's runs also run side by side on as many threads (memoryd.index.runs); these threads help
+        # whichever run has an operator to split, and give a lone run every core
+        options.intra_op_num_threads = runs.workers()
         self._pool = runs.Pool(runs.workers())
         # onnxruntime's own arena, shrunk after each batch's run (``_run_options``): without an arena each
         # intermediate tensor was a glibc malloc, and the first run of each input shape (every batch of a

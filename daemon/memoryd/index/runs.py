@@ -1,17 +1,17 @@
-"""How one embedding call's texts reach the model: grouped by length into runs, shared among threads.
+"""How one embedding call's texts reach the model: grouped by length into runs, run side by side.
 
 A *run* is one call of the onnxruntime session: texts of similar length padded to the longest.
-:func:`plan` deals a call's runs out to ``workers`` threads, each on one core with a single-threaded
-session, so that each thread gets about the same padded tokens. :class:`Pool` runs the shares, the first on
-the calling thread.
+:func:`plan` deals a call's runs out to ``workers`` threads so that each gets about the same padded
+tokens; :class:`Pool` runs the shares at once, the first on the calling thread. The session keeps its own
+intra-op threads, which help whichever run has work to split: a lone run (a query, one long text) still
+uses every core, as before.
 
-Why threads with a share each rather than onnxruntime's own intra-op threads: those split every operator
-across the cores and meet at its end. When another thread of the daemon (the next batch's board pass, a
-search) took one of the two cores for a time slice, every operator's meeting waited for it, and a batch of
-short notes took longer than the other thread's CPU explains (in-process, 50 notes of ~38 tokens with a
-thread beside them using 200 ms of CPU per batch: 68 notes/s against 80 with a share per thread; 89-90
-either way alone). Shares meet once, at the end of the call. A call of few tokens (a query, one note)
-runs on the calling thread alone, as fast as on two threads (7 ms per query either way).
+Why: the runs of a batch ran one after another, and within each the cores met at the end of every operator
+(hundreds per run), waiting for the slowest. Side by side, each thread runs its own operators and the
+threads meet once per call. In-process, batches of 50 notes of ~38 tokens on 2 cores
+(``bench/embed_contention.py``, 3 rounds): 112 notes/s against 102 one run after another, one long text
+65 against 73 ms, a query 7.7-10 against 10.9 ms; with another thread beside them using 200 ms of CPU per
+batch, 82 against 80 notes/s.
 """
 
 from __future__ import annotations
