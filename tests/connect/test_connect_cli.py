@@ -334,6 +334,7 @@ def test_an_agent_installed_but_never_run_is_connected_by_the_bare_connect(tmp_p
     out = memoryd(home, "disconnect", path=str(bin_dir)).stdout
     assert not (home / ".codex").exists(), out  # memoryd made the folder: it goes again
 
+
 def _diffs(stdout: str) -> dict[str, list[str]]:
     """Each diff's file -> the lines it adds, in the order of the ``--- <path> (now)`` headers (a file
     diffed twice shows up as a list of two)."""

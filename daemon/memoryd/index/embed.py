@@ -18,7 +18,7 @@ import json
 import os
 import threading
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from memoryd.index import runs
 from memoryd.index.memory import release_memory, trim
 from memoryd.index.records import script_group
 from memoryd.logs import get_logger
@@ -33,11 +34,6 @@ from memoryd.logs import get_logger
 DEFAULT_MODEL = "multilingual-e5-small"
 _ALIASES = {DEFAULT_MODEL: DEFAULT_MODEL, "e5-small": DEFAULT_MODEL}
 CONFIG_FILE = "memoryd-model.json"
-_BATCH_ROWS = 32
-# rows * seq^2 cap: one run's attention scores (x 12 heads x 4 bytes) stay under ~50 MB
-_BATCH_CELLS = 1 << 20
-# a longer text joins a batch only if the padding it adds to the others costs at most this many tokens
-_PAD_SLACK = 64
 _POOLINGS = ("mean", "cls", "none")
 # after embedding this many tokens in one call, hand freed memory back to the OS: onnxruntime's
 # batch-sized buffers otherwise stay in glibc's per-thread heaps (RSS after 64 passages 198 to 566 MB,
@@ -132,7 +128,10 @@ class Embedder:
         self._held_cells = 0  # the largest run (rows x tokens) whose buffers are held
 
         options = ort.SessionOptions()
-        options.intra_op_num_threads = min(os.cpu_count() or 1, 4)
+        # a call's runs also run side by side on as many threads (memoryd.index.runs); these threads help
+        # whichever run has an operator to split, and give a lone run every core
+        options.intra_op_num_threads = runs.workers()
+        self._pool = runs.Pool(runs.workers())
         # onnxruntime's own arena, shrunk after each batch's run (``_run_options``): without an arena each
         # intermediate tensor was a glibc malloc, and the first run of each input shape (every batch of a
         # backlog has its own) fragmented the heap, ~+380 MB at its peak for 32 x 155 tokens; in the
@@ -232,11 +231,13 @@ class Embedder:
         if not texts:
             return out
         ids = [self._truncate(row) for row in self._tokenizer.encode_batch([prefix + t for t in texts])]
-        largest = 0
-        for batch in _batches([len(row) for row in ids]):
-            rows = [ids[i] for i in batch]
-            largest = max(largest, len(rows) * max(map(len, rows)))
-            out[batch] = self._run(rows, shrink=False if hold else None)
+        shares = runs.plan([len(row) for row in ids], self._pool.threads)
+        largest = max(len(run) * max(len(ids[i]) for i in run) for share in shares for run in share)
+
+        def run(indices: list[int]) -> None:
+            out[indices] = self._run([ids[i] for i in indices], shrink=False if hold else None)
+
+        self._pool.run(shares, run)
         if not hold and sum(map(len, ids)) >= _TRIM_AFTER_TOKENS:
             trim()
         elif hold and largest * _HOLD_SHRINK < self._held_cells:
@@ -310,22 +311,6 @@ def load_tokenizer(model_dir: Path) -> UnigramTokenizer | _JsonTokenizer:
     if (model_dir / unigram.PIECES_FILE).is_file():
         return unigram.UnigramTokenizer(model_dir)
     return _JsonTokenizer(model_dir / "tokenizer.json")
-
-
-def _batches(lengths: list[int]) -> Iterator[list[int]]:
-    """Indices grouped into runs: sorted by length, so a run holds similar lengths and little padding."""
-    batch: list[int] = []
-    longest = 0
-    for i in sorted(range(len(lengths)), key=lengths.__getitem__):
-        n = lengths[i]
-        fits = len(batch) < _BATCH_ROWS and (len(batch) + 1) * n * n <= _BATCH_CELLS
-        if batch and not (fits and len(batch) * (n - longest) <= _PAD_SLACK):
-            yield batch
-            batch = []
-        batch.append(i)
-        longest = n
-    if batch:
-        yield batch
 
 
 def load_embedder(name: str | None, models_dir: Path) -> tuple[Embedder | None, ModelStatus]:
