@@ -135,3 +135,25 @@ def test_eval_names_the_board_and_queries_resolved(tmp_path):
     (tmp_path / "q.jsonl").unlink()
     missing = run()
     assert missing.returncode == 2 and f"{queries} does not exist" in missing.stderr, missing.stderr
+
+
+def test_another_build_of_the_model_gets_its_own_cached_index(tmp_path, embedder):
+    """Every build of a model has the same name; ``--model DIR`` with another graph of it must not reuse the
+    eval index (and so the vectors) the default build left."""
+    import shutil
+
+    from memoryd.cli.eval.labelled import model_key
+    from memoryd.index.embed import load_embedder
+
+    other_dir = tmp_path / "other-build"
+    shutil.copytree(embedder.model_dir, other_dir)
+    other, status = load_embedder(str(other_dir), tmp_path)
+    assert other is not None, status
+    again, _ = load_embedder(None, MODELS)
+    assert other.name == embedder.name
+    assert model_key(again) == model_key(embedder)  # the same build: its cache is reused
+    assert model_key(other) != model_key(embedder)
+    before = model_key(other)
+    os.utime(other_dir / "model.onnx", ns=(1, 1))  # rebuilt in place
+    assert model_key(other) != before
+    assert model_key(None) == "none"

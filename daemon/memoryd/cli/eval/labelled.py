@@ -87,6 +87,19 @@ def summarize(rows: list[tuple[str, dict[str, float]]], extra: dict | None = Non
     return report
 
 
+def model_key(embedder) -> str:
+    """What the eval's cached index is keyed by: the model's name, folder and ``model.onnx``'s mtime (ns),
+    since every build of a model has the same name (``--model DIR`` with another graph of it); "none"."""
+    if embedder is None:
+        return "none"
+    onnx = Path(embedder.model_dir) / "model.onnx"
+    try:
+        stamp = onnx.stat().st_mtime_ns
+    except OSError:
+        stamp = 0
+    return f"{embedder.name}|{Path(embedder.model_dir).resolve()}|{stamp}"
+
+
 def _eval_index_dir(cache: Path, source: Path, model: str) -> Path:
     key = hashlib.sha256(f"{source.resolve()}|{model}".encode()).hexdigest()[:16]
     return cache / "eval" / key
@@ -98,7 +111,7 @@ def board_eval(board: Path, queries: Path, embedder, cache: Path, ranking=None) 
     from memoryd.kinds.briefs.source import BoardReader
 
     snap = BoardReader(board).load()
-    store = _open_eval_index(cache, board, embedder.name if embedder else "none")
+    store = _open_eval_index(cache, board, model_key(embedder))
     try:
         return _board_report(store, snap, queries, embedder, ranking)
     finally:
@@ -153,7 +166,7 @@ def corpus_eval(
     lines = [row for row in read_jsonl(corpus) if "id" in row]
     if records not in ("memory", "corpus"):
         raise ValueError(f"records must be 'memory' or 'corpus', not {records!r}")
-    store = _open_eval_index(cache, corpus, f"{embedder.name if embedder else 'none'}|{records}")
+    store = _open_eval_index(cache, corpus, f"{model_key(embedder)}|{records}")
     try:
         return _corpus_report(store, lines, queries, scope, embedder, ranking, records)
     finally:
