@@ -194,6 +194,14 @@ class SafeDir:
         _check_name(self.rel, name)
         return os.stat(name, dir_fd=self.fd, follow_symlinks=False)
 
+    def exists(self, name: str) -> bool:
+        """True when an entry ``name`` is here (a dangling symlink counts: it is never followed)."""
+        try:
+            self.lstat(name)
+        except FileNotFoundError:
+            return False
+        return True
+
     def unlink(self, name: str) -> None:
         """Remove entry ``name`` here (a symlink itself, never its target); FileNotFoundError when absent."""
         _check_name(self.rel, name)

@@ -101,7 +101,7 @@ def write_brief(board: Path, brief: NewBrief, task: NewTask | None = None) -> Pa
     if brief.captured:
         meta["captured"] = brief.captured
     with open_folder(board, BRIEFS_DIR, create=True) as briefs:
-        if _exists(briefs, brief.id):
+        if briefs.exists(brief.id):
             raise FileExistsError(f"brief {brief.id} exists")
         tmp = atomic.temp_name(brief.id)
         os.mkdir(tmp, DIR_MODE, dir_fd=briefs.fd)
@@ -155,17 +155,9 @@ def _unlink_task(board: Path, task_id: str) -> None:
         log.warning("board.new_task_not_removed", task=task_id, error=str(exc))
 
 
-def _exists(d: SafeDir, name: str) -> bool:
-    try:
-        d.lstat(name)
-    except FileNotFoundError:
-        return False
-    return True
-
-
 def _show(briefs: SafeDir, tmp: str, brief_id: str) -> None:
     """Rename the whole brief folder into place, never over an entry of that name."""
-    if _exists(briefs, brief_id):  # rename(2) would replace an empty folder
+    if briefs.exists(brief_id):  # rename(2) would replace an empty folder
         raise FileExistsError(f"brief {brief_id} exists")
     os.rename(tmp, brief_id, src_dir_fd=briefs.fd, dst_dir_fd=briefs.fd)
     atomic.fsync_dir(briefs)

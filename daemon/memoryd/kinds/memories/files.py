@@ -246,22 +246,14 @@ def _write(
     board: Path, d: SafeDir, name: str, data: bytes, overwrite: bool, sync_dir: bool, echo: bool = True
 ):
     path = Path(board) / d.rel / name
-    if not overwrite and _exists(d, name):
+    if not overwrite and d.exists(name):
         return path, False
     if overwrite:
-        is_new = not _exists(d, name)
+        is_new = not d.exists(name)
         atomic.write_replace(d, name, data, sync_dir=sync_dir)
     else:
         is_new = atomic.write_new(d, name, data, sync_dir=sync_dir, echo=echo)
     return path, is_new
-
-
-def _exists(d: SafeDir, name: str) -> bool:
-    try:
-        d.lstat(name)
-    except FileNotFoundError:
-        return False
-    return True
 
 
 def delete_memory(board: Path, memory_id: str) -> bool:
