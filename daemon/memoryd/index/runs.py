@@ -62,10 +62,10 @@ def plan(lengths: list[int], threads: int) -> list[list[list[int]]]:
     the calling thread's.
 
     One share when ``threads`` is 1 or the call holds fewer than :data:`PARALLEL_TOKENS` tokens. Otherwise
-    the call's runs are dealt out longest first, each to the
-    share with the fewest padded tokens so far. A call of fewer than two runs per thread (a batch of 50
-    notes is 2) first cuts each run in two, so the threads get equal halves. A larger call keeps its runs
-    whole: the same runs, and so the same vectors, as on one thread (activations are quantised per run).
+    the call's runs are dealt out longest first, each to the share with the fewest padded tokens so far.
+    A call of fewer than two runs per thread (a batch of 50 notes is 2) first cuts each run in two, so the
+    threads get equal halves. A larger call keeps its runs whole: the same runs, and so the same vectors,
+    as on one thread (activations are quantised per run).
     """
     total = sum(lengths)
     if threads <= 1 or len(lengths) < 2 or total < PARALLEL_TOKENS:
