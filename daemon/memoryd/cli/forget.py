@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from memoryd.cli.options import BOARD_HELP, INDEX_HELP, SOCKET_HELP, command, locations
@@ -128,6 +129,7 @@ def in_process(settings: Any) -> dict[str, Any]:
     """Re-read the board and purge its index here, holding the board lock; the report of
     :func:`memoryd.serve.control.forget_now`. Raises :class:`_Failed` when nothing could be done."""
     from memoryd.errors import StartupError
+    from memoryd.index.lock import describe
     from memoryd.serve import lock
     from memoryd.serve.control import folder_bytes
 
@@ -137,9 +139,20 @@ def in_process(settings: Any) -> dict[str, Any]:
     if not loc.index.exists():
         return _report(settings, None, 0, 0, 0, None, 0.0)
     board_lock = lock.FileLock(loc.board, directory=True)
+
+    def holder() -> dict[str, Any]:
+        return lock.board_holder(loc.board, loc.index, loc.socket)
+
     try:
-        lock.acquire(board_lock, loc.socket, what=f"board {loc.board}", wait_s=LOCK_WAIT_S)
+        lock.acquire(board_lock, loc.socket, what=f"board {loc.board}", wait_s=LOCK_WAIT_S, holder_of=holder)
     except StartupError as exc:  # AlreadyRunning included: a daemon serves this board elsewhere
+        note = holder()
+        its = note.get("socket")
+        if isinstance(its, str) and its and lock.socket_answers(Path(its)):
+            raise _Failed(
+                f"{describe(note)} holds the board {loc.board}; nothing was changed here. Purge through "
+                f"it: memoryd forget --now --socket {its}"
+            ) from None
         raise _Failed(f"{exc}. Ask that daemon: memoryd forget --now --socket <its socket>") from None
     try:
         from memoryd.core.indexer import Indexer
