@@ -219,3 +219,57 @@ def test_status_reports_http_and_stdout_stays_empty(hd):
     status = hd.proc.status()
     assert status["http"]["port"] == hd.port and status["http"]["url"] == f"http://127.0.0.1:{hd.port}"
     assert json.loads((hd.dir / "http.json").read_text()) == {"port": hd.port, "pid": hd.proc.proc.pid}
+
+
+def test_a_10_mb_call_holds_up_no_other_request(hd):
+    """A ~10 MB ``store_memories`` body is parsed and its arguments checked off the event loop: calls on
+    other connections, sent once the big body is out, are answered before it (orderings, never durations)."""
+    import http.client
+
+    from support.bigcall import big_store_line
+
+    headers = {
+        **hd.auth(),
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+    }
+    headers |= {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": "store_memories"}
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"},
+    }
+    message = json.loads(big_store_line("store"))
+    message["params"]["_meta"] = meta
+    body = json.dumps(message, ensure_ascii=False).encode()
+    assert len(body) > 10_000_000
+    events: list[str] = []
+    sent = threading.Event()
+    answer: dict = {}
+
+    def big() -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", hd.port, timeout=120)
+        try:
+            conn.request("POST", "/mcp?tools=memories", body=body, headers=headers)
+            sent.set()
+            raw = conn.getresponse().read().decode()
+            answer["text"] = raw
+            events.append("big")
+        finally:
+            sent.set()
+            conn.close()
+
+    thread = threading.Thread(target=big, daemon=True)
+    thread.start()
+    assert sent.wait(120)
+    echo = {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": "diag_echo"}
+    for n in range(5):
+        call = {"name": "diag_echo", "arguments": {"value": n}, "_meta": meta}
+        status, _, msgs = hd.post_mcp(
+            {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": call}, headers=echo
+        )
+        assert status == 200 and msgs[-1]["result"]["structuredContent"]["value"] == n, msgs
+        events.append(f"echo {n}")
+    thread.join(120)
+    assert events == [*(f"echo {n}" for n in range(5)), "big"], events
+    assert "items/49: 'tags' is a required property" in answer["text"], answer["text"][:2000]

@@ -21,7 +21,10 @@ What this module adds in front of it, so HTTP behaves as the socket does:
   notification or response is acknowledged 202 and dropped. A request reusing the id of a request still
   in flight in the same session is refused ``-32600`` (the SDK keys in-flight requests by ``str(id)`` and
   would mix up their answers);
-* a body over :data:`memoryd_shim.rendezvous.MAX_LINE_BYTES` (the socket's line cap) is a 413.
+* a body over :data:`memoryd_shim.rendezvous.MAX_LINE_BYTES` (the socket's line cap) is a 413; a body of
+  :data:`memoryd.serve.jsonrpc.OFFLOAD_BYTES` or more is classified in a worker thread, and its size put in
+  the scope under :data:`memoryd.serve.app.HTTP_BODY_BYTES_KEY`, so the tool boundary checks its
+  arguments there too: a big call holds up no other request.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
+import anyio
 import mcp_types as types
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
@@ -41,7 +45,7 @@ from starlette.types import Message, Receive, Scope, Send
 from memoryd.errors import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
 from memoryd.logs import get_logger
 from memoryd.serve import jsonrpc
-from memoryd.serve.app import HTTP_SCOPE_KEY, McpApp, SessionState
+from memoryd.serve.app import HTTP_BODY_BYTES_KEY, HTTP_SCOPE_KEY, McpApp, SessionState
 from memoryd.tools.registry import ToolRegistry
 from memoryd_shim import rendezvous
 
@@ -113,7 +117,12 @@ class McpHttp:
                 error = jsonrpc.error_line(None, PARSE_ERROR, "Parse error: the request body is empty")
                 await _json_answer(send, 400, error.rstrip(b"\n"))
                 return
-            match jsonrpc.classify(body):
+            if len(body) >= jsonrpc.OFFLOAD_BYTES:  # parsed, and its arguments checked, off the event loop
+                scope[HTTP_BODY_BYTES_KEY] = len(body)
+                verdict = await anyio.to_thread.run_sync(jsonrpc.classify, body)
+            else:
+                verdict = jsonrpc.classify(body)
+            match verdict:
                 case jsonrpc.Reply(answer, reason):
                     log.info("rejected_body", reason=reason, bytes=len(body))
                     await _json_answer(send, 400, answer.rstrip(b"\n"))

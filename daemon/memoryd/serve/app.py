@@ -113,6 +113,8 @@ class SessionState:
 
 #: The ASGI scope key under which :mod:`memoryd.http.mcp` puts an HTTP request's :class:`SessionState`.
 HTTP_SCOPE_KEY = "memoryd.session"
+#: The ASGI scope key under which :mod:`memoryd.http.mcp` puts the size in bytes of a big request body.
+HTTP_BODY_BYTES_KEY = "memoryd.body_bytes"
 
 
 def session_of(ctx: ServerRequestContext[Any]) -> SessionState:
@@ -289,9 +291,14 @@ class McpApp:
 
 
 def _line_bytes(ctx: ServerRequestContext[Any]) -> int:
-    """The size of the socket line the request came in when it was big (:class:`LineSize`), else 0."""
-    size = getattr(ctx, "request", None)
-    return size.bytes if isinstance(size, LineSize) else 0
+    """The size of the socket line (:class:`LineSize`) or HTTP body the request came in when it was big,
+    else 0."""
+    request = getattr(ctx, "request", None)
+    if isinstance(request, LineSize):
+        return request.bytes
+    scope = getattr(request, "scope", None)  # Streamable HTTP: the Starlette request
+    size = scope.get(HTTP_BODY_BYTES_KEY) if isinstance(scope, dict) else None
+    return size if isinstance(size, int) else 0
 
 
 def _is_argument_result(failure: ProtocolError, protocol_version: str | None) -> bool:
