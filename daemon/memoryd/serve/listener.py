@@ -102,8 +102,11 @@ class Listener:
                     return
                 await self._serve(conn_id, reader, writer, clog)
             except Exception as exc:
-                if peer_gone(exc):  # the client left mid-answer: routine, not a failure of ours
-                    clog.info("session_closed", reason=f"peer went away ({type(exc).__name__})")
+                reason = f"peer went away ({type(exc).__name__})"
+                if peer_gone(exc) and conn_id in self.sessions:  # left mid-answer: routine, not our failure
+                    clog.info("session_closed", reason=reason, **self._counts(conn_id))
+                elif peer_gone(exc):  # before its hello was answered (a liveness probe, a client giving up)
+                    clog.debug("connection_closed", reason=reason)
                 else:
                     clog.error("connection_failed", exc_info=exc)
             finally:
@@ -172,8 +175,12 @@ class Listener:
         connection = McpConnection(self.app, state, reader, out)
         self._connections[conn_id] = connection
         ended = await connection.run()
-        counts = {"ignored_notifications": connection.ignored} if connection.ignored else {}
-        clog.info("session_closed", reason=ended, **counts)
+        clog.info("session_closed", reason=ended, **self._counts(conn_id))
+
+    def _counts(self, conn_id: int) -> dict[str, int]:
+        """What a session's closing line counts: its ignored notifications, when it had any."""
+        connection = self._connections.get(conn_id)
+        return {"ignored_notifications": connection.ignored} if connection and connection.ignored else {}
 
     async def close_all(self, timeout: float) -> None:
         """End every connection within ``timeout`` s: sessions stop reading and cancel their in-flight
