@@ -396,10 +396,14 @@ class Capture:
             )
             if rid is not None:  # names its request, for the spool (memoryd.core.delivery)
                 item = dataclasses.replace(item, id=turn_id(item.timestamp, rid))
-            path = await asyncio.to_thread(sessions.append_interaction, self.board, item)
-            self.delivered.remember(rid)
-            await self._index(paths=[path.relative_to(self.board).as_posix()])
-            turn = True
+            try:
+                path = await asyncio.to_thread(sessions.append_interaction, self.board, item)
+            except sessions.SessionFull as exc:  # the turn is dropped; the rest of the stop still runs
+                log.warning("capture.session_full", session=session, reason=str(exc))
+            else:
+                self.delivered.remember(rid)
+                await self._index(paths=[path.relative_to(self.board).as_posix()])
+                turn = True
         block = None
         # Only the brief captured for this turn: ids the prompt merely mentions are other work, and a brief
         # that has an outcome already would get it replaced (save_outcome rewrites outcome.md).

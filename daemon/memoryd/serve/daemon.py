@@ -33,8 +33,10 @@ stderr, and serves the socket alone; ``memoryd status`` shows ``http: null``.
 
 Shutdown on SIGTERM/SIGINT, within :data:`SHUTDOWN_BUDGET_S`: stop accepting (socket and HTTP; HTTP
 streams still open are cut after about a second) -> remove the socket (before
-releasing the lock, so the next daemon never sees a dead socket it may not replace) -> cancel in-flight
-calls (answered "memoryd restarted; please retry") and close sessions -> ``engine.close()`` (flushes pending index writes) -> release the locks -> exit 0.
+releasing the lock, so the next daemon never sees a dead socket it may not replace) -> stop reading, let
+in-flight calls finish (up to about a second; answered with their results, since a call may already have
+written the board), cancel the rest (answered "memoryd restarted; please retry") and close sessions ->
+``engine.close()`` (flushes pending index writes) -> release the locks -> exit 0.
 A watchdog forces the exit if a stuck thread would hold the process past the budget.
 
 Exit codes: 0 clean stop, 1 start-up failure, 4 another daemon already serves this socket or board, or
@@ -298,7 +300,7 @@ class Daemon:
         removed = self.remove_socket()
         if self.http is not None:
             await self.http.stop(timeout=min(1.5, max(0.1, deadline - time.monotonic() - 2.0)))
-        await self.listener.close_all(timeout=min(1.5, max(0.1, deadline - time.monotonic() - 1.0)))
+        await self.listener.close_all(timeout=min(2.5, max(0.1, deadline - time.monotonic() - 1.0)))
         await self.engine.close(timeout=max(0.1, deadline - time.monotonic() - 0.2))
         self._clean = True
         log.info("stopped", socket_removed=removed, uptime_s=round(time.monotonic() - self._t0, 3))

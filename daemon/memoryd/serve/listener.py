@@ -183,19 +183,19 @@ class Listener:
         return {"ignored_notifications": connection.ignored} if connection and connection.ignored else {}
 
     async def close_all(self, timeout: float) -> None:
-        """End every connection within ``timeout`` s: sessions stop reading and cancel their in-flight
-        calls (each answered with an error saying to retry: the shim holds the agent's next call until it
-        reaches the next daemon); whatever is still running after about half the time, or has not said
-        hello yet, is cancelled outright."""
+        """End every connection within ``timeout`` s: sessions stop reading, let their in-flight calls
+        finish for up to half the time and cancel the rest (each answered with an error saying to retry:
+        the shim holds the agent's next call until it reaches the next daemon); whatever is still running
+        after three quarters of the time, or has not said hello yet, is cancelled outright."""
         self._closing = True
         for connection in list(self._connections.values()):
-            connection.stop()
-        with anyio.move_on_after(timeout / 2):
+            connection.stop(drain_s=timeout / 2)
+        with anyio.move_on_after(timeout * 3 / 4):
             while self._connections:
                 await anyio.sleep(0.02)
         for scope in list(self._scopes):
             scope.cancel()
-        with anyio.move_on_after(timeout / 2):
+        with anyio.move_on_after(timeout / 4):
             while self._scopes:
                 await anyio.sleep(0.02)
 

@@ -123,12 +123,23 @@ class McpConnection:
         # Input and the SDK loop live in this scope; the output pump does not, so that on stop() the
         # answers the SDK writes for cancelled in-flight calls ("connection closed") still go out.
         self._inbound_scope = anyio.CancelScope()
+        self._read_scope: anyio.CancelScope | None = None  # around the one read in progress
+        self._drain_s: float | None = None  # set by stop(): stop reading, let in-flight calls end
 
-    def stop(self) -> None:
-        """Stop reading and cancel in-flight calls; each gets a connection-closed error answer whose
-        message is the one the shim gives when its daemon goes away ("memoryd restarted; please retry")."""
+    def stop(self, drain_s: float = 0.0) -> None:
+        """Stop reading, let in-flight calls finish for up to ``drain_s`` seconds (each is answered with its
+        own result), then cancel the rest; a cancelled call gets a connection-closed error answer whose
+        message is the one the shim gives when its daemon goes away ("memoryd restarted; please retry").
+
+        A call is cancelled only when it outlives the drain: one that has written the board and waits for
+        the index would otherwise be told to retry, and a retry of ``add_memory`` writes its turn twice.
+        Lines not read yet are never run (the shim answers them "please retry" when the connection ends)."""
         self.ended = STOPPING
-        self._inbound_scope.cancel()
+        if self._drain_s is not None:
+            return
+        self._drain_s = max(0.0, drain_s)
+        if self._read_scope is not None:
+            self._read_scope.cancel()
 
     async def run(self) -> str:
         """Serve until EOF, :meth:`stop`, a reset, or an over-cap line; returns why it ended."""
@@ -170,8 +181,16 @@ class McpConnection:
                 if unforwarded >= YIELD_EVERY:
                     unforwarded = 0
                     await anyio.lowlevel.checkpoint()
+                if self._drain_s is not None:
+                    await self._drain()
+                    return
                 try:
-                    line = await read_line(self.reader)
+                    # only the wait for a line is cut short by stop(): a line read is handled whole
+                    with anyio.CancelScope() as self._read_scope:
+                        line = await read_line(self.reader)
+                    self._read_scope = None
+                    if self._drain_s is not None:
+                        continue  # stop() came while waiting: drain at the top of the loop
                 except LineTooLong as exc:
                     self.ended = str(exc)
                     log.warning("line_over_cap", limit=rendezvous.MAX_LINE_BYTES)
@@ -227,6 +246,16 @@ class McpConnection:
                         await self.out.send(answer)
                     case jsonrpc.Drop(reason):
                         log.debug("dropped_line", reason=reason, bytes=len(line))
+
+    async def _drain(self) -> None:
+        """After stop(): wait for the calls in flight to be answered, at most ``_drain_s`` seconds; cancel
+        whatever is still running then (the SDK answers each, see :meth:`stop`)."""
+        with anyio.move_on_after(self._drain_s or 0.0):
+            while len(self.ids):
+                await anyio.sleep(0.01)
+        if len(self.ids):
+            self.state.log.info("stop_cancels_calls", in_flight=len(self.ids), drain_s=self._drain_s)
+            self._inbound_scope.cancel()
 
     def _serves(self, method: str) -> bool:
         return self.app.server.get_request_handler(method) is not None

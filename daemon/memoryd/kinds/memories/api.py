@@ -40,6 +40,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import anyio
+
 from memoryd.index.searcher import SearchQuery
 from memoryd.kinds.briefs.api import check_board
 from memoryd.kinds.memories import graph, ranking
@@ -183,7 +185,17 @@ class Memories:
         async with self._lock:
             if settle:
                 await self._submit(())
-            return await asyncio.to_thread(fn, *args)
+            # A cancelled caller (its deadline, notifications/cancelled, a client gone) cannot stop the
+            # thread: the lock stays held until the thread ends, so no other write meets its work half done.
+            work = asyncio.ensure_future(asyncio.to_thread(fn, *args))
+            try:
+                return await asyncio.shield(work)
+            except asyncio.CancelledError:
+                with anyio.CancelScope(shield=True):
+                    while not work.done():
+                        with contextlib.suppress(asyncio.CancelledError):  # a second native cancel
+                            await asyncio.wait([work])
+                raise
 
     async def _index(self, paths: Iterable[str]) -> None:
         paths = sorted(set(paths))

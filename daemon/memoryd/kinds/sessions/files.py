@@ -45,6 +45,7 @@ from pathlib import Path
 
 from memoryd.board import atomic
 from memoryd.board.gate import SafeDir, UnsafePath, decode_utf8, is_ignored_name, open_folder
+from memoryd.errors import ToolFailed
 from memoryd.kinds.sessions.format import (  # re-exported: callers import them from here
     CATEGORIES,
     INTERACTION_TYPE,
@@ -76,7 +77,14 @@ MAX_LOG_BYTES = 64 * 2**20
 MAX_SUMMARY_BYTES = 2**20
 _append_lock = threading.Lock()  # the torn-line check and the write of one append stay together
 
+
+class SessionFull(ToolFailed):
+    """An append would take a session's log past :data:`MAX_LOG_BYTES`: the log would then be refused
+    whole (every turn of the session gone from search and from ``get_session_memories``)."""
+
+
 __all__ = [
+    "SessionFull",
     "CATEGORIES",
     "INTERACTION_TYPE",
     "ITEM_ID_PATTERN",
@@ -273,7 +281,8 @@ def append_interaction(board_root: Path, item: Interaction) -> Path:
     """Append ``item`` as one line to ``sessions/<sessionId>.jsonl`` (created 0600 when absent) and fsync.
 
     Raises InvalidSessionId, BoardUnreadable (root), UnsafePath (the log is a symlink, a hard link or
-    not a regular file), OSError for a failed write (nothing partial is reported as saved).
+    not a regular file), SessionFull (the log would pass :data:`MAX_LOG_BYTES`; nothing is written),
+    OSError for a failed write (nothing partial is reported as saved).
     """
     check_session_id(item.session_id)
     line = encode_line(item.to_json())
@@ -295,6 +304,12 @@ def append_interaction(board_root: Path, item: Interaction) -> Path:
             with _append_lock:
                 if st.st_size > 0 and os.pread(fd, 1, st.st_size - 1) != b"\n":
                     line = b"\n" + line  # end a torn last line first: it stays skipped, ours stays whole
+                if st.st_size + len(line) > MAX_LOG_BYTES:
+                    raise SessionFull(
+                        f"session {item.session_id} is full: this turn would take its log past "
+                        f"{MAX_LOG_BYTES // 2**20} MiB, the most memoryd reads; nothing was added. Add further "
+                        "turns to a new session (add_memory without sessionId starts one)."
+                    )
                 written = os.write(fd, line)
                 if written != len(line):  # disk full mid-line: the torn tail is skipped on read
                     raise OSError(errno.ENOSPC, f"short write ({written} of {len(line)} bytes)")

@@ -8,24 +8,32 @@ while it exists, as memories and briefs report theirs. Besides the records,
 number of readable interactions and the last interaction's timestamp, and every summary. Interactions
 themselves are read from disk when a tool asks (they can be large). The view is refreshed only by the
 indexer, so after a write has been submitted and awaited it includes that write.
+
+Every change of a log re-reads the whole file (an append is a change like any other), but a turn's record
+is derived (redaction, keyword terms) only once: :class:`TurnRecords` keeps the records of the logs loaded
+last, by turn. Deriving every turn again took seconds per ``add_memory`` on a log of a few MiB, growing with
+the session, and every other agent's search waited for it behind the indexer's read barrier.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
 from memoryd.board.gate import Skipped, UnsafePath
-from memoryd.index.records import SourceBatch, records_by_id
+from memoryd.index.records import Record, SourceBatch, records_by_id
 from memoryd.kinds.sessions.files import (
     LOG_SUFFIX,
     MISNAMED,
     SESSIONS_DIR,
     SUMMARY_SUFFIX,
     FormatError,
+    Interaction,
     Summary,
     load_summary,
     misnamed,
@@ -58,6 +66,59 @@ def summary_origin(session_id: str) -> str:
     return f"{SESSIONS_DIR}/{session_id}{SUMMARY_SUFFIX}"
 
 
+#: Characters of turns whose records :class:`TurnRecords` keeps (about as many bytes of keyword terms).
+TURN_CACHE_CHARS = 8 * 2**20
+
+
+class TurnRecords:
+    """The records of the turns of the session logs loaded last, per session, least recently loaded dropped
+    first past :data:`TURN_CACHE_CHARS` (a log longer than that alone is not kept). A turn is known by its
+    id and a digest of its fields, so a line edited by hand is derived again. Any thread."""
+
+    def __init__(self, max_chars: int = TURN_CACHE_CHARS) -> None:
+        self.max_chars = max_chars
+        self._lock = threading.Lock()
+        self._sessions: OrderedDict[str, tuple[dict[tuple[str, bytes], Record], int]] = OrderedDict()
+        self._chars = 0
+
+    @staticmethod
+    def _key(item: Interaction) -> tuple[str, bytes]:
+        digest = hashlib.blake2b(digest_size=16)
+        for text in (item.session_id, item.timestamp, item.prompt, item.thought, item.response, item.type):
+            digest.update(text.encode("utf-8", "surrogatepass") + b"\0")
+        return item.id, digest.digest()
+
+    def records(self, session_id: str, items: list[Interaction]) -> list[Record]:
+        """The record of each of ``items`` (one session's turns, file order), derived only when new."""
+        with self._lock:
+            known, _ = self._sessions.get(session_id, ({}, 0))
+        keys = [self._key(item) for item in items]
+        out: dict[tuple[str, bytes], Record] = {}
+        chars = 0
+        for key, item in zip(keys, items, strict=True):
+            if key not in out:
+                out[key] = known.get(key) or interaction_record(item)
+                chars += len(item.prompt) + len(item.thought) + len(item.response)
+        self._keep(session_id, out, chars)
+        return [out[key] for key in keys]
+
+    def forget(self, session_id: str) -> None:
+        """Drop what is kept of a session (its log is gone)."""
+        self._keep(session_id, {}, 0)
+
+    def _keep(self, session_id: str, records: dict[tuple[str, bytes], Record], chars: int) -> None:
+        with self._lock:
+            _, before = self._sessions.pop(session_id, ({}, 0))
+            self._chars -= before
+            if not records or chars > self.max_chars:
+                return
+            self._sessions[session_id] = (records, chars)
+            self._chars += chars
+            while self._chars > self.max_chars:
+                _, (_, dropped) = self._sessions.popitem(last=False)
+                self._chars -= dropped
+
+
 #: The view's three maps: session -> SessionInfo, session -> Summary, origin -> Skipped.
 _View = tuple[dict[str, SessionInfo], dict[str, Summary], dict[str, Skipped]]
 
@@ -68,12 +129,13 @@ class SessionSource:
     folders = (SESSIONS_DIR,)
     kinds = KINDS
 
-    def __init__(self, board: Path) -> None:
+    def __init__(self, board: Path, turn_cache_chars: int = TURN_CACHE_CHARS) -> None:
         self.board = Path(board)
         self._lock = threading.Lock()
         self._logs: dict[str, SessionInfo] = {}
         self._summaries: dict[str, Summary] = {}
         self._skipped: dict[str, Skipped] = {}
+        self._turns = TurnRecords(turn_cache_chars)
 
     # -- RecordSource ---------------------------------------------------------------------------------
     def load_all(self) -> SourceBatch:
@@ -128,7 +190,7 @@ class SessionSource:
             self._skip(batch, origin, exc.reason)
         if slog is not None:
             items = slog.interactions
-            batch.add(origin, [interaction_record(i) for i in items])
+            batch.add(origin, self._turns.records(session_id, items))
             stamps = sorted(i.timestamp for i in items)
             info = SessionInfo(
                 session_id,
@@ -141,6 +203,7 @@ class SessionSource:
                 where = ", ".join(f"line {n}: {why}" for n, why in slog.skipped[:5])
                 batch.skipped.append(Skipped(origin, f"{len(slog.skipped)} line(s) skipped ({where})"))
         else:
+            self._turns.forget(session_id)
             batch.origins.setdefault(origin, ())
         s_origin = summary_origin(session_id)
         summary = None
