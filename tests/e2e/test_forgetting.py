@@ -255,3 +255,24 @@ def test_forget_never_writes_beside_a_daemon_that_holds_the_board(make_daemon, s
     forget_now(daemon)  # the daemon's own writer does it
     data = index_bytes(index)
     assert not [w for w in own if w.encode() in data]
+
+
+def test_forget_now_names_the_daemons_index_when_told_another(make_daemon, shared_board):
+    daemon = make_daemon(env=HOUR)
+    copy_board(shared_board, daemon.board)
+    daemon.start()
+    wait_engine_ready(daemon)
+    index = daemon.root / "index"
+    folder = daemon.board / "briefs" / GONE
+    own = unique_words(board_text(folder), board_text(daemon.board, skip=(folder,)), min_len=7)
+    shutil.rmtree(folder)
+    other = daemon.root / "other-index"
+    argv = ["forget", "--now", "--socket", str(daemon.socket), "--board", str(daemon.board)]
+    done = run_memoryd(daemon.env, *argv, "--index", str(other))
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    assert f"with the index {index}, not {other}" in done.stderr, done.stderr
+    assert done.stdout == "" and not other.exists()
+    assert [w for w in own if w.encode() in index_bytes(index)], "the daemon's index was purged all the same"
+    done = run_memoryd(daemon.env, *argv, "--index", str(index))  # its own index: purged through it
+    assert done.returncode == 0, done.stderr
+    assert not [w for w in own if w.encode() in index_bytes(index)]

@@ -71,7 +71,7 @@ def run(args: Any) -> int:
     if not args.now:
         return _explain(settings, args.json)
     try:
-        report = _forget(settings, explicit=board_named(args.board, args.index))
+        report = _forget(settings, explicit=board_named(args.board, args.index), args_index=args.index)
     except _Failed as exc:
         print(f"memoryd forget: {exc}", file=sys.stderr)
         return EXIT_FAILED
@@ -99,7 +99,9 @@ def _explain(settings: Any, as_json: bool) -> int:
     return EXIT_OK
 
 
-def _forget(settings: Any, *, explicit: bool) -> dict[str, Any]:
+def _forget(settings: Any, *, explicit: bool, args_index: str | None = None) -> dict[str, Any]:
+    """Purge through the daemon on the socket when it serves this board, else in-process. ``explicit``:
+    --board or --index was given; ``args_index``: the --index given, which must be the daemon's own."""
     from memoryd.serve.control import ask_forget, ask_status
 
     loc = settings.locations
@@ -109,6 +111,11 @@ def _forget(settings: Any, *, explicit: bool) -> dict[str, Any]:
         raise _Failed(str(exc)) from None
     if status is not None:
         same_board = status.get("board") == str(loc.board)
+        if explicit and same_board and args_index is not None and status.get("index") != str(loc.index):
+            raise _Failed(
+                f"the daemon on {loc.socket} serves {loc.board} with the index {status.get('index')}, not "
+                f"{loc.index}; nothing was changed. Purge its index without --index, or stop it first"
+            )
         if not explicit or same_board:
             try:
                 answer = ask_forget(loc.socket)
