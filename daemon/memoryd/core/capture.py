@@ -28,6 +28,8 @@ board: the newest brief whose ``brief.json`` names that agent and session (``"ca
 project, task, brief and prompt, so the session's next prompt stays in its task. That brief counts as asked for: a restart
 never makes the Stop hook ask twice. A ``stop`` blocks (once) only for the brief the session's latest
 prompt was filed as, and only while that brief has no ``outcome.md``: never for ids the prompt mentions.
+A prompt that is memoryd's own message (it starts with :data:`MARKER`: a Stop reason an agent sent back as
+its next request) is skipped (``"skipped": "memoryd"``) and leaves the session's state alone.
 Raises ``ValueError`` for a request it cannot use (the control line answers with the message).
 """
 
@@ -164,6 +166,10 @@ class Capture:
 
     # -- prompt submitted ---------------------------------------------------------------------------------
     async def prompt(self, req: dict) -> dict[str, Any]:
+        if _text(req, "prompt").lstrip().startswith(MARKER):
+            # Our own Stop reason: Gemini CLI goes on with it as the next request, firing BeforeAgent. The
+            # turn still answers the brief it was asked about, so the session's state stays as it is.
+            return {"brief": None, "task": None, "filed": None, "skipped": "memoryd", "context": None}
         clean = cap.clean_prompt(_text(req, "prompt"))
         if not clean.is_brief:
             if clean.text:  # an approval or a command is still what the turn answers
