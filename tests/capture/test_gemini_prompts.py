@@ -97,3 +97,8 @@ def test_the_reason_memoryd_gave_gemini_is_not_filed_as_a_brief(setup):
     assert last.json() == {}
     turns = (daemon.board / "sessions" / "gm-r.jsonl").read_text().splitlines()
     assert [json.loads(t)["prompt"] for t in turns] == ["add a loading spinner to the orders page"] * 2
+    # the developer's own words about memoryd are a brief like any other
+    said = "[memoryd] search is slow on our big board, look into it"
+    mine = run_hook(cmd["BeforeAgent"], gemini("BeforeAgent", repo, "gm-s", prompt=said), home, repo)
+    assert "save_outcome" in mine.json()["hookSpecificOutput"]["additionalContext"]
+    assert len(briefs(daemon.board)) == 2
