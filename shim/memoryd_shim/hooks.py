@@ -25,6 +25,7 @@ there is nothing to say).
 What is sent: stdin is read as UTF-8 (a byte that is not becomes U+FFFD), and every string of the request
 goes through :func:`memoryd_shim.textrules.scrub` first: ``<private>`` spans are cut and lone surrogates
 replaced before anything leaves this process, on the wire or in the spool.
+A Gemini CLI prompt loses the ``<hook_context>`` blocks Gemini puts in front of it (:data:`_GEMINI_CONTEXT`).
 
 Budget: the whole run ends within :data:`BUDGET_S` of the event (connect, send, wait). Every request
 carries a unique ``rid`` (32 hex digits). A ``prompt``/``stop``/``end`` request that got no answer line
@@ -39,6 +40,7 @@ from __future__ import annotations
 import _socket
 import json
 import os
+import re
 import sys
 import time
 
@@ -67,6 +69,10 @@ EVENTS = {
 #: A text field is cut to this many characters before it is sent (the daemon takes 1 MiB a line).
 TEXT_CHARS = 60_000
 MAX_STDIN_BYTES = 8 << 20
+#: Gemini CLI run with a prompt (``gemini -p``, a pipe) puts what SessionStart hooks returned (memoryd's
+#: digest among them) before the first prompt and hands BeforeAgent the whole text; it escapes ``<`` and
+#: ``>`` inside, so the first close tag ends a block. The developer's words are what follows.
+_GEMINI_CONTEXT = re.compile(r"\A\s*(?:<hook_context>.*?</hook_context>\s*)+", re.DOTALL)
 _TAIL_BYTES = 1 << 18
 USAGE = "usage: python -m memoryd_shim.hooks AGENT EVENT [--tokens N] [--socket PATH]"
 
@@ -117,7 +123,10 @@ def build_request(agent: str, event: str, payload: dict, tokens: int | None) -> 
         "hook": event,
     }
     if kind == "prompt":
-        req["prompt"] = _str(payload.get("prompt"))[:TEXT_CHARS]
+        prompt = _str(payload.get("prompt"))
+        if agent == "gemini":
+            prompt = _GEMINI_CONTEXT.sub("", prompt, count=1)
+        req["prompt"] = prompt[:TEXT_CHARS]
     elif kind == "stop":
         answer = _str(payload.get("last_assistant_message")) or _str(payload.get("prompt_response"))
         if not answer and agent == "claude-code" and _str(payload.get("transcript_path")):

@@ -259,3 +259,26 @@ def test_bare_doctor_warns_of_an_agent_config_connect_will_not_edit_and_keeps_ab
     assert gemini.startswith("warn"), text
     assert "connect --print gemini" in text.split(gemini, 1)[1].splitlines()[1], text
     assert "warning(s)" in text, text
+
+
+def test_doctor_lines_keep_one_column_for_the_details_whatever_the_check_names(setup, tmp_path):
+    home, project, env = setup
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "gemini"  # only its --version answer matters: it adds "capture gemini enabled"
+    fake.write_text("#!/bin/sh\necho 0.61.0\n")
+    fake.chmod(0o755)
+    (home / ".gemini" / "trustedFolders.json").unlink()  # an untrusted folder: a warning with a fix line
+    env = {**env, "PATH": f"{bin_dir}{os.pathsep}{env['PATH']}"}
+    done = memoryd(env, project, "doctor")
+    names = set(checks(env, project)[1])
+    lines = [ln for ln in done.stdout.splitlines() if ln[:4] in ("ok  ", "FAIL", "warn", "info")]
+    assert any("capture gemini enabled" in ln for ln in lines) and any(
+        "fix: " in ln for ln in done.stdout.splitlines()
+    )
+    columns = set()
+    for line in lines:
+        name = next(n for n in sorted(names, key=len, reverse=True) if line[6:].startswith(n))
+        columns.add(len(line) - len(line[6 + len(name) :].lstrip(" ")))
+    columns |= {ln.index("fix: ") for ln in done.stdout.splitlines() if ln.lstrip().startswith("fix: ")}
+    assert len(columns) == 1, done.stdout

@@ -121,6 +121,22 @@ def test_memoryd_open_hands_a_one_time_code_not_the_token(hd):
     assert hd.request("GET", path)[0] == 401  # it works once
 
 
+def test_memoryd_open_says_which_page_it_opened(hd, tmp_path):
+    browser = tmp_path / "browser"
+    browser.write_text(f'#!/bin/sh\nprintf %s "$1" > {tmp_path / "opened"}\n')
+    browser.chmod(0o755)
+    env = {**hd.proc.env, "PATH": os.environ["PATH"], "BROWSER": f"{browser} %s"}
+    done = subprocess.run(
+        [PYTHON, "-m", "memoryd", "open", "--socket", str(hd.proc.socket)],
+        capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    opened = (tmp_path / "opened").read_text()
+    assert opened.startswith(f"http://127.0.0.1:{hd.port}/open?token=")
+    # the page's address, never the one-time link
+    assert f"http://127.0.0.1:{hd.port}/" in done.stdout and "token" not in done.stdout + done.stderr
+
+
 def test_memoryd_open_says_how_to_turn_http_on_when_it_is_off(tmp_path):
     done = subprocess.run(
         [PYTHON, "-m", "memoryd", "open", "--socket", str(tmp_path / "s.sock")],

@@ -210,6 +210,13 @@ def test_arguments_outside_memdb_limits_are_invalid_arguments(shim, tool, argume
     assert message
 
 
+def test_a_wrong_type_for_a_number_names_the_range_the_model_should_use(shim):
+    # 0.8 meant on a 0-1 scale: "not an integer" alone would be retried as 1, not as 8
+    message = shim.invalid("store_memory", content="x", tags=["t"], importance=0.8)
+    assert "importance: 0.8 is not of type 'integer'" in message and "a whole number from 0 to 10" in message
+    assert "a whole number from 1 to 100" in shim.invalid("search_memories", query="q", limit="5")
+
+
 def test_arguments_outside_the_limits_are_invalid_params_before_2025_11_25(served):
     with InprocessMemShim(served).initialize("2025-06-18") as s:
         for tool, arguments in [

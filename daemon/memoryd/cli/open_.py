@@ -6,8 +6,9 @@ gets ``http://127.0.0.1:<port>/open?token=<one-time code>``: the code works once
 and the daemon answers it with the HttpOnly cookie that keeps the page open, so the long-lived token never
 appears in a URL, the browser's history or ``ps``.
 
-Exit codes: 0 opened (or, without a browser, the URL printed on stderr); 3 the daemon is not serving
-HTTP (the message says how to turn it on); 1 the files beside the socket are unusable.
+Exit codes: 0 opened (the page's address printed, never the one-time link), or without a browser the
+one-time URL printed on stderr; 3 the daemon is not serving HTTP (the message says how to turn it on); 1
+the files beside the socket are unusable.
 """
 
 from __future__ import annotations
@@ -113,4 +114,6 @@ def cmd_open(args) -> int:
             f"{files.HANDOVER_TTL_S:.0f} s (it works once):\n{url}",
             file=sys.stderr,
         )
+    else:  # the page's own address: the one-time link is spent once the browser has used it
+        print(f"opened http://127.0.0.1:{serving['port']}/ in your browser")
     return 0

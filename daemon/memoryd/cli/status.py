@@ -6,7 +6,8 @@ is not a memoryd daemon speaking this wire version.
 ``--json`` prints one object (fields ``null`` while the engine is still loading)::
 
     {"running": true, "pid": 123, "version": "0.1.0", "started_at": "...Z", "uptime_s": 12.3,
-     "board": "/...", "index": "/...", "records": 200, "briefs": 200, "tasks": 60, "skipped_files": 0,
+     "board": "/...", "index": "/...", "records": 200, "briefs": 200, "tasks": 60, "memories": 40,
+     "skipped_files": 0,
      "model": {"name": "multilingual-e5-small", "state": "ready", "detail": "..."}, "search_mode": "hybrid",
      "index_freshness": {"last_indexed_at": "...Z", "last_indexed_age_s": 3.2,
                          "last_optimize_at": "...Z", "last_optimize_age_s": 3.1},
@@ -78,6 +79,7 @@ def summarize(raw: dict[str, Any], now: float | None = None) -> dict[str, Any]:
         "records": engine.get("records"),
         "briefs": engine.get("briefs"),
         "tasks": engine.get("tasks"),
+        "memories": engine.get("memories"),
         "skipped_files": engine.get("skipped_files"),
         "skipped": engine.get("skipped") or [],
         "model": engine.get("model"),
@@ -103,6 +105,11 @@ def summarize(raw: dict[str, Any], now: float | None = None) -> dict[str, Any]:
         "restart_needed": raw.get("version") != __version__
         or raw.get("wire", rendezvous.WIRE_VERSION) != rendezvous.WIRE_VERSION,
     }
+
+
+def _memories(n: Any) -> str:
+    """``", 2 memories"`` for the board line; nothing from a daemon too old to count them."""
+    return f", {counted(n, 'memory')}" if isinstance(n, int) else ""
 
 
 def _http(raw: Any) -> dict[str, Any] | None:
@@ -157,7 +164,8 @@ def render(s: dict[str, Any]) -> str:
         mode = "hybrid search" if s["search_mode"] == "hybrid" else "keyword-only search"
         detail = f" ({model['detail']})" if model.get("detail") else ""
         lines += [
-            f"  board     {s['board']}: {counted(s['tasks'], 'task')}, {counted(s['briefs'], 'brief')}{skipped}",
+            f"  board     {s['board']}: {counted(s['tasks'], 'task')}, {counted(s['briefs'], 'brief')}"
+            f"{_memories(s['memories'])}{skipped}",
             *_skipped_lines(s),
             f"  index     {s['index']}: {counted(s['records'], 'record')}; last write "
             f"{_ago(fresh['last_indexed_age_s'])}, last compaction {_ago(fresh['last_optimize_age_s'])}",

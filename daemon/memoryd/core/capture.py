@@ -28,6 +28,8 @@ board: the newest brief whose ``brief.json`` names that agent and session (``"ca
 project, task, brief and prompt, so the session's next prompt stays in its task. That brief counts as asked for: a restart
 never makes the Stop hook ask twice. A ``stop`` blocks (once) only for the brief the session's latest
 prompt was filed as, and only while that brief has no ``outcome.md``: never for ids the prompt mentions.
+A prompt that is memoryd's own Stop reason (it starts with :data:`REASON_START`), which an agent sent back
+as its next request, is skipped (``"skipped": "memoryd"``) and leaves the session's state alone.
 Raises ``ValueError`` for a request it cannot use (the control line answers with the message).
 """
 
@@ -62,6 +64,8 @@ from memoryd.textcheck import without_lone_surrogates
 log = get_logger("memoryd.core.capture")
 
 MARKER = "[memoryd]"
+#: How :func:`reason_for` starts: a prompt that starts so is that reason sent back, not the developer's words.
+REASON_START = f"{MARKER} This turn answered memoryd brief "
 SEARCH_POOL = 30
 #: A prompt is filed by what it starts with: a pasted log or file adds little but search time (a 60,000
 #: character prompt took seconds to search, most of it embedding and matching the whole text).
@@ -95,7 +99,7 @@ def session_file_id(agent: str, session: str) -> str:
 def reason_for(brief: str) -> str:
     """The instruction a Stop hook hands back when the turn's captured brief has no outcome (asked once)."""
     return (
-        f"{MARKER} This turn answered memoryd brief {brief}, and no outcome has been saved for it yet. "
+        f"{REASON_START}{brief}, and no outcome has been saved for it yet. "
         f"Before you stop, call the memoryd tool save_outcome with brief_id={brief!r}: `did` = what you did, "
         "`open` = what is still open or unverified (plus `decided`, `files`, `retired` when they apply). "
         "Then finish your answer."
@@ -164,6 +168,10 @@ class Capture:
 
     # -- prompt submitted ---------------------------------------------------------------------------------
     async def prompt(self, req: dict) -> dict[str, Any]:
+        if _text(req, "prompt").lstrip().startswith(REASON_START):
+            # Our own Stop reason: Gemini CLI goes on with it as the next request, firing BeforeAgent. The
+            # turn still answers the brief it was asked about, so the session's state stays as it is.
+            return {"brief": None, "task": None, "filed": None, "skipped": "memoryd", "context": None}
         clean = cap.clean_prompt(_text(req, "prompt"))
         if not clean.is_brief:
             if clean.text:  # an approval or a command is still what the turn answers

@@ -205,14 +205,20 @@ _SIZES = {"maxLength": (str, "characters"), "maxItems": (list, "items"), "maxPro
 
 def _reason(error: Any) -> str:
     """jsonschema's message, but a size rule says the size and the limit instead of quoting the whole
-    value (a long value would push the reason past the message's cut), and a long value is shortened."""
+    value (a long value would push the reason past the message's cut), a long value is shortened, and a
+    bounded integer given as another type names its range."""
     kind, unit = _SIZES.get(error.validator, (None, ""))
     if kind is not None and isinstance(error.instance, kind):
         return f"{len(error.instance):,} {unit}, more than the {error.validator_value:,} allowed"
     quoted = repr(error.instance)
-    if len(quoted) > 80 and quoted in error.message:
-        return error.message.replace(quoted, f"{quoted[:60]}… ({len(quoted):,} characters)", 1)
-    return error.message
+    message = error.message
+    if len(quoted) > 80 and quoted in message:
+        message = message.replace(quoted, f"{quoted[:60]}… ({len(quoted):,} characters)", 1)
+    bounds = error.schema if isinstance(error.schema, Mapping) else {}
+    low, high = bounds.get("minimum"), bounds.get("maximum")
+    if (error.validator, error.validator_value) == ("type", "integer") and None not in (low, high):
+        message += f": a whole number from {low} to {high}"  # 0.8 meant on a 0-1 scale is not 1
+    return message
 
 
 class RegisteredTool:

@@ -344,10 +344,11 @@ def main(as_json: bool = False, agents: tuple[str, ...] = ()) -> int:
         )
     else:
         mark = {OK: "ok  ", PROBLEM: "FAIL", WARN: "warn", INFO: "info"}
+        width = max([20] + [len(c.name) for c in checks])  # one column for the details and the fixes
         for c in checks:
-            print(f"{mark[c.state]}  {c.name:<20} {c.detail}")
+            print(f"{mark[c.state]}  {c.name:<{width}} {c.detail}")
             if c.fix and c.state in (PROBLEM, WARN):
-                print(f"      {'':<20} fix: {c.fix}")
+                print(f"      {'':<{width}} fix: {c.fix}")
         warnings = sum(c.state == WARN for c in checks)
         also = f" {warnings} warning(s): see the warn lines." if warnings else ""
         print(
