@@ -40,9 +40,9 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Protocol
 
-from memoryd.index.keyword import term_string
 from memoryd.index.owned import main_terms
 from memoryd.index.redact import PLACEHOLDERS, redact
+from memoryd.index.terms import term_string
 from memoryd.logs import get_logger
 
 if TYPE_CHECKING:  # the store imports Record from here
@@ -64,7 +64,7 @@ BATCH = 256
 class Record:
     """One index row before embedding.
 
-    ``text_main`` / ``text_aux`` are keyword term strings (:func:`memoryd.index.keyword.term_string`):
+    ``text_main`` / ``text_aux`` are keyword term strings (:func:`memoryd.index.terms.term_string`):
     main = what the person said, titles, summary (weighted higher); aux = prompt, outcome, notes and
     screen text (searchable, never handed out). ``embed_text`` is what the meaning half embeds.
     """

@@ -25,7 +25,7 @@ count as much as a strong meaning match (lessons measured in ``shared/eval/READM
 * a query that asks only what is open ("what's still open?", perhaps naming a project) has no subject to
   match: it lists the newest record of each open task, newest first (:func:`_open_work`);
 * a query of one word that is no keyword term (a single Latin letter, a filler word) finds nothing; one CJK
-  character or one emoji is a term (:mod:`memoryd.index.keyword`);
+  character or one emoji is a term (:mod:`memoryd.index.terms`);
 * nothing is returned when neither list is confident (a random string, a redacted secret's fragment);
   with the model, a record is returned only with evidence of its own — a cosine clearly above the query's
   cosines to the reference passages, or a keyword match worth a good share of the query — and a final
@@ -46,11 +46,11 @@ import numpy as np
 from memoryd.index import intent, owned
 from memoryd.index.columns import Filter
 from memoryd.index.embed import reference_cosines
-from memoryd.index.keyword import meaning_text, term_string
 from memoryd.index.ranking import DEFAULT_RANKING, RANKINGS, Ranking
 from memoryd.index.redact import PLACEHOLDERS, redact
 from memoryd.index.searcher import SearchQuery
 from memoryd.index.store import TEXT_BOOSTS, TEXT_COLUMNS, IndexStore
+from memoryd.index.terms import meaning_text, term_string
 
 CANDIDATES = 50
 #: An id restriction (``SearchQuery.ids``) up to this size also filters LanceDB's BM25 half before ranking

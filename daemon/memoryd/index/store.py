@@ -47,9 +47,11 @@ from lancedb.table import AsyncTable
 from memoryd.index import keyword, owned
 from memoryd.index.columns import ANY_ROW, Columns, Filter
 from memoryd.index.columns import COLUMNS as MEM_COLUMNS
-from memoryd.index.keyword import KeywordTail, TermStats
+from memoryd.index.keyword_tail import KeywordTail
 from memoryd.index.lock import DEFAULT_WAIT_S, OWN_FILES, IndexLock
 from memoryd.index.records import Record
+from memoryd.index.term_stats import TermStats
+from memoryd.index.terms import GROUP_MARK
 from memoryd.index.typos import Typos
 from memoryd.logs import get_logger
 
@@ -59,7 +61,7 @@ TABLE = "records"
 SCHEMA_VERSION = "2"
 FILTER_COLUMNS = ("id", "kind", "project", "task", "status", "created_at", "title", "line", "lang")
 TEXT_COLUMNS = ("text_main", "text_aux")
-#: Saved keyword term statistics (:class:`memoryd.index.keyword.TermStats`), beside the table.
+#: Saved keyword term statistics (:class:`memoryd.index.term_stats.TermStats`), beside the table.
 STATS_FILE = "termstats.json"
 #: Saved own-evidence signatures (:class:`memoryd.index.owned.Signatures`), beside the table.
 SIGNATURES_FILE = "signatures.json"
@@ -166,7 +168,7 @@ class IndexStore:
         #: the indexed terms a misspelled query term may stand for, following ``stats.df``
         self.typos = Typos()
         self.mem = Columns(dim)
-        #: rows written since the text indexes were last refreshed (:mod:`memoryd.index.keyword`)
+        #: rows written since the text indexes were last refreshed (:mod:`memoryd.index.keyword_tail`)
         self.tail = KeywordTail(TEXT_COLUMNS, TEXT_BOOSTS)
         self._mark: str | None = None  # the group mark as the text index tokenises it
         self._load()
@@ -453,7 +455,7 @@ class IndexStore:
             else:  # the first rows: build the text indexes over them (tens of ms), then nothing is a tail
                 self._build_fts()
                 tokens = self._tail_tokens(records)
-            mark = self._mark = self._mark or (self.stems([keyword.GROUP_MARK]) or [keyword.GROUP_MARK])[0]
+            mark = self._mark = self._mark or (self.stems([GROUP_MARK]) or [GROUP_MARK])[0]
             for rec, per in zip(records, tokens, strict=True):
                 self.signatures.note(rec.id, per[0], per[1], mark)
 

@@ -234,8 +234,8 @@ def corpus_memories(rows: list[dict], scope: str) -> list[tuple]:
     from dataclasses import replace
 
     from memoryd.importers.values import iso_utc
-    from memoryd.index.keyword import term_string
     from memoryd.index.records import clean, human_date, unplaced
+    from memoryd.index.terms import term_string
     from memoryd.kinds.memories.files import Memory
     from memoryd.kinds.memories.records import memory_record
 
