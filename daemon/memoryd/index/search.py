@@ -49,7 +49,8 @@ from memoryd.index.embed import reference_cosines
 from memoryd.index.ranking import DEFAULT_RANKING, RANKINGS, Ranking
 from memoryd.index.redact import PLACEHOLDERS, redact
 from memoryd.index.searcher import SearchQuery
-from memoryd.index.store import TEXT_BOOSTS, TEXT_COLUMNS, IndexStore
+from memoryd.index.store import IndexStore
+from memoryd.index.table import TEXT_BOOSTS, TEXT_COLUMNS
 from memoryd.index.terms import meaning_text, term_string
 
 CANDIDATES = 50
