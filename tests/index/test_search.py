@@ -16,7 +16,7 @@ from memoryd.index.search import search
 from memoryd.index.searcher import SearchQuery
 from memoryd.index.store import IndexStore
 from memoryd.index.terms import meaning_text, term_string
-from memoryd.kinds.briefs.source import BoardReader
+from memoryd.kinds.briefs.reader import BoardReader
 from support.briefs import index_briefs
 
 SYNTAX = [

@@ -10,7 +10,7 @@ from memoryd.index.redact import redact
 from memoryd.index.search import Hit, SearchResult
 from memoryd.kinds.briefs import render, render_brief, render_tasks
 from memoryd.kinds.briefs.files import Brief, Outcome, Task
-from memoryd.kinds.briefs.source import BoardReader
+from memoryd.kinds.briefs.reader import BoardReader
 from memoryd.tools.answers import DATA_NOTE, Scrub, clip
 
 TOKEN = "ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"

@@ -64,7 +64,7 @@ def add_snippets(answer: dict[str, Any], query: str) -> None:
     results = answer.get("results") or ()
     reader = None
     if results and answer.get("board"):
-        from memoryd.kinds.briefs.source import BoardReader
+        from memoryd.kinds.briefs.reader import BoardReader
 
         reader = BoardReader(Path(answer["board"]))
     for r in results:

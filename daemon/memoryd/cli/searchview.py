@@ -67,7 +67,7 @@ def outcome_lines(answer: dict[str, Any], query: str) -> dict[str, str]:
     from memoryd.cli.matchline import stems as _stems
     from memoryd.index.terms import term_string
     from memoryd.kinds.briefs.files import OUTCOME_SECTIONS
-    from memoryd.kinds.briefs.source import BoardReader
+    from memoryd.kinds.briefs.reader import BoardReader
 
     asked = _stems(term_string(query, query=True))
     if not asked or not answer.get("board"):

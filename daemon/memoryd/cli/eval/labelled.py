@@ -108,7 +108,7 @@ def _eval_index_dir(cache: Path, source: Path, model: str) -> Path:
 def board_eval(board: Path, queries: Path, embedder, cache: Path, ranking=None) -> dict:
     """Index ``board`` (incrementally, in a cache folder of its own) and score ``queries``. Returns the
     report."""
-    from memoryd.kinds.briefs.source import BoardReader
+    from memoryd.kinds.briefs.reader import BoardReader
 
     snap = BoardReader(board).load()
     store = _open_eval_index(cache, board, model_key(embedder))

@@ -2,7 +2,7 @@
 
 Each ``*_answer`` function builds the structured content from engine results and bounds every list and
 text (:class:`~memoryd.tools.answers.Scrub`). Tasks and briefs come from
-:class:`~memoryd.kinds.briefs.source.BoardReader`, which redacted every text as a whole as it read it, so they are
+:class:`~memoryd.kinds.briefs.reader.BoardReader`, which redacted every text as a whole as it read it, so they are
 not redacted again; search hits come from the index and are redacted again at answer time. Each ``render_*``
 function turns exactly that structure into readable text, so the text block and ``structuredContent``
 always say the same thing (Codex shows the model only ``structuredContent``, other clients the text).

@@ -1,7 +1,7 @@
 """Answers of ``get_brief`` and ``save_outcome``: one brief (or a saved report) -> structured content -> text.
 
 ``brief_answer`` hands out everything about one brief, bounded (:mod:`memoryd.kinds.briefs.render` holds the
-bounds), its texts already redacted by :class:`~memoryd.kinds.briefs.source.BoardReader`; screenshots as
+bounds), its texts already redacted by :class:`~memoryd.kinds.briefs.reader.BoardReader`; screenshots as
 absolute paths of ``.png`` files that still exist (screen text is never read here). ``render_brief`` and
 ``render_saved`` turn exactly that structure into text.
 """

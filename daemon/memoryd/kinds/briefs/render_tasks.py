@@ -1,7 +1,7 @@
 """Answers of ``list_tasks`` and ``get_task``: tasks (and a task's briefs) -> structured content -> text.
 
 ``tasks_answer`` / ``task_answer`` build the structured content from what
-:class:`~memoryd.kinds.briefs.source.BoardReader` read (already redacted as a whole, so only counted here)
+:class:`~memoryd.kinds.briefs.reader.BoardReader` read (already redacted as a whole, so only counted here)
 with every list and text bounded (:mod:`memoryd.kinds.briefs.render` holds the bounds); ``render_tasks`` /
 ``render_task`` turn exactly that structure into text.
 """
