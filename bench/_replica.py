@@ -38,7 +38,7 @@ class Base:
 def load_base(board: Path = BOARD_V1) -> Base:
     """Read the board and derive its records (no embedding yet)."""
     from memoryd.index.records import brief_record
-    from memoryd.kinds.briefs.source import BoardReader
+    from memoryd.kinds.briefs.reader import BoardReader
 
     snap = BoardReader(board).load()
     records = [brief_record(b, snap.tasks.get(b.task)) for _, b in sorted(snap.briefs.items())]

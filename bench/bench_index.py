@@ -49,7 +49,8 @@ def restart_child(board: Path, index: Path, model: str, split: bool = True) -> d
     from memoryd.index.search import search
     from memoryd.index.searcher import RWLock, SearchQuery
     from memoryd.index.store import IndexStore
-    from memoryd.kinds.briefs.source import BoardReader, BriefSource
+    from memoryd.kinds.briefs.reader import BoardReader
+    from memoryd.kinds.briefs.source import BriefSource
 
     out: dict = {"rss_start_mb": rss_mb()}
     start = time.perf_counter()
@@ -123,7 +124,7 @@ def bench_throughput(report: Report, base, embedder, cache: Path | None) -> None
 def rebuild(board: Path, index: Path, embedder) -> dict:
     from memoryd.index.records import brief_record, sync_records
     from memoryd.index.store import IndexStore
-    from memoryd.kinds.briefs.source import BoardReader
+    from memoryd.kinds.briefs.reader import BoardReader
 
     before = embedder.passages_embedded if embedder is not None else 0
     t0 = time.perf_counter()
@@ -187,7 +188,7 @@ def check_replica(board: Path, base, size: int) -> None:
     """The records the daemon derives from the replica folders must equal the replica records written into
     the index, or the restart would re-embed everything: compare a sample of content hashes first."""
     from memoryd.index.records import brief_record
-    from memoryd.kinds.briefs.source import BoardReader
+    from memoryd.kinds.briefs.reader import BoardReader
 
     reader = BoardReader(board)
     sample = {}

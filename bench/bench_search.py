@@ -63,9 +63,9 @@ def breakdown(store, embedder, queries: list[str]) -> dict[str, float]:
     is the wait left after embedding and the nearest neighbours ("keyword wait"); "keyword alone" is the
     same BM25 query run by itself afterwards (not part of the total)."""
     from memoryd.index.columns import Filter
-    from memoryd.index.keyword import term_string
     from memoryd.index.search import search
     from memoryd.index.searcher import SearchQuery
+    from memoryd.index.terms import term_string
 
     spent: dict[str, float] = {}
     depth = [0]  # only the outermost wrapped call counts: keyword() waits on keyword_start()

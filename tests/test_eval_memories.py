@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from memoryd.cli.eval.labelled import corpus_eval, corpus_memories
-from memoryd.index.keyword import term_string
+from memoryd.index.terms import term_string
 from memoryd.kinds.memories.files import content_hash
 
 ROWS = [

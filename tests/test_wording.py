@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from memoryd.cli.main import main
 from memoryd.cli.searchview import print_human
-from memoryd.kinds.briefs.render import empty_context, render_tasks
+from memoryd.kinds.briefs.render_context import empty_context
+from memoryd.kinds.briefs.render_tasks import render_tasks
 from memoryd.tools.answers import of_total
 from memoryd.wording import counted, redaction_line
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from memoryd.board.gate import InvalidId
-from memoryd.kinds.briefs.source import BoardReader, BoardUnreadable
+from memoryd.kinds.briefs.reader import BoardReader
+from memoryd.kinds.briefs.source import BoardUnreadable
 from memoryd.kinds.briefs.writer import ensure_board
 from support.board import BRIEF, OUTSIDE_WORDS, TASK, write_brief, write_task
 

@@ -10,7 +10,8 @@ import pytest
 
 from memoryd.board.gate import InvalidId, UnsafePath
 from memoryd.kinds.briefs.files import Outcome, parse_outcome, render_outcome
-from memoryd.kinds.briefs.source import BoardReader, BoardUnreadable
+from memoryd.kinds.briefs.reader import BoardReader
+from memoryd.kinds.briefs.source import BoardUnreadable
 from memoryd.kinds.briefs.writer import BriefNotFound, ensure_board, save_outcome
 from support.board import BRIEF, OUTSIDE_WORDS, write_brief
 

@@ -10,7 +10,8 @@ from memoryd.core.indexer import Indexer
 from memoryd.index.search import search
 from memoryd.index.searcher import RWLock, SearchQuery
 from memoryd.index.store import IndexStore
-from memoryd.kinds.briefs.source import BoardReader, BriefSource
+from memoryd.kinds.briefs.reader import BoardReader
+from memoryd.kinds.briefs.source import BriefSource
 from support.board import write_brief, write_task
 
 BRIEF = "b-20260101-ccccc1"

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from memoryd.index.redact import redact
-from memoryd.kinds.briefs.source import BoardReader
+from memoryd.kinds.briefs.reader import BoardReader
 from memoryd.kinds.briefs.writer import ensure_board
 from support.board import TASK, write_task
 from support.layouts import KINDS, LAYOUTS, lay_out  # noqa: E402

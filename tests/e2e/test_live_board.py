@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from memoryd.index.keyword import terms
+from memoryd.index.terms import terms
 from support.briefs import SHIM, Shim, copy_board, wait_engine_ready
 from support.daemon import REPO, DaemonProcess, short_tmpdir
 from support.inprocess_daemon import InprocessDaemon, InprocessShim

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import pytest
 
-from memoryd.index.keyword import terms
 from memoryd.index.search import search
 from memoryd.index.searcher import SearchQuery
+from memoryd.index.terms import terms
 from support.briefs import index_briefs, write_briefs
 
 QUERY = "ログインのリダイレクト"

@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from memoryd.index.columns import ANY_ROW, Filter
-from memoryd.index.keyword import term_string
 from memoryd.index.records import Record
 from memoryd.index.store import IndexStore
+from memoryd.index.terms import term_string
 
 DIM = 384
 

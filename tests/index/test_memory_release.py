@@ -61,12 +61,13 @@ def test_single_row_writes_keep_lancedbs_caches_within_their_bounds(tmp_path, mo
     import numpy as np
 
     from memoryd.index import store as store_module
+    from memoryd.index import table as table_module
     from memoryd.index.records import Record
     from memoryd.index.store import IndexStore
 
     bound = 1 << 20
-    monkeypatch.setattr(store_module, "METADATA_CACHE_BYTES", bound)
-    monkeypatch.setattr(store_module, "INDEX_CACHE_BYTES", bound)
+    monkeypatch.setattr(table_module, "METADATA_CACHE_BYTES", bound)  # read by table._connect
+    monkeypatch.setattr(table_module, "INDEX_CACHE_BYTES", bound)
     store = IndexStore(tmp_path / "index")
     for i in range(200):
         said = f"fixed the login loop {i}"

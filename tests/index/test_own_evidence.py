@@ -93,7 +93,7 @@ def test_own_evidence_is_the_same_whether_noted_at_the_write_or_read_back_after_
     table; a store opened again starts with them, or reads back what it lacks; all rank alike."""
     from memoryd.index.records import brief_record
     from memoryd.index.store import IndexStore
-    from memoryd.kinds.briefs.source import BoardReader
+    from memoryd.kinds.briefs.reader import BoardReader
 
     board = _board(tmp_path / "board", LOGIN_BOARD, TASK_TITLES)
     store = index_briefs(board, tmp_path / "index", embedder)

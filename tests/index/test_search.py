@@ -11,12 +11,12 @@ from tests.conftest import need_shared
 
 from memoryd.cli.eval.labelled import read_jsonl
 from memoryd.index.columns import Filter
-from memoryd.index.keyword import meaning_text, term_string
 from memoryd.index.records import brief_record, sync_records
 from memoryd.index.search import search
 from memoryd.index.searcher import SearchQuery
 from memoryd.index.store import IndexStore
-from memoryd.kinds.briefs.source import BoardReader
+from memoryd.index.terms import meaning_text, term_string
+from memoryd.kinds.briefs.reader import BoardReader
 from support.briefs import index_briefs
 
 SYNTAX = [

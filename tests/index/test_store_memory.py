@@ -16,7 +16,8 @@ import pytest
 from memoryd.index import columns
 from memoryd.index.columns import Filter
 from memoryd.index.records import Record
-from memoryd.index.store import IndexStore, where_sql
+from memoryd.index.store import IndexStore
+from memoryd.index.table import where_sql
 
 DIM = 384
 PROJECTS = ("shopfront", "payments-api", "o'brien", "")

@@ -54,7 +54,7 @@ def index_briefs(board: Path, index: Path, embedder):
     when ``None``), optimized so every row is in LanceDB's text index."""
     from memoryd.index.records import brief_record, sync_records
     from memoryd.index.store import IndexStore
-    from memoryd.kinds.briefs.source import BoardReader
+    from memoryd.kinds.briefs.reader import BoardReader
 
     snap = BoardReader(board).load()
     store = IndexStore(index)

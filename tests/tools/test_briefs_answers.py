@@ -8,9 +8,9 @@ from pathlib import Path
 
 from memoryd.index.redact import redact
 from memoryd.index.search import Hit, SearchResult
-from memoryd.kinds.briefs import render
+from memoryd.kinds.briefs import render, render_brief, render_tasks
 from memoryd.kinds.briefs.files import Brief, Outcome, Task
-from memoryd.kinds.briefs.source import BoardReader
+from memoryd.kinds.briefs.reader import BoardReader
 from memoryd.tools.answers import DATA_NOTE, Scrub, clip
 
 TOKEN = "ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
@@ -100,13 +100,13 @@ def test_get_task_shows_the_newest_fifty_briefs_in_order_with_bounded_outcomes()
         brief(i, said=f"line {i}\nsecond line", outcome=Outcome(did=[f"d{j}" for j in range(15)]))
         for i in range(60)
     ]
-    answer = render.task_answer(TASK, many)
+    answer = render_tasks.task_answer(TASK, many)
     assert answer["shown"] == 50 and answer["briefs_total"] == 60
     assert [b["brief_id"] for b in answer["briefs"]] == [b.id for b in many[10:]]
     assert answer["briefs"][0]["said"] == "line 10"
     assert len(answer["briefs"][0]["outcome"]["did"]) == render.OVERVIEW_ITEMS
     assert answer["truncated"] == ["outcome.did"]
-    text = render.render_task(answer)
+    text = render_tasks.render_task(answer)
     assert "50 of 60 briefs" in text and "only the newest" in text
     assert_rendered(answer, text)
 
@@ -127,7 +127,7 @@ def test_get_brief_redacts_bounds_and_lists_only_existing_screens(tmp_path: Path
     (folder / "screens" / "1.png").write_bytes(b"\x89PNG\r\n\x1a\n")
     (folder / "screens" / "2.txt").write_text("a removed screenshot's text")
     b = BoardReader(tmp_path).read_brief(folder.name)
-    answer = render.brief_answer(b, TASK, tmp_path)
+    answer = render_brief.brief_answer(b, TASK, tmp_path)
     assert TOKEN not in str(answer) and "PRIVATE KEY" not in answer["prompt"]
     assert answer["redacted"] == {"github-token": 1, "private-key": 1}
     assert answer["truncated"] == ["said"] and len(answer["said"]) == render.SAID_CHARS
@@ -139,7 +139,7 @@ def test_get_brief_redacts_bounds_and_lists_only_existing_screens(tmp_path: Path
         "files": [],
         "retired": [],
     }
-    text = render.render_brief(answer)
+    text = render_brief.render_brief(answer)
     assert "## Decided\n- none" in text and "Secrets redacted from this answer" in text
     assert_rendered(answer, text)
 

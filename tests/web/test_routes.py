@@ -127,7 +127,7 @@ def test_a_note_whose_secret_spans_lines_is_refused_not_guessed(board):
     _, b, _, brief = board
     key = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7xQ\n-----END RSA PRIVATE KEY-----"
     (brief / "notes.md").write_text(f"- keep\n{key}\n")
-    from memoryd.kinds.briefs.source import BoardReader
+    from memoryd.kinds.briefs.reader import BoardReader
 
     notes = BoardReader(b).read_brief(brief.name).notes
     shown = next(i for i, n in enumerate(notes) if "REDACTED" in n)

@@ -40,7 +40,7 @@ def best_line(text: str, query: str, shown: str) -> str | None:
     """The line of ``text`` holding the most of ``query``'s words that ``shown`` (what is printed already)
     lacks, cut to :data:`SNIPPET_CHARS`; ``None`` when ``shown`` holds them all, or no other line holds
     any. The first of equally good lines wins (the text's order)."""
-    from memoryd.index.keyword import term_string
+    from memoryd.index.terms import term_string
 
     missing = stems(term_string(query, query=True)) - stems(term_string(shown))
     if not missing:
@@ -64,7 +64,7 @@ def add_snippets(answer: dict[str, Any], query: str) -> None:
     results = answer.get("results") or ()
     reader = None
     if results and answer.get("board"):
-        from memoryd.kinds.briefs.source import BoardReader
+        from memoryd.kinds.briefs.reader import BoardReader
 
         reader = BoardReader(Path(answer["board"]))
     for r in results:

@@ -219,7 +219,7 @@ def in_process(
 
 def _board_projects(board: Path) -> set[str]:
     """The projects of the board's tasks, as search_briefs lists them for a project it found nothing in."""
-    from memoryd.kinds.briefs.source import BoardReader
+    from memoryd.kinds.briefs.reader import BoardReader
 
     try:
         return {task.project for task in BoardReader(board).load().tasks.values()}

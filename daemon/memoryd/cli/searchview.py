@@ -65,9 +65,9 @@ def outcome_lines(answer: dict[str, Any], query: str) -> dict[str, str]:
     its shown title and said line lack, for the hits that have one: a brief found through its outcome shows
     why. Read from the board that answered (``answer["board"]``); ``{}`` when it cannot be read."""
     from memoryd.cli.matchline import stems as _stems
-    from memoryd.index.keyword import term_string
+    from memoryd.index.terms import term_string
     from memoryd.kinds.briefs.files import OUTCOME_SECTIONS
-    from memoryd.kinds.briefs.source import BoardReader
+    from memoryd.kinds.briefs.reader import BoardReader
 
     asked = _stems(term_string(query, query=True))
     if not asked or not answer.get("board"):

@@ -104,7 +104,8 @@ def cmd_move(args) -> int:
 def _say_emptied(board, tasks: set[str]) -> None:
     """Say on stderr which of ``tasks`` (the ones briefs were moved out of) are open with no brief left: an
     empty open task stays in every list of open work until someone closes it."""
-    from memoryd.kinds.briefs.source import BoardReader, BoardUnreadable
+    from memoryd.kinds.briefs.reader import BoardReader
+    from memoryd.kinds.briefs.source import BoardUnreadable
 
     if not tasks:
         return
@@ -123,7 +124,8 @@ def _say_emptied(board, tasks: set[str]) -> None:
 
 
 def cmd_list(args) -> int:
-    from memoryd.kinds.briefs.source import BoardReader, BoardUnreadable
+    from memoryd.kinds.briefs.reader import BoardReader
+    from memoryd.kinds.briefs.source import BoardUnreadable
     from memoryd.logs import hush
 
     hush("board.file_skipped")  # said below, once, as part of the answer

@@ -27,15 +27,8 @@ from memoryd.index.searcher import RWLock, Searcher
 from memoryd.index.store import IndexStore
 from memoryd.kinds.briefs.api import Briefs, check_board
 from memoryd.kinds.briefs.context import Context
-from memoryd.kinds.briefs.source import (
-    BRIEFS_DIR,
-    BoardSnapshot,
-    BoardUnreadable,
-    BriefSource,
-    brief_origin,
-    task_path,
-    unloaded_briefs,
-)
+from memoryd.kinds.briefs.reader import BRIEFS_DIR, BoardSnapshot
+from memoryd.kinds.briefs.source import BoardUnreadable, BriefSource, brief_origin, task_path, unloaded_briefs
 from memoryd.kinds.briefs.writer import ensure_board
 from memoryd.kinds.memories.api import Memories
 from memoryd.kinds.memories.files import MEMORIES_DIR

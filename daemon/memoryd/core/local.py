@@ -22,7 +22,8 @@ from memoryd.index.lock import IndexLock
 from memoryd.index.search import SearchResult, search
 from memoryd.index.searcher import RWLock, SearchQuery
 from memoryd.index.store import IndexStore
-from memoryd.kinds.briefs.source import BoardReader, BriefSource
+from memoryd.kinds.briefs.reader import BoardReader
+from memoryd.kinds.briefs.source import BriefSource
 from memoryd.kinds.memories.source import MemorySource
 from memoryd.settings import Settings
 

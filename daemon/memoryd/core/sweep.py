@@ -38,7 +38,7 @@ from memoryd.board.gate import SafeDir, UnsafePath, is_brief_id, is_task_id, ope
 from memoryd.errors import MemorydError
 from memoryd.kinds.briefs.edits import NOTES_FILE
 from memoryd.kinds.briefs.newbrief import BRIEF_FILE, finish_briefs
-from memoryd.kinds.briefs.source import BRIEFS_DIR, TASKS_DIR
+from memoryd.kinds.briefs.reader import BRIEFS_DIR, TASKS_DIR
 from memoryd.kinds.briefs.writer import OUTCOME_FILE
 from memoryd.kinds.memories.files import MEMORIES_DIR, memory_id_of
 from memoryd.kinds.sessions.files import session_of_path

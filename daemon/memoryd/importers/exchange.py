@@ -47,7 +47,7 @@ from memoryd.board.atomic import temp_name
 from memoryd.board.gate import UnsafePath, check_brief_id, is_brief_id, is_task_id, open_root
 from memoryd.index.redact import tally
 from memoryd.kinds.briefs.files import OUTCOME_SECTIONS, FormatError, Outcome, parse_task, render_outcome
-from memoryd.kinds.briefs.source import BRIEFS_DIR, TASKS_DIR, BoardReader
+from memoryd.kinds.briefs.reader import BRIEFS_DIR, TASKS_DIR, BoardReader
 from memoryd.kinds.briefs.writer import ensure_board
 from memoryd.kinds.memories.files import (
     Memory,

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from memoryd.index.store import TEXT_COLUMNS, IndexStore
+from memoryd.index.store import IndexStore
+from memoryd.index.table import TEXT_COLUMNS
 
 
 def index_health(store: IndexStore) -> dict[str, Any]:

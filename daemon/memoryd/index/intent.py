@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta
 
-from memoryd.index.keyword import terms
+from memoryd.index.terms import terms
 
 _OPEN = re.compile(
     r"\b(still|open|unresolved|pending|outstanding|remaining|left|todo|to-do|unfinished|not yet|yet|"
@@ -126,7 +126,7 @@ def months(query: str, as_of: datetime) -> set[str]:
 def projects(query_terms: set[str], known: set[str]) -> dict[str, float]:
     """Projects the query names: ``{project: 1.0}`` for the full name ("payments-api", "payments api",
     "paymentsapi"), ``0.5`` when only a distinctive part of it (≥ 4 letters, e.g. "docs" for
-    "docs-site") occurs. ``query_terms`` are :func:`memoryd.index.keyword.terms` of the query."""
+    "docs-site") occurs. ``query_terms`` are :func:`memoryd.index.terms.terms` of the query."""
     out: dict[str, float] = {}
     for name in known:
         parts = [p for p in re.split(r"[-_. ]+", name.lower()) if p]

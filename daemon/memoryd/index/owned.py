@@ -4,7 +4,7 @@ A brief's main text holds its task's title, so that a query naming the task find
 says nothing of the query itself then matches through its task alone, and a short one scores high (BM25
 favours short texts) with a meaning close to the title's: "add a regression test for the redirect loop",
 filed under "Fix the login redirect", came first for "login" above briefs that say "login". The record's
-main terms are therefore its own, then :data:`~memoryd.index.keyword.GROUP_MARK`, then its group's
+main terms are therefore its own, then :data:`~memoryd.index.terms.GROUP_MARK`, then its group's
 (:func:`main_terms`); search tells which candidates match only through their group (:func:`inherited`)
 from what each record's write left in memory (:class:`Signatures`), and ranks those below the records
 that match on their own. Reading the texts back for every search cost ~5 ms at 10,000 briefs.
@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memoryd.index.keyword import GROUP_MARK
+from memoryd.index.terms import GROUP_MARK
 
 if TYPE_CHECKING:  # records import this module, and the store imports records
     from memoryd.index.store import IndexStore

@@ -3,7 +3,7 @@ record source hands the writer (:class:`SourceBatch`); and reconciling them with
 
 One record per brief; memories, interactions and summaries are records of other kinds in the same table.
 Every text is redacted *before* it becomes a record, so neither the keyword index nor the vectors ever
-see a secret: a brief's texts were redacted as a whole by :class:`memoryd.kinds.briefs.source.BoardReader` as
+see a secret: a brief's texts were redacted as a whole by :class:`memoryd.kinds.briefs.reader.BoardReader` as
 it read them (before ``outcome.md`` became bullets), so :func:`brief_record` does not redact again; the
 fields of the other kinds pass :func:`clean`.
 
@@ -40,9 +40,9 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Protocol
 
-from memoryd.index.keyword import term_string
 from memoryd.index.owned import main_terms
 from memoryd.index.redact import PLACEHOLDERS, redact
+from memoryd.index.terms import term_string
 from memoryd.logs import get_logger
 
 if TYPE_CHECKING:  # the store imports Record from here
@@ -64,7 +64,7 @@ BATCH = 256
 class Record:
     """One index row before embedding.
 
-    ``text_main`` / ``text_aux`` are keyword term strings (:func:`memoryd.index.keyword.term_string`):
+    ``text_main`` / ``text_aux`` are keyword term strings (:func:`memoryd.index.terms.term_string`):
     main = what the person said, titles, summary (weighted higher); aux = prompt, outcome, notes and
     screen text (searchable, never handed out). ``embed_text`` is what the meaning half embeds.
     """
@@ -147,7 +147,7 @@ def first_line(text: str, limit: int = LINE_CHARS) -> str:
 
 def brief_record(brief, task) -> Record:
     """Derive the record of a brief (``memoryd.kinds.briefs.files.Brief``) and its task (``Task`` or None), both
-    as :class:`memoryd.kinds.briefs.source.BoardReader` returns them: already redacted."""
+    as :class:`memoryd.kinds.briefs.reader.BoardReader` returns them: already redacted."""
     task_title = task.title if task else ""
     status = task.status if task else "open"
     title, summary, said = brief.title, brief.summary, brief.said

@@ -1,7 +1,8 @@
 """The LanceDB table of records: the module that opens, writes and compacts it.
 
-It is ~500 lines on purpose: keeping the table's life (open, schema, writes, compaction, queries) in one
-module is what lets a LanceDB upgrade be checked in one place; the full-text indexes' definition and the
+The table's life is kept in three modules so a LanceDB upgrade is checked in one place: this one (open,
+reads, queries), :mod:`memoryd.index.store_writes` (upsert, delete, refresh, compaction) and
+:mod:`memoryd.index.table` (schema, connection, SQL filters); the full-text indexes' definition and the
 token read-back belong to the keyword half (:mod:`memoryd.index.keyword`), the only other module that
 calls LanceDB; the in-memory columns live beside it (:mod:`memoryd.index.columns`).
 
@@ -30,15 +31,12 @@ import asyncio
 import contextlib
 import shutil
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 
-import lancedb
 import numpy as np
-import pyarrow as pa
 from lancedb.background_loop import LOOP
 from lancedb.index import FTS
 from lancedb.query import MultiMatchQuery
@@ -47,86 +45,30 @@ from lancedb.table import AsyncTable
 from memoryd.index import keyword, owned
 from memoryd.index.columns import ANY_ROW, Columns, Filter
 from memoryd.index.columns import COLUMNS as MEM_COLUMNS
-from memoryd.index.keyword import KeywordTail, TermStats
+from memoryd.index.keyword_tail import KeywordTail
 from memoryd.index.lock import DEFAULT_WAIT_S, OWN_FILES, IndexLock
-from memoryd.index.records import Record
+from memoryd.index.store_writes import StoreWrites
+from memoryd.index.table import (
+    FILTER_COLUMNS,
+    SCHEMA_VERSION,
+    TABLE,
+    TEXT_BOOSTS,
+    TEXT_COLUMNS,
+    _connect,
+    _quote,
+    _schema,
+    where_sql,
+)
+from memoryd.index.term_stats import TermStats
 from memoryd.index.typos import Typos
 from memoryd.logs import get_logger
 
 log = get_logger("memoryd.index.store")
 
-TABLE = "records"
-SCHEMA_VERSION = "2"
-FILTER_COLUMNS = ("id", "kind", "project", "task", "status", "created_at", "title", "line", "lang")
-TEXT_COLUMNS = ("text_main", "text_aux")
-#: Saved keyword term statistics (:class:`memoryd.index.keyword.TermStats`), beside the table.
+#: Saved keyword term statistics (:class:`memoryd.index.term_stats.TermStats`), beside the table.
 STATS_FILE = "termstats.json"
 #: Saved own-evidence signatures (:class:`memoryd.index.owned.Signatures`), beside the table.
 SIGNATURES_FILE = "signatures.json"
-#: BM25 weight of each text column: what the person said and the titles count more than screen text.
-TEXT_BOOSTS = (2.0, 1.0)
-#: Bounds of LanceDB's caches (bytes). Its defaults (1 GiB of metadata, 6 GiB of index) keep what every
-#: version it read needs: a manifest lists every fragment, so single-row writes cache a growing manifest
-#: per write (832 MB after 2,000 of them); each index refresh makes new text indexes to cache. A search
-#: and a write need the latest version's (a few MB at 10,000 rows); measured no slower. Metadata 8 MiB:
-#: a store grown to 18,000 rows by writes of 50 and 9 refreshes held 37.6 MiB in both caches with 32,
-#: 21.9 with 8 (RSS 23 MB lower); a search on a freshly opened 18,000-row store needs 4.6 MiB of both
-#: (keyword p50 1.90 ms with 32, 8 or 4 MiB, interleaved).
-METADATA_CACHE_BYTES = 8 << 20
-INDEX_CACHE_BYTES = 128 << 20
-#: Past the bounds, what a refresh leaves cached is dropped with it: each refresh of the text indexes
-#: makes new ones and the caches kept every older one (stale: no search asks for them again) up to
-#: INDEX_CACHE_BYTES, 24 MB after 20 refreshes of a store grown to 10,000 rows by writes of 50, 1.3 MB
-#: with the table opened again through a new session after each (:meth:`IndexStore._reopen`); a search
-#: after a refresh loads the new indexes either way (first query 6-21 ms both ways on a loaded machine).
-
-
-#: Text columns are stored as written: no FSST or general compression. Forgetting is checked by reading
-#: the bytes of the index folder (tests/e2e/test_forgetting.py); compressed text would hide
-#: words from that check without hiding them from anyone who decodes the file.
-_PLAIN = {"lance-encoding:compression": "none"}
-
-
-def _schema(dim: int) -> pa.Schema:
-    fields = [pa.field(name, pa.string(), nullable=False, metadata=_PLAIN) for name in FILTER_COLUMNS]
-    fields += [pa.field(name, pa.string(), nullable=False, metadata=_PLAIN) for name in TEXT_COLUMNS]
-    fields += [
-        pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
-        pa.field("model", pa.string(), nullable=False),  # "" = no vector yet (keyword-only)
-        pa.field("hash", pa.string(), nullable=False),
-        pa.field("embed_hash", pa.string(), nullable=False),
-    ]
-    return pa.schema(fields, metadata={"memoryd.schema": SCHEMA_VERSION, "memoryd.dim": str(dim)})
-
-
-def _connect(path: Path) -> tuple[lancedb.Session, lancedb.DBConnection]:
-    """A LanceDB session with bounded caches (:data:`INDEX_CACHE_BYTES`) and a connection to ``path``."""
-    session = lancedb.Session(
-        index_cache_size_bytes=INDEX_CACHE_BYTES, metadata_cache_size_bytes=METADATA_CACHE_BYTES
-    )
-    return session, lancedb.connect(str(path), session=session)
-
-
-def _quote(value: str) -> str:
-    """A SQL string literal for LanceDB filters (single quotes doubled)."""
-    return "'" + value.replace("'", "''") + "'"
-
-
-def where_sql(where: Filter) -> str | None:
-    """``where`` as a LanceDB SQL filter (None for a filter that passes every row): the only place a
-    filter becomes SQL. Raises ValueError for a column the table does not have."""
-    parts = []
-    for column, values, keep in where.terms:
-        if column not in FILTER_COLUMNS:
-            raise ValueError(f"no column {column!r} to filter on")
-        if len(values) == 1:
-            parts.append(f"{column} {'=' if keep else '!='} {_quote(next(iter(values)))}")
-        elif values:
-            listed = ", ".join(_quote(v) for v in sorted(values))
-            parts.append(f"{column} {'IN' if keep else 'NOT IN'} ({listed})")
-        else:
-            parts.append("FALSE" if keep else "TRUE")
-    return " AND ".join(parts) or None
 
 
 @dataclass(frozen=True)
@@ -136,7 +78,7 @@ class StoredHash:
     model: str
 
 
-class IndexStore:
+class IndexStore(StoreWrites):
     """The records table at ``path`` (a folder), with vectors of ``dim`` floats.
 
     Thread-safety: reads may run concurrently from several threads, also while a write runs (they see
@@ -166,7 +108,7 @@ class IndexStore:
         #: the indexed terms a misspelled query term may stand for, following ``stats.df``
         self.typos = Typos()
         self.mem = Columns(dim)
-        #: rows written since the text indexes were last refreshed (:mod:`memoryd.index.keyword`)
+        #: rows written since the text indexes were last refreshed (:mod:`memoryd.index.keyword_tail`)
         self.tail = KeywordTail(TEXT_COLUMNS, TEXT_BOOSTS)
         self._mark: str | None = None  # the group mark as the text index tokenises it
         self._load()
@@ -405,155 +347,6 @@ class IndexStore:
         """Ids of the newest rows passing ``where`` (vector or not), from memory: see
         :meth:`memoryd.index.columns.Columns.newest`. Raises ValueError for a column the index does not have."""
         return self.mem.newest(where, limit, per)
-
-    # -- writes ----------------------------------------------------------------------------------
-    def upsert(self, records: Sequence[Record], vectors: np.ndarray | None, model: str) -> None:
-        """Insert or replace ``records`` (one batch = one LanceDB version).
-
-        ``vectors``: float32 ``(len(records), dim)`` or None (keyword-only; ``model`` is then "").
-        """
-        if not records:
-            return
-        if vectors is not None and vectors.shape != (len(records), self.dim):
-            raise ValueError(f"vectors shape {vectors.shape} != ({len(records)}, {self.dim})")
-        vecs = np.asarray(vectors, dtype=np.float32) if vectors is not None else None
-        data = []
-        for rec in records:
-            row = {name: getattr(rec, name) for name in FILTER_COLUMNS + TEXT_COLUMNS}  # lang is a property
-            row["model"] = model if vecs is not None else ""
-            row["hash"] = rec.content_hash
-            row["embed_hash"] = rec.embed_hash
-            data.append(row)
-        if len({r.id for r in records}) != len(records):  # as LanceDB's merge refuses it
-            raise ValueError("an id occurs twice in one upsert batch")
-        with self._write_lock:
-            present = [r.id for r in records if r.id in self.mem.snap.pos]
-            old = self.rows(present, ("id", *TEXT_COLUMNS))
-            snap = self.mem.prepare_upsert(data, vecs)
-            tokens = self._tail_tokens(records) if self._fts_ready else None
-            fresh = [n for n, row in enumerate(data) if row["id"] not in old]
-            again = [n for n, row in enumerate(data) if row["id"] in old]
-            if again:
-                (
-                    self._table.merge_insert("id")
-                    .when_matched_update_all()
-                    .when_not_matched_insert_all()
-                    .execute(self._arrow(data, vecs, again))
-                )
-            if fresh:  # new ids: an append (a few ms) instead of a merge, which joins on every stored id
-                self._table.add(self._arrow(data, vecs, fresh))
-            self.mem.publish(snap)  # after the table write: a failed write leaves memory as it was
-            for row in old.values():
-                self.stats.add(row["text_main"], row["text_aux"], -1)
-            for rec in records:
-                self.stats.add(rec.text_main, rec.text_aux)
-            if tokens is not None:
-                for rec, per in zip(records, tokens, strict=True):
-                    self.tail.put(rec.id, per)
-            else:  # the first rows: build the text indexes over them (tens of ms), then nothing is a tail
-                self._build_fts()
-                tokens = self._tail_tokens(records)
-            mark = self._mark = self._mark or (self.stems([keyword.GROUP_MARK]) or [keyword.GROUP_MARK])[0]
-            for rec, per in zip(records, tokens, strict=True):
-                self.signatures.note(rec.id, per[0], per[1], mark)
-
-    def _arrow(self, rows: Sequence[dict], vecs: np.ndarray | None, pick: list[int]) -> pa.Table:
-        """Rows ``pick`` of ``rows`` (every column but the vector) with their vectors (zeros when
-        ``vecs`` is None) as a table of the index's schema. The vectors go in as one float32 block: as
-        Python lists they cost ~5 ms per 50 rows of 384 floats, on the writer's path."""
-        schema = _schema(self.dim)
-        block = vecs[pick] if vecs is not None else np.zeros((len(pick), self.dim), np.float32)
-        columns = []
-        for field in schema:
-            if field.name == "vector":
-                flat = pa.array(np.ascontiguousarray(block, np.float32).reshape(-1), pa.float32())
-                columns.append(pa.FixedSizeListArray.from_arrays(flat, self.dim))
-            else:
-                columns.append(pa.array([rows[n][field.name] for n in pick], field.type))
-        return pa.Table.from_arrays(columns, schema=schema)
-
-    def _tail_tokens(self, records: Sequence[Record]) -> list[list[list[str]]]:
-        """Per record, its tokens per text column (one tokenizer call per column)."""
-        cols = [keyword.tokens(self._table, [getattr(r, c) for r in records], c) for c in TEXT_COLUMNS]
-        return [[col[n] for col in cols] for n in range(len(records))]
-
-    def _refresh(self) -> None:
-        """Compact and fold every row into the text indexes, keeping old versions (readers of an older
-        version need no lock); the tail is then empty."""
-        with self._write_lock:
-            self._table.optimize(cleanup_older_than=timedelta(days=36500))
-            self.tail.clear()
-            self._untailed = False
-            self._reopen()
-
-    def refresh(self) -> None:
-        """Fold the tail into the text indexes (:meth:`_refresh`); safe while searches run."""
-        if len(self.tail) or keyword.unindexed(self._table):
-            self._refresh()
-
-    def delete(self, ids: Iterable[str]) -> int:
-        """Delete records by id; returns how many ids were asked for."""
-        ids = list(ids)
-        if not ids:
-            return 0
-        with self._write_lock:
-            old = self.rows([i for i in ids if i in self.mem.snap.pos], ("id", *TEXT_COLUMNS))
-            snap = self.mem.prepare_delete(ids)
-            for start in range(0, len(ids), 500):
-                chunk = ids[start : start + 500]
-                self._table.delete("id IN (" + ", ".join(_quote(i) for i in chunk) + ")")
-            self.mem.publish(snap)
-            self.tail.drop(ids)
-            self.signatures.forget(ids)
-            for row in old.values():
-                self.stats.add(row["text_main"], row["text_aux"], -1)
-        return len(ids)
-
-    def optimize(self, purge: bool = False) -> None:
-        """Compact fragments, fold new rows into the full-text indexes, drop old versions, and drop the
-        in-memory copy's dead rows (all of them with ``purge``, else once they are a tenth).
-
-        ``purge=True`` first rewrites the live rows (:meth:`_rewrite`), then keeps only the latest version:
-        deleted and replaced text leaves the disk at once. Otherwise versions older than one minute go.
-        Safe while this process is the only writer.
-        """
-        with self._write_lock:
-            if purge:
-                self._rewrite()
-            if not self._fts_ready and self._table.count_rows() > 0:
-                self._build_fts()
-            keep = timedelta(0) if purge else timedelta(minutes=1)
-            import warnings
-
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # the "removes every version" warning is what we want
-                self._table.optimize(cleanup_older_than=keep, delete_unverified=purge)
-            self.tail.clear()  # every row is in the text indexes now
-            self._untailed = False
-            self._reopen()
-            # purge: deleted text leaves this process's memory too, not only the disk
-            self.mem.compact(0.0 if purge else 0.1)
-            try:
-                self.stats.save(self._stats_path, self._table.version, self.count())
-            except (OSError, ValueError) as exc:  # only the next open gets slower
-                log.warning("termstats_not_saved", path=str(self._stats_path), error=str(exc))
-            self._save_signatures()
-
-    def _rewrite(self) -> None:
-        """Write the live rows into new data files and rebuild the full-text indexes from them
-        (tests/e2e/test_forgetting.py).
-
-        LanceDB's compaction leaves a fragment with few deleted rows as it is (a deletion file hides them;
-        their text stays in the data file), and an index refresh keeps the terms of deleted rows. After an
-        overwrite, deleted and replaced rows live only in files of older versions, which the cleanup that
-        follows removes. Caller holds ``_write_lock``.
-        """
-        live = self._table.to_arrow().cast(_schema(self.dim))
-        self._table.add(live, mode="overwrite")
-        if live.num_rows:
-            self._build_fts()
-        else:
-            self._fts_ready = self._has_fts()
 
     def version(self) -> int:
         return self._table.version

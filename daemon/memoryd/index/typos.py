@@ -2,7 +2,7 @@
 
 A query word the index never saw ("pasword", "lgoin", "stagng") is neither a keyword hit nor a known word, so
 on a small store, where the meaning list alone is rarely convincing, such a query found nothing. Each such
-term is looked up here among the indexed terms (:attr:`memoryd.index.keyword.TermStats.df`) within 1 edit
+term is looked up here among the indexed terms (:attr:`memoryd.index.term_stats.TermStats.df`) within 1 edit
 (terms of :data:`MIN_CHARS`-7 letters) or 2 (8 letters or more), and the search asks for the terms found as
 well, in both of its keyword halves (LanceDB's index and the tail see the same terms).
 
@@ -13,7 +13,7 @@ Damerau-Levenshtein turned "Nate" into "note"/"rate"/"date", "hike" into "like",
 "writing" into "waiting", and let 2-14 times as many unrelated questions find something.
 
 A query that is one CJK character (猫) stands for the indexed character pairs holding it (:meth:`Typos.containing`):
-text in those scripts is indexed in overlapping pairs (:mod:`memoryd.index.keyword`), so the character alone is
+text in those scripts is indexed in overlapping pairs (:mod:`memoryd.index.terms`), so the character alone is
 rarely a term. The pairs are kept by character as the statistics count them.
 
 Lookup is a scan of the terms of the same first letter and a near length (a bucket each) with a vectorised
@@ -32,7 +32,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from memoryd.index.keyword import CJK_CHAR as _CJK_CHAR
+from memoryd.index.terms import CJK_CHAR as _CJK_CHAR
 
 #: Shorter terms are never corrected, nor offered: one edit turns a short word into too many others.
 MIN_CHARS = 4

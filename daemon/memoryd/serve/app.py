@@ -1,5 +1,4 @@
-"""The one MCP server object of the process (``mcp`` SDK 2.3 lowlevel ``Server``), its tool boundary, and the
-metrics of the calls that cross it.
+"""The one MCP server object of the process (``mcp`` SDK 2.3 lowlevel ``Server``), and its tool boundary.
 
 One ``Server`` serves every connection. Per-connection state travels as the SDK's *lifespan state*: the
 listener calls :func:`mcp.server.runner.serve_dual_era_loop` with ``lifespan_state=`` a
@@ -22,31 +21,19 @@ and no ``structuredContent`` (shape and sources: :mod:`memoryd.errors`), unless 
 big value does not hold up other sessions. A call past its deadline (``MEMORYD_TOOL_TIMEOUT_MS``) is
 stopped and reported the same way; ``notifications/cancelled`` cancels the handler (the SDK dispatcher's
 ``interrupt`` mode) and the request is never answered. A call that waited for the engine to finish loading
-says so in a second text block. Every finished call is counted in :data:`METRICS` (tool, success,
-duration, sizes; never its content).
+says so in a second text block. Every finished call is counted in :data:`~memoryd.serve.metrics.METRICS` (tool, success,
+duration, sizes; never its content: :mod:`memoryd.serve.metrics`).
 
 Resources (MCP spec "Resources"): the fixed-URI text resources of the session's groups
 (:class:`memoryd.tools.registry.ResourceSpec`, a group module's optional ``resources()``) are listed by
 ``resources/list``, their templates (:class:`~memoryd.tools.registry.ResourceTemplateSpec`) by
 ``resources/templates/list``; ``resources/read`` takes a fixed URI or one a template matches; any other URI
 is ``-32002``.
-
-Call metrics (redacted telemetry only): per call, the tool name, success or failure, the duration, and the
-sizes in bytes of the arguments and of the answer text; never the arguments or the results themselves.
-Latency percentiles come from a uniform random sample of every call since start (Vitter's Algorithm R,
-"Random sampling with a reservoir", ACM TOMS 1985) of :data:`RESERVOIR` durations per tool: exact while a
-tool has at most that many calls, an unbiased estimate after, in constant memory. Percentiles use the
-nearest-rank method. The one process-wide recorder is :data:`METRICS`: this boundary feeds it and hands it
-to every call (:attr:`memoryd.tools.registry.ToolContext.metrics`), where ``get_memory_core_tool_metrics``
-reads it.
 """
 
 from __future__ import annotations
 
 import json
-import math
-import random
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -72,6 +59,7 @@ from memoryd.errors import (
 )
 from memoryd.logs import get_logger
 from memoryd.serve.jsonrpc import OFFLOAD_BYTES, LineSize
+from memoryd.serve.metrics import METRICS
 from memoryd.tools.registry import RegisteredTool, ToolContext
 
 DEFAULT_INSTRUCTIONS = (
@@ -312,107 +300,3 @@ def _is_argument_result(failure: ProtocolError, protocol_version: str | None) ->
 
 def _waited_note(seconds: float) -> str:
     return f"(memoryd waited {seconds:.1f} s for its index to finish loading before answering.)"
-
-
-# -- call metrics ------------------------------------------------------------------------------------
-
-RESERVOIR = 2048
-
-
-def percentile(sorted_values: list[float], p: float) -> float:
-    """Nearest-rank percentile ``p`` (0-100) of already sorted values; 0.0 for no values."""
-    if not sorted_values:
-        return 0.0
-    rank = max(1, math.ceil(p / 100 * len(sorted_values)))
-    return sorted_values[rank - 1]
-
-
-@dataclass(slots=True)
-class _Latency:
-    """Durations in ms of one tool's calls that ran: how many, their sum, maximum and reservoir sample."""
-
-    timed: int = 0
-    total_ms: float = 0.0
-    max_ms: float = 0.0
-    sample: list[float] = field(default_factory=list)
-
-    def add(self, duration_ms: float, reservoir: int, rng: random.Random) -> None:
-        self.timed += 1
-        self.total_ms += duration_ms
-        self.max_ms = max(self.max_ms, duration_ms)
-        if len(self.sample) < reservoir:
-            self.sample.append(duration_ms)
-        elif (slot := rng.randrange(self.timed)) < reservoir:
-            self.sample[slot] = duration_ms
-
-    def figures(self) -> dict[str, float]:
-        """``{"p50_ms", "p95_ms", "mean_ms", "max_ms"}``, each rounded to 0.01 ms (0.0 for no calls)."""
-        s = sorted(self.sample)
-        return {
-            "p50_ms": round(percentile(s, 50), 2),
-            "p95_ms": round(percentile(s, 95), 2),
-            "mean_ms": round(self.total_ms / self.timed, 2) if self.timed else 0.0,
-            "max_ms": round(self.max_ms, 2),
-        }
-
-
-@dataclass(slots=True)
-class _Tool:
-    """One tool's calls since start: all of them, the failed ones, argument and result bytes, durations."""
-
-    calls: int = 0
-    failures: int = 0
-    arg_bytes: int = 0
-    result_bytes: int = 0
-    latency: _Latency = field(default_factory=_Latency)
-
-
-class ToolMetrics:
-    """Thread-safe counters and latency samples per tool name."""
-
-    def __init__(self, reservoir: int = RESERVOIR, seed: int | None = None) -> None:
-        self.started_at = time.time()
-        self._reservoir = reservoir
-        self._rng = random.Random(seed)
-        self._lock = threading.Lock()
-        self._tools: dict[str, _Tool] = {}
-
-    def record(
-        self, tool: str, ok: bool, duration_ms: float | None, arg_bytes: int = 0, result_bytes: int = 0
-    ) -> None:
-        """Count one finished call of ``tool``. ``duration_ms`` None: the call never ran (its arguments
-        broke the input schema); it counts as a failure but stays out of the latency figures."""
-        with self._lock:
-            t = self._tools.setdefault(tool, _Tool())
-            t.calls += 1
-            t.failures += 0 if ok else 1
-            t.arg_bytes += arg_bytes
-            t.result_bytes += result_bytes
-            if duration_ms is not None:
-                t.latency.add(duration_ms, self._reservoir, self._rng)
-
-    def snapshot(self) -> dict[str, Any]:
-        """``{"since", "uptime_s", "calls", "failures", "tools": {name: {"calls","failures","p50_ms",
-        "p95_ms","mean_ms","max_ms","arg_bytes","result_bytes"}}}``, tools sorted by name."""
-        with self._lock:
-            tools = {
-                name: {
-                    "calls": t.calls,
-                    "failures": t.failures,
-                    **t.latency.figures(),
-                    "arg_bytes": t.arg_bytes,
-                    "result_bytes": t.result_bytes,
-                }
-                for name, t in sorted(self._tools.items())
-            }
-        return {
-            "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.started_at)),
-            "uptime_s": round(time.time() - self.started_at, 1),
-            "calls": sum(t["calls"] for t in tools.values()),
-            "failures": sum(t["failures"] for t in tools.values()),
-            "tools": tools,
-        }
-
-
-#: The daemon's recorder (one per process).
-METRICS = ToolMetrics()

@@ -5,7 +5,7 @@
   agent and may contain instructions aimed at whoever reads it.
 * :class:`Scrub` redacts every stored string at answer time (:func:`memoryd.index.redact.redact`): a
   secret that reached a file after it was indexed is still never handed out. Texts
-  that were redacted as they were read (briefs and tasks from :class:`memoryd.kinds.briefs.source.BoardReader`)
+  that were redacted as they were read (briefs and tasks from :class:`memoryd.kinds.briefs.reader.BoardReader`)
   are not redacted twice: ``Scrub(read_redacted=True)`` only bounds them. Either way it counts the secrets
   redacted from what the answer hands out, so the answer can say ``"redacted": {"aws-secret-key": 1}``: a text
   it redacts itself counts only what it replaced, and a text read redacted only the placeholders its reader
@@ -48,7 +48,7 @@ class Scrub:
 
     Always redact a whole stored text before cutting it (a private key spans lines; a cut could leave
     half a secret that no rule recognises any more). ``read_redacted``: the texts come from a reader that
-    redacted each of them as a whole already (:class:`memoryd.kinds.briefs.source.BoardReader`), so they are
+    redacted each of them as a whole already (:class:`memoryd.kinds.briefs.reader.BoardReader`), so they are
     only bounded and counted here, never redacted a second time; ``held``: which placeholders that reader
     wrote, for the texts whose store held some already (the others count whole).
     """

@@ -65,7 +65,7 @@ class ToolResult:
 
 
 class CallMetrics(Protocol):
-    """The tool boundary's call metrics as a tool reads them (:class:`memoryd.serve.app.ToolMetrics`)."""
+    """The tool boundary's call metrics as a tool reads them (:class:`memoryd.serve.metrics.ToolMetrics`)."""
 
     def snapshot(self) -> dict[str, Any]: ...
 

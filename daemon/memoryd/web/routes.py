@@ -34,6 +34,8 @@ from starlette.staticfiles import StaticFiles
 from memoryd.board.gate import UnsafePath
 from memoryd.errors import BoardUnreadable, EngineUnavailable, InvalidParams, NotFound, WarmingUp
 from memoryd.kinds.briefs import render as briefs_render
+from memoryd.kinds.briefs import render_brief as briefs_render_brief
+from memoryd.kinds.briefs import render_tasks as briefs_render_tasks
 from memoryd.kinds.briefs.edits import EditRefused
 from memoryd.kinds.memories import render as memories_render
 from memoryd.kinds.memories.graph import Edge, edges_of
@@ -126,7 +128,7 @@ class Web:
     async def tasks(self, request: Request) -> Response:
         engine = await self.engine()
         rows = await engine.briefs.list_tasks()
-        answer = briefs_render.tasks_answer(
+        answer = briefs_render_tasks.tasks_answer(
             rows,
             limit=max(1, len(rows)),
             project=None,
@@ -141,9 +143,9 @@ class Web:
         if found is None:
             raise NotFound("No such task on the board (it may have been deleted).")
         task, briefs = found
-        head = briefs_render.task_answer(task, briefs)
+        head = briefs_render_tasks.task_answer(task, briefs)
         shown = briefs[-briefs_render.TASK_BRIEFS :]
-        details = [(briefs_render.brief_answer(b, task, engine.briefs.board), b.notes) for b in shown]
+        details = [(briefs_render_brief.brief_answer(b, task, engine.briefs.board), b.notes) for b in shown]
         return self.respond(request, head["task"]["title"], pages.task(head, details, self.csrf), "/")
 
     async def search(self, request: Request) -> Response:

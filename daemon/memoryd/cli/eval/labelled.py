@@ -108,7 +108,7 @@ def _eval_index_dir(cache: Path, source: Path, model: str) -> Path:
 def board_eval(board: Path, queries: Path, embedder, cache: Path, ranking=None) -> dict:
     """Index ``board`` (incrementally, in a cache folder of its own) and score ``queries``. Returns the
     report."""
-    from memoryd.kinds.briefs.source import BoardReader
+    from memoryd.kinds.briefs.reader import BoardReader
 
     snap = BoardReader(board).load()
     store = _open_eval_index(cache, board, model_key(embedder))
@@ -234,8 +234,8 @@ def corpus_memories(rows: list[dict], scope: str) -> list[tuple]:
     from dataclasses import replace
 
     from memoryd.importers.values import iso_utc
-    from memoryd.index.keyword import term_string
     from memoryd.index.records import clean, human_date, unplaced
+    from memoryd.index.terms import term_string
     from memoryd.kinds.memories.files import Memory
     from memoryd.kinds.memories.records import memory_record
 

@@ -60,7 +60,7 @@ class Universe:
 
 def _board_universes(root: Path, sets: Iterable[str]) -> list[Universe]:
     from memoryd.index.records import brief_record
-    from memoryd.kinds.briefs.source import BoardReader
+    from memoryd.kinds.briefs.reader import BoardReader
     from memoryd.kinds.memories.files import Memory
     from memoryd.kinds.memories.ranking import MEMORY_RANKING
     from memoryd.kinds.memories.records import memory_record

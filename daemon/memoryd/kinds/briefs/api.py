@@ -16,13 +16,8 @@ from pathlib import Path
 from memoryd.board.gate import Skipped, check_brief_id, check_task_id
 from memoryd.kinds.briefs import edits
 from memoryd.kinds.briefs.files import Brief, Outcome, Task
-from memoryd.kinds.briefs.source import (
-    BoardReader,
-    BoardSnapshot,
-    BoardUnreadable,
-    unread_briefs,
-    unread_tasks,
-)
+from memoryd.kinds.briefs.reader import BoardReader, BoardSnapshot
+from memoryd.kinds.briefs.source import BoardUnreadable, unread_briefs, unread_tasks
 from memoryd.kinds.briefs.writer import save_outcome
 
 #: ``submit(brief_ids)``: hand briefs to the index's one writer and wait until they are searchable (none:

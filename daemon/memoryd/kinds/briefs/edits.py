@@ -7,7 +7,7 @@ These write the board exactly as a person editing the files would, so forgetting
 * a note line: ``notes.md`` is rewritten without that one line (temp file + rename in the brief's folder;
   every other byte kept, a file left empty stays, empty);
 * a screenshot: ``screens/<n>.png`` is unlinked first (from then on the screen does not exist, see
-  :mod:`memoryd.kinds.briefs.source`), then its ``<n>.txt`` and ``<n>.json`` so its text leaves the board too.
+  :mod:`memoryd.kinds.briefs.reader`), then its ``<n>.txt`` and ``<n>.json`` so its text leaves the board too.
 
 Notes are shown redacted, and redaction runs over the whole file before it is split into lines, so a note is
 named by its position *and* the digest of its redacted text (:func:`note_digest`): the line removed is the one whose removal leaves exactly the
@@ -34,7 +34,7 @@ from memoryd.board.gate import SafeDir, UnsafePath, check_brief_id, check_task_i
 from memoryd.errors import NotFound, ToolFailed
 from memoryd.index.redact import redact
 from memoryd.kinds.briefs.files import TASK_STATUSES, parse_notes
-from memoryd.kinds.briefs.source import SCREENS_DIR, TASKS_DIR
+from memoryd.kinds.briefs.reader import SCREENS_DIR, TASKS_DIR
 from memoryd.kinds.briefs.writer import BriefNotFound, brief_dir
 from memoryd.logs import get_logger
 

@@ -36,7 +36,7 @@ Held = Mapping[str, tuple[bool, ...]]
 @dataclass(frozen=True)
 class Task:
     """``tasks/<id>.json``: ``{"id","title","project","status":"open"|"done","created_at"}``; ``held``: see
-    :data:`Held` (empty unless read by :class:`~memoryd.kinds.briefs.source.BoardReader`)."""
+    :data:`Held` (empty unless read by :class:`~memoryd.kinds.briefs.reader.BoardReader`)."""
 
     id: str
     title: str

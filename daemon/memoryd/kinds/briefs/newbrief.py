@@ -44,7 +44,7 @@ from memoryd.board.gate import (
 from memoryd.errors import MemorydError
 from memoryd.index.redact import redact
 from memoryd.kinds.briefs.files import BriefHead
-from memoryd.kinds.briefs.source import BRIEFS_DIR, SCREENS_DIR, TASKS_DIR
+from memoryd.kinds.briefs.reader import BRIEFS_DIR, SCREENS_DIR, TASKS_DIR
 from memoryd.logs import get_logger
 
 log = get_logger("memoryd.board")

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from memoryd.board.gate import check_brief_id, check_task_id
 from memoryd.errors import BoardUnreadable, InvalidParams, NotFound
 from memoryd.index.intent import open_listing
-from memoryd.kinds.briefs import render, schemas
+from memoryd.kinds.briefs import render, render_brief, render_context, render_tasks, schemas
 from memoryd.kinds.briefs.files import Outcome
 from memoryd.kinds.briefs.source import BoardUnreadable as ReaderBoardUnreadable
 from memoryd.kinds.briefs.writer import BriefNotFound
@@ -189,7 +189,7 @@ async def list_tasks(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     project = board.resolve_project(args.get("project"))
     status = args.get("status")
     rows = await board.guarded(board.briefs.list_tasks(project, status))
-    answer = render.tasks_answer(
+    answer = render_tasks.tasks_answer(
         rows,
         limit=args.get("limit", schemas.TASKS_LIMIT_DEFAULT),
         project=project,
@@ -198,7 +198,7 @@ async def list_tasks(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         unread=board.briefs.unread_tasks(),
         unread_briefs=board.briefs.unread_briefs(),
     )
-    return ToolResult(structured=answer, text=render.render_tasks(answer))
+    return ToolResult(structured=answer, text=render_tasks.render_tasks(answer))
 
 
 async def get_task(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -209,8 +209,8 @@ async def get_task(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         f"No task {task_id} on the board (it may have been deleted). list_tasks shows every task id; "
         "search_briefs finds tasks by what was said.",
     )
-    answer = render.task_answer(*found, unread_briefs=board.briefs.unread_briefs())
-    return ToolResult(structured=answer, text=render.render_task(answer))
+    answer = render_tasks.task_answer(*found, unread_briefs=board.briefs.unread_briefs())
+    return ToolResult(structured=answer, text=render_tasks.render_task(answer))
 
 
 async def get_brief(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -223,8 +223,8 @@ async def get_brief(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     )
     task = board.briefs.tasks().get(brief.task)
     unread = [s for s in board.briefs.unread_briefs() if s.path.startswith(f"briefs/{brief_id}/")]
-    answer = render.brief_answer(brief, task, board.briefs.board, unread)
-    return ToolResult(structured=answer, text=render.render_brief(answer))
+    answer = render_brief.brief_answer(brief, task, board.briefs.board, unread)
+    return ToolResult(structured=answer, text=render_brief.render_brief(answer))
 
 
 async def save_outcome(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -250,8 +250,8 @@ async def save_outcome(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         json_path = f"briefs/{brief_id}/brief.json"
         reasons = [s.reason for s in board.briefs.unread_briefs() if s.path == json_path]
         unread = f"{json_path} cannot be read ({reasons[0] if reasons else 'not loaded'})"
-    answer = render.saved_answer(brief_id, path, outcome, searchable=unread is None)
-    return ToolResult(structured=answer, text=render.render_saved(answer, unread))
+    answer = render_brief.saved_answer(brief_id, path, outcome, searchable=unread is None)
+    return ToolResult(structured=answer, text=render_brief.render_saved(answer, unread))
 
 
 async def _digest(ctx: ToolContext, project: str | None, tokens: int, query: str = "") -> dict[str, Any]:
@@ -259,18 +259,18 @@ async def _digest(ctx: ToolContext, project: str | None, tokens: int, query: str
     context = engine.context
     target = await _Board.guarded(context.target(project, ctx.cwd))
     built = await _Board.guarded(context.digest(target, tokens, query))
-    return render.context_answer(built, context.projects() if not built.text else ())
+    return render_context.context_answer(built, context.projects() if not built.text else ())
 
 
 async def get_context(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     tokens = args.get("tokens", schemas.CONTEXT_TOKENS_DEFAULT)
     answer = await _digest(ctx, args.get("project"), tokens, args.get("query") or "")
-    return ToolResult(structured=answer, text=render.render_context(answer))
+    return ToolResult(structured=answer, text=render_context.render_context(answer))
 
 
 async def _read_context(ctx: ToolContext, project: str | None = None) -> str:
     answer = await _digest(ctx, project, schemas.CONTEXT_TOKENS_DEFAULT)
-    return answer["context"] or render.empty_context(answer)
+    return answer["context"] or render_context.empty_context(answer)
 
 
 def resources() -> list[ResourceSpec | ResourceTemplateSpec]:

@@ -15,7 +15,8 @@ from memoryd.board import atomic
 from memoryd.board.gate import DIR_MODE, SafeDir, check_brief_id, open_folder
 from memoryd.errors import NotFound
 from memoryd.kinds.briefs.files import Outcome, render_outcome
-from memoryd.kinds.briefs.source import BRIEFS_DIR, TASKS_DIR, BoardUnreadable
+from memoryd.kinds.briefs.reader import BRIEFS_DIR, TASKS_DIR
+from memoryd.kinds.briefs.source import BoardUnreadable
 from memoryd.logs import get_logger
 
 log = get_logger("memoryd.board")

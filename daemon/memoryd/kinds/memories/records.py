@@ -13,8 +13,8 @@ keyword index or a vector. Importance and ``accessed_at`` are not part of the re
 from __future__ import annotations
 
 from memoryd.index.derive_cache import source_hash
-from memoryd.index.keyword import term_string
 from memoryd.index.records import Record, first_line, unplaced
+from memoryd.index.terms import term_string
 from memoryd.kinds.memories.files import Memory
 
 KIND = "memory"

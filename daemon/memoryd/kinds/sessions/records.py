@@ -18,8 +18,8 @@ besides kind and project, so it holds what each kind is filtered by: an interact
 
 from __future__ import annotations
 
-from memoryd.index.keyword import term_string
 from memoryd.index.records import Record, first_line, unplaced
+from memoryd.index.terms import term_string
 from memoryd.kinds.sessions.files import Interaction, SessionLog, Summary
 
 INTERACTION = "interaction"

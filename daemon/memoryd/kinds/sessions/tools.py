@@ -12,7 +12,7 @@ The ten handlers and their specs sit together (~400 lines) like the other groups
   :mod:`memoryd.kinds.sessions.summarize`; progress notifications when several sessions are processed)
 * ``export_database(include?)`` / ``import_database(file, mode)`` (:mod:`memoryd.importers.exchange`)
 * ``healthcheck()`` (:mod:`memoryd.kinds.sessions.health`), ``get_memory_core_tool_metrics()`` (the tool
-  boundary's call metrics, :class:`memoryd.serve.app.ToolMetrics`, from the call's context).
+  boundary's call metrics, :class:`memoryd.serve.metrics.ToolMetrics`, from the call's context).
 
 Storage: :mod:`memoryd.kinds.sessions.files`; records: :mod:`memoryd.kinds.sessions.records`; the view of
 sessions and summaries: :mod:`memoryd.kinds.sessions.source`. Failures: a malformed session id -> an argument
