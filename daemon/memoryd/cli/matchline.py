@@ -2,7 +2,7 @@
 already shows: a brief found through a line appended to its ``said.txt``, or an imported entity found
 through one of its observations, shows that line too (a short snippet), not only its first line.
 
-Words are compared as the keyword index compares them (:func:`memoryd.index.keyword.term_string`), with
+Words are compared as the keyword index compares them (:func:`memoryd.index.terms.term_string`), with
 plural and verb endings cut (:func:`stems`), so "retried" in the query finds "retries" in the text.
 """
 

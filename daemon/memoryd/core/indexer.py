@@ -36,7 +36,7 @@ log = get_logger("memoryd.core.indexer")
 
 #: Records embedded per backfill step; board changes and saves queued meanwhile are applied between steps.
 BACKFILL_CHUNK = 16
-#: Rows in the store's keyword tail (:class:`memoryd.index.keyword.KeywordTail`) from which the text indexes are refreshed
+#: Rows in the store's keyword tail (:class:`memoryd.index.keyword_tail.KeywordTail`) from which the text indexes are refreshed
 #: at once rather than at the next scheduled maintenance: scoring the tail grows with it. While writes
 #: stream in, only the tail is folded (:meth:`Indexer.fold_tail`); the rest waits for the first gap.
 TAIL_MAX = 2000
