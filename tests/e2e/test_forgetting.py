@@ -233,15 +233,21 @@ def test_forget_now_without_a_daemon_runs_in_process(make_daemon, shared_board):
     assert b"idempotency" in data  # the rest is still there, and visible to the byte search
 
 
-def test_forget_never_writes_beside_a_daemon_that_holds_the_board(make_daemon, shared_board):
+def served_with_a_brief_gone(make_daemon, shared_board) -> tuple[DaemonProcess, object, list[str]]:
+    """A daemon serving the eval board (maintenance an hour away), whose brief GONE was then deleted:
+    ``(daemon, its index folder, that brief's own words)``."""
     daemon = make_daemon(env=HOUR)
     copy_board(shared_board, daemon.board)
     daemon.start()
     wait_engine_ready(daemon)
-    index = daemon.root / "index"
     folder = daemon.board / "briefs" / GONE
     own = unique_words(board_text(folder), board_text(daemon.board, skip=(folder,)), min_len=7)
     shutil.rmtree(folder)
+    return daemon, daemon.root / "index", own
+
+
+def test_forget_never_writes_beside_a_daemon_that_holds_the_board(make_daemon, shared_board):
+    daemon, index, own = served_with_a_brief_gone(make_daemon, shared_board)
     # Another socket: nothing answers there, so the CLI would work in-process, but the daemon holds the board.
     other = daemon.root / "other.sock"
     argv = ["forget", "--now", "--socket", str(other), "--board", str(daemon.board), "--index", str(index)]
@@ -258,14 +264,7 @@ def test_forget_never_writes_beside_a_daemon_that_holds_the_board(make_daemon, s
 
 
 def test_forget_now_names_the_daemons_index_when_told_another(make_daemon, shared_board):
-    daemon = make_daemon(env=HOUR)
-    copy_board(shared_board, daemon.board)
-    daemon.start()
-    wait_engine_ready(daemon)
-    index = daemon.root / "index"
-    folder = daemon.board / "briefs" / GONE
-    own = unique_words(board_text(folder), board_text(daemon.board, skip=(folder,)), min_len=7)
-    shutil.rmtree(folder)
+    daemon, index, own = served_with_a_brief_gone(make_daemon, shared_board)
     other = daemon.root / "other-index"
     argv = ["forget", "--now", "--socket", str(daemon.socket), "--board", str(daemon.board)]
     done = run_memoryd(daemon.env, *argv, "--index", str(other))
