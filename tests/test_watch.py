@@ -27,6 +27,7 @@ B2 = "b-20260101-bbbbbb"
 B3 = "b-20260101-cccccc"
 T1 = "t-20260101-111111"
 QUIET = 0.4  # seconds without a callback that count as "nothing was reported" at a 100 ms debounce
+FIRST = 3.0  # seconds to wait for the first callback of all (inotify and the timer thread under load)
 
 
 class Recorder:
@@ -57,9 +58,12 @@ class Recorder:
                     raise AssertionError(f"no matching change within {timeout}s; got {self.changes}")
                 self._cond.wait(left)
 
-    def settle(self, quiet: float = QUIET) -> list[Change]:
-        """Wait until no callback arrived for ``quiet`` seconds; return everything so far."""
+    def settle(self, quiet: float = QUIET, first: float = FIRST) -> list[Change]:
+        """Wait until no callback arrived for ``quiet`` seconds (``first`` seconds while none has come
+        yet: on a busy machine the first one may come later than ``quiet``); return everything so far."""
         with self._cond:
+            if not self.changes:
+                self._cond.wait(first)
             while True:
                 count = len(self.changes)
                 self._cond.wait(quiet)
