@@ -136,7 +136,9 @@ _, plain_mb = faulted_mb(lambda: embedder.embed_passages(texts))
 memory.trim()
 resting = rss_mb()
 first = embedder.embed_passages(texts, hold=True)
-held, held_mb = faulted_mb(lambda: embedder.embed_passages(texts, hold=True))
+stream = [faulted_mb(lambda: embedder.embed_passages(texts, hold=True)) for _ in range(4)]
+held = stream[-1][0]
+held_mb = ",".join(str(mb) for _, mb in stream)
 holding = rss_mb()
 embedder.release()
 released = rss_mb()
@@ -149,9 +151,12 @@ print(np.array_equal(plain, first) and np.array_equal(plain, held), plain_mb, he
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
 def test_held_batches_reuse_their_buffers_and_release_hands_them_back(models_dir):
-    """A batch after a held one (the writer's stream of ``store_memories``) maps and zeroes almost no
-    memory: ~260 MB of page faults per batch of 32 long passages when each run shrinks the arena, <5 MB
-    held. The vectors are the same bit for bit, and :meth:`release` brings the RSS back to where it was."""
+    """Batches after a held one (the writer's stream of ``store_memories``) map and zero almost no
+    memory: 170-390 MB of page faults per batch of 32 long passages when each run shrinks the arena. Held,
+    the runs side by side on two threads take the arena's chunks in an order that varies from call to
+    call, so the arena may still grow a little in the first few (0-8 MB here, 28 MB once under load;
+    nothing on one thread); then nothing. The vectors are the same bit for bit, and :meth:`release`
+    brings the RSS back to where it was."""
     from memoryd.index.embed import load_embedder
 
     assert load_embedder(None, models_dir)[0] is not None  # built (or reused) here, not in the child
@@ -160,7 +165,10 @@ def test_held_batches_reuse_their_buffers_and_release_hands_them_back(models_dir
     ).stdout
     same, plain_mb, held_mb, holding_mb, released_mb, smaller_mb = out.strip().splitlines()[-1].split()
     assert same == "True"
-    assert float(plain_mb) > 100 and float(held_mb) < 10, (plain_mb, held_mb)
+    stream = sorted(float(mb) for mb in held_mb.split(","))
+    assert float(plain_mb) > 100, plain_mb
+    # four held batches: most fault nothing, and all four together less than a sixth of one unheld batch
+    assert (stream[1] + stream[2]) / 2 < 5 and sum(stream) < 60, (plain_mb, held_mb)
     assert float(holding_mb) > 50, holding_mb  # held: the arena kept the batch's buffers
     assert float(released_mb) < 20, released_mb
     # a much smaller call in the same stream (single stores after a backlog) hands the held buffers back
