@@ -13,15 +13,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import time
 
 import pytest
 
 from memoryd.kinds.briefs.digest import estimate_tokens
 from support.briefs import wait_engine_ready
-from support.daemon import short_tmpdir
-from support.hooks import board_bytes, install, make_repo, run_hook, wait_for
+from support.hooks import board_bytes, run_hook, wait_for
 
 AWS_ID = "AKIAIOSFODNN7EXAMPLE"
 PASSWORD = "hunter2-Zq8vLm3xT9"
@@ -30,17 +28,8 @@ BRIEF_ID = re.compile(r"b-\d{8}-[0-9a-f]{6}")
 
 
 @pytest.fixture
-def setup(make_daemon):
-    root = short_tmpdir()
-    daemon = make_daemon(root).start()
-    wait_engine_ready(daemon)
-    home = root / "agent-home"
-    commands = install(
-        home, {"MEMORYD_HOME": daemon.env["MEMORYD_HOME"], "MEMORYD_SOCKET": str(daemon.socket)}, tokens=300
-    )
-    repo = make_repo(root)
-    yield daemon, home, commands, repo
-    shutil.rmtree(root, ignore_errors=True)
+def setup(hooked):
+    return hooked(tokens=300)
 
 
 def briefs(board):

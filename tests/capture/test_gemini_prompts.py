@@ -15,27 +15,18 @@ real daemon on a temporary board.
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 
-from support.briefs import wait_engine_ready
-from support.daemon import short_tmpdir
-from support.hooks import install, make_repo, run_hook
+from support.hooks import run_hook
 
 SAID = "kal wala cart page ka bug, quantity update karne pe total refresh nahi hota"
 
 
 @pytest.fixture
-def setup(make_daemon):
-    root = short_tmpdir()
-    daemon = make_daemon(root).start()
-    wait_engine_ready(daemon)
-    home = root / "agent-home"
-    env = {"MEMORYD_HOME": daemon.env["MEMORYD_HOME"], "MEMORYD_SOCKET": str(daemon.socket)}
-    commands = install(home, env)["gemini"]
-    yield daemon, home, commands, make_repo(root)
-    shutil.rmtree(root, ignore_errors=True)
+def setup(hooked):
+    daemon, home, commands, repo = hooked()
+    return daemon, home, commands["gemini"], repo
 
 
 def gemini(event, cwd, session, **fields):

@@ -5,26 +5,19 @@ sending the same new prompt at once share one task. Real hooks, real daemons, re
 from __future__ import annotations
 
 import json
-import shutil
 import signal
 import subprocess
 
 import pytest
 
 from support.briefs import wait_engine_ready
-from support.daemon import short_tmpdir
-from support.hooks import install, make_repo, run_hook, wait_for
+from support.hooks import run_hook, wait_for
 
 
 @pytest.fixture
-def setup(make_daemon):
-    root = short_tmpdir()
-    daemon = make_daemon(root).start()
-    wait_engine_ready(daemon)
-    home = root / "agent-home"
-    env = {"MEMORYD_HOME": daemon.env["MEMORYD_HOME"], "MEMORYD_SOCKET": str(daemon.socket)}
-    yield daemon, home, install(home, env)["claude-code"], make_repo(root)
-    shutil.rmtree(root, ignore_errors=True)
+def setup(hooked):
+    daemon, home, commands, repo = hooked()
+    return daemon, home, commands["claude-code"], repo
 
 
 def event(name, repo, session, **fields):

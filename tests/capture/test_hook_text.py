@@ -14,22 +14,16 @@ import pytest
 
 from memoryd.kinds.briefs.capture import clean_prompt
 from memoryd_shim.textrules import strip_private
-from support.briefs import wait_engine_ready
 from support.daemon import PYTHON, short_tmpdir
-from support.hooks import board_bytes, install, make_repo, run_hook
+from support.hooks import board_bytes, run_hook
 
 NESTED = "please check <private>outer <private>inner</private> NESTEDSECRET42 </private> and the queue"
 
 
 @pytest.fixture
-def setup(make_daemon):
-    root = short_tmpdir()
-    daemon = make_daemon(root).start()
-    wait_engine_ready(daemon)
-    home = root / "agent-home"
-    env = {"MEMORYD_HOME": daemon.env["MEMORYD_HOME"], "MEMORYD_SOCKET": str(daemon.socket)}
-    yield daemon, home, install(home, env)["claude-code"], make_repo(root)
-    shutil.rmtree(root, ignore_errors=True)
+def setup(hooked):
+    daemon, home, commands, repo = hooked()
+    return daemon, home, commands["claude-code"], repo
 
 
 def prompt(repo, session, text):
