@@ -6,7 +6,9 @@ One ``memoryd serve`` of this checkout with the default model on a fresh board (
 one ``memoryd-shim``; ``--grow`` single ``store_memory`` calls first, then per round the model alone
 embeds the round's texts in this process (batches of 50, the texts as the daemon embeds them: content and
 tags), and ``--batches`` ``store_memories`` calls of 50 follow, then one ``search_memories`` (until
-searchable). ``--singles`` single ``store_memory`` calls just before each round's batches (after the model
+searchable). ``--lone`` batches follow, each alone after a quiet gap and followed by a search (an agent saving
+its notes at the end of a task, then recalling): the answer's and the search's wall time beside the model
+alone on the same texts. ``--singles`` single ``store_memory`` calls just before each round's batches (after the model
 alone), as ``bench/bench_users.py`` stores a step's singles right before its batches. Printed per round: the wall ratio (as ``bench/bench_users.py`` measures it), and the CPU
 seconds per batch of the model alone, the daemon, the shim and this client (``/proc/<pid>/stat``), and the
 index maintenance that ended during the batches (from the daemon's log). On 2
@@ -60,6 +62,13 @@ def main() -> int:
         default=1,
         help="synthetic notes joined into each memory (4: ~150 tokens, long texts)",
     )
+    p.add_argument(
+        "--lone",
+        type=int,
+        default=0,
+        help="then this many lone batches, each after --lone-gap s of quiet and followed by a search",
+    )
+    p.add_argument("--lone-gap", type=float, default=2.0)
     args = p.parse_args()
     quiet_env()
     from memoryd.index.embed import load_embedder
@@ -130,6 +139,26 @@ def main() -> int:
                         f" {per[1] * 1000:.0f} ms, client {per[2] * 1000:.0f} ms; daemon's page faults"
                         f" {paged:.0f} MB per batch; index maintenance meanwhile (refresh+optimize ms, tail folds ms):"
                         f" {', '.join(upkeep) or 'none'}; load {load_average()}",
+                        flush=True,
+                    )
+                for n in range(args.lone):  # an agent saving its notes at the end of a task, then recalling
+                    time.sleep(args.lone_gap)
+                    b = [item() for _ in range(BATCH)]
+                    texts = [
+                        memory_record(Memory.new(i["content"], tags=tuple(i["tags"]))).embed_text for i in b
+                    ]
+                    t0 = time.perf_counter()
+                    embedder.embed_passages(texts)
+                    alone = time.perf_counter() - t0
+                    time.sleep(args.lone_gap)
+                    t0 = time.perf_counter()
+                    shim.tool("store_memories", {"items": b})
+                    answered = time.perf_counter() - t0
+                    shim.tool("search_memories", {"query": "what was decided about the release"})
+                    searchable = time.perf_counter() - t0
+                    print(
+                        f"lone batch {n + 1}: answered {answered * 1000:.0f} ms, searchable {searchable * 1000:.0f} ms;"
+                        f" the model alone {alone * 1000:.0f} ms; load {load_average()}",
                         flush=True,
                     )
             finally:
