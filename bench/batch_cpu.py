@@ -1,6 +1,6 @@
 """``store_memories`` batches through a real daemon and shim: CPU per batch of each process beside the model's.
 
-    .venv/bin/python bench/batch_cpu.py [--batches 8] [--rounds 2] [--grow 100] [--join 1] [--singles 0]
+    .venv/bin/python bench/batch_cpu.py [--batches 8] [--rounds 2] [--grow 100] [--join 1] [--singles 0] [--lone 0]
 
 One ``memoryd serve`` of this checkout with the default model on a fresh board (its default info log),
 one ``memoryd-shim``; ``--grow`` single ``store_memory`` calls first, then per round the model alone
