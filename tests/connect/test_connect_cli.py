@@ -90,7 +90,9 @@ def test_bad_arguments_are_refused_clearly(tmp_path):
     bad_tools = memoryd(home, "connect", "cursor", "--tools", "secrets", check_rc=2)
     assert "unknown tool group 'secrets'" in bad_tools.stderr
     unknown = memoryd(home, "connect", "notepad", check_rc=None)
-    assert unknown.returncode != 0 and "unknown agent notepad" in unknown.stderr
+    assert unknown.returncode != 0 and "unknown agent notepad; known: claude-code" in unknown.stderr
+    meant = memoryd(home, "connect", "claude", check_rc=None)  # the command's name, not the agent's
+    assert meant.returncode != 0 and "unknown agent claude; did you mean claude-code?" in meant.stderr
     nothing = memoryd(home, "connect", check_rc=1)
     assert "no agent config folder found" in nothing.stderr and list(home.iterdir()) == []
 

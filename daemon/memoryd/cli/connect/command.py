@@ -109,8 +109,11 @@ def _select(names: list[str], use_all: bool, wanted=None):
     unknown = [n for n in names if n not in by_name]
     if unknown:
         where = "" if set(unknown) - set(AGENT_NAMES) else " on this platform"
+        guesses = [_closest(n, by_name) for n in unknown]
+        meant = [g for g in guesses if g]
+        hint = f"; did you mean {' '.join(meant)}?" if meant and len(meant) == len(unknown) else ";"
         raise SystemExit(
-            f"memoryd: unknown agent {', '.join(unknown)}{where}; known: {', '.join(by_name)} "
+            f"memoryd: unknown agent {', '.join(unknown)}{where}{hint} known: {', '.join(by_name)} "
             "(`memoryd connect --print` gives a snippet for any other agent)"
         )
     if names:
@@ -118,6 +121,19 @@ def _select(names: list[str], use_all: bool, wanted=None):
     if use_all:
         return agents
     return [a for a in agents if (wanted or (lambda a: a.folder.exists() or a.config.exists()))(a)]
+
+
+def _closest(name: str, known) -> str | None:
+    """The one known agent ``name`` most likely means (``claude`` -> ``claude-code``, ``gemni`` ->
+    ``gemini``), or None when none or several fit (``code``: codex or vscode)."""
+    import difflib
+
+    name = name.lower()
+    parts = [k for k in known if k.startswith(name) or k.endswith(name) or name.startswith(k)]
+    if len(parts) == 1:
+        return parts[0]
+    close = difflib.get_close_matches(name, list(known), n=2, cutoff=0.75)
+    return close[0] if len(close) == 1 else None
 
 
 def _print_outcomes(outcomes, verb: str) -> int:
