@@ -191,3 +191,35 @@ def test_a_sessions_entry_that_is_a_file_leaves_the_other_kinds_exported(tmp_pat
     answer = export_file(board, tmp_path / "out.jsonl")
     assert answer["counts"].get("memory") == 3 and answer["counts"].get("brief") == 1, answer  # 2 + 1
     assert "interaction" not in answer["counts"]
+
+
+def test_an_import_never_writes_a_session_log_past_the_most_memoryd_reads(tmp_path, monkeypatch):
+    """Turns that would take a session's log past its bound are counted as refused, not written: a log
+    past it would be refused whole when read, and the session would vanish from search."""
+    from memoryd.importers.jsonl import run_import
+    from memoryd.kinds.sessions import files as sessions
+
+    board = _board(tmp_path)
+    for n in range(30):
+        append_interaction(board, Interaction.new("sess-big", f"prompt {n} " * 20, "", f"answer {n} " * 20))
+    export_file(board, tmp_path / "all.jsonl")
+    turns = read_log(board, "sess-big").interactions
+    bound = (board / "sessions" / "sess-big.jsonl").stat().st_size // 3
+    monkeypatch.setattr(sessions, "MAX_LOG_BYTES", bound)
+    target = tmp_path / "other"
+    result = import_file(target, tmp_path / "all.jsonl")
+    log = read_log(target, "sess-big")
+    kept = len(log.interactions)
+    assert 0 < kept < 30 and result["refused"] == {"interaction": 30 - kept}, result
+    assert (target / "sessions" / "sess-big.jsonl").stat().st_size <= bound
+    assert [i.prompt for i in log.interactions] == [
+        f"prompt {n} " * 20 for n in range(kept)
+    ]  # the first ones
+    assert read_log(target, "sess-1") is not None  # the other session whole
+
+    third = tmp_path / "third"
+    summary = run_import(tmp_path / "all.jsonl", third)  # memoryd import --from jsonl
+    assert any(f"{30 - kept} turn(s) not imported" in p.reason for p in summary.problems), summary.problems
+    with pytest.raises(sessions.SessionFull):
+        sessions.write_log(third, "sess-big", turns)
+    assert len(read_log(third, "sess-big").interactions) == kept  # the refused write changed nothing

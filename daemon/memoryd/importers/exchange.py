@@ -340,7 +340,9 @@ def _write_task(board: Path, t: dict, overwrite: bool) -> bool:
 
 def apply_import(board: Path, parsed: Parsed, mode: str) -> dict[str, Any]:
     """Write ``parsed`` onto ``board`` (``merge`` | ``replace``); returns ``{"written","kept","removed"}``
-    counts by kind. ``replace`` with rejected lines raises ExchangeError before touching anything."""
+    counts by kind, and ``"refused"`` when a session's turns would take its log past
+    :data:`memoryd.kinds.sessions.files.MAX_LOG_BYTES` (the first turns that fit are written, the rest
+    counted there). ``replace`` with rejected lines raises ExchangeError before touching anything."""
     if mode == "replace" and parsed.rejected:
         shown = "; ".join(f"line {n}: {why}" for n, why in parsed.rejected[:10])
         raise ExchangeError(
@@ -373,12 +375,16 @@ def apply_import(board: Path, parsed: Parsed, mode: str) -> dict[str, Any]:
     for m in parsed.memories:
         _, new = write_memory(board, m, overwrite=replace)
         (written if new or replace else kept)["memory"] += 1
-    _apply_sessions(board, parsed, replace, written, kept, removed)
-    return {"written": dict(written), "kept": dict(kept), "removed": dict(removed)}
+    refused: Counter[str] = Counter()
+    _apply_sessions(board, parsed, replace, written, kept, removed, refused)
+    out: dict[str, Any] = {"written": dict(written), "kept": dict(kept), "removed": dict(removed)}
+    if refused:
+        out["refused"] = dict(refused)  # a session's turns past the most its log may hold
+    return out
 
 
 def _apply_sessions(board: Path, parsed: Parsed, replace: bool, written: Counter, kept: Counter,
-                    removed: Counter) -> None:  # fmt: skip
+                    removed: Counter, refused: Counter) -> None:  # fmt: skip
     by_session: dict[str, list[sess.Interaction]] = {}
     for i in parsed.interactions:
         by_session.setdefault(i.session_id, []).append(i)
@@ -401,6 +407,11 @@ def _apply_sessions(board: Path, parsed: Parsed, replace: bool, written: Counter
                 ids.add(i.id)
                 new.append(i)
         kept["interaction"] += len(items) - len(new)
+        fit = sess.fitting(have, new)
+        if fit < len(new):  # past the most a log may hold: the rest is reported, never written to be lost
+            refused["interaction"] += len(new) - fit
+            log.warning("import_session_full", session=sid, refused=len(new) - fit, written=fit)
+            new = new[:fit]
         if new or replace:
             sess.write_log(board, sid, [*have, *new])
         written["interaction"] += len(new)

@@ -77,6 +77,15 @@ def run_import(
         return summary
     result = apply_import(Path(board), parsed, "merge")
     summary.written, summary.kept = result["written"], result["kept"]
+    if result.get("refused"):
+        problem = ImportProblem(
+            "sessions",
+            f"{result['refused']['interaction']} turn(s) not imported: their session's log would pass "
+            "the most memoryd reads (64 MiB)",
+        )
+        summary.problems.append(problem)
+        if on_problem is not None:
+            on_problem(problem)
     summary.memories_new = result["written"].get("memory", 0)
     summary.memories_existing = result["kept"].get("memory", 0)
     summary.relations_new = sum(len(m.relations) for m in parsed.memories) if summary.memories_new else 0

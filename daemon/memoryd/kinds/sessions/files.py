@@ -115,6 +115,7 @@ __all__ = [
     "remove_session",
     "session_of_path",
     "write_atomic",
+    "fitting",
     "write_log",
     "write_summary",
 ]
@@ -340,16 +341,33 @@ def write_summary(board_root: Path, summary: Summary) -> Path:
         return Path(board_root) / d.relpath(name)
 
 
+def fitting(have: list[Interaction], new: list[Interaction]) -> int:
+    """How many of ``new`` (in order) fit after ``have`` in one log of at most :data:`MAX_LOG_BYTES`."""
+    size = sum(len(encode_line(i.to_json())) for i in have)
+    for n, item in enumerate(new):
+        size += len(encode_line(item.to_json()))
+        if size > MAX_LOG_BYTES:
+            return n
+    return len(new)
+
+
 def write_log(board_root: Path, session_id: str, items: list[Interaction]) -> Path:
-    """Replace a whole session file atomically (imports); every item must belong to ``session_id``."""
+    """Replace a whole session file atomically (imports); every item must belong to ``session_id``.
+    Raises SessionFull (nothing written) when the log would pass :data:`MAX_LOG_BYTES` (see :func:`fitting`)."""
     check_session_id(session_id)
     if any(i.session_id != session_id for i in items):
         raise ValueError("every interaction must belong to the session written")
+    data = b"".join(encode_line(i.to_json()) for i in items)
+    if len(data) > MAX_LOG_BYTES:
+        raise SessionFull(
+            f"session {session_id}: {len(data)} bytes of turns would pass {MAX_LOG_BYTES // 2**20} MiB, "
+            "the most memoryd reads; nothing was written"
+        )
     d = _open_sessions(board_root, create=True)
     assert d is not None
     with d:
         name = session_id + LOG_SUFFIX
-        write_atomic(d, name, b"".join(encode_line(i.to_json()) for i in items))
+        write_atomic(d, name, data)
         return Path(board_root) / d.relpath(name)
 
 
