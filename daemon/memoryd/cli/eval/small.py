@@ -23,8 +23,8 @@ query is then asked of every slice and counted as
   LoCoMo slices) and the 20 board negatives: nothing in the slice answers them; ``returned`` should be ~0.
 
 The memories set leaves out the identifier and status queries: their answers live in screen text and task
-status, which the memory texts do not carry. Vectors are embedded once per record text and reused across
-slices; each slice is a fresh index in a temporary folder.
+status, which the memory texts do not carry. Vectors are embedded once per record text and per query and
+reused across slices; each slice is a fresh index in a temporary folder.
 """
 
 from __future__ import annotations
@@ -147,6 +147,27 @@ class _Vectors:
         return np.stack([self.cache[r.embed_text] for r in records])
 
 
+class _Queries:
+    """``embedder`` with each query embedded once across all slices: a search embeds its query alone (one
+    run), so the vector asked again is the one computed the first time. Every other attribute is the
+    embedder's."""
+
+    def __init__(self, embedder) -> None:
+        self._embedder = embedder
+        self._cache: dict[str, object] = {}
+
+    def __getattr__(self, name: str):
+        return getattr(self._embedder, name)
+
+    def embed_queries(self, texts: Sequence[str]):
+        import numpy as np
+
+        for text in texts:
+            if text not in self._cache:
+                self._cache[text] = self._embedder.embed_queries([text])[0]
+        return np.stack([self._cache[t] for t in texts])
+
+
 def _slice(u: Universe, size: int, seed: int) -> list[int]:
     rng = random.Random(f"{u.name}/{size}/{seed}")
     anchor = rng.choice(u.queries)
@@ -225,6 +246,7 @@ def small_store_eval(
         "locomo": rng.sample(board_queries, min(foreign, len(board_queries))) + negatives,
     }
     vectors = _Vectors(embedder) if embedder is not None else None
+    embedder = _Queries(embedder) if embedder is not None else None
     report: dict = {"sizes": list(sizes), "seeds": seeds, "sets": {}}
     with tempfile.TemporaryDirectory(prefix="memoryd-small-") as tmp:
         for u in universes:
