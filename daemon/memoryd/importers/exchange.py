@@ -408,7 +408,7 @@ def _apply_sessions(board: Path, parsed: Parsed, replace: bool, written: Counter
                 new.append(i)
         kept["interaction"] += len(items) - len(new)
         fit = sess.fitting(have, new)
-        if fit < len(new):  # past the most a log may hold: the rest is reported, never written to be lost
+        if fit < len(new):  # the rest would make a log memoryd refuses to read: counted as refused instead
             refused["interaction"] += len(new) - fit
             log.warning("import_session_full", session=sid, refused=len(new) - fit, written=fit)
             new = new[:fit]

@@ -78,10 +78,12 @@ def run_import(
     result = apply_import(Path(board), parsed, "merge")
     summary.written, summary.kept = result["written"], result["kept"]
     if result.get("refused"):
+        from memoryd.kinds.sessions.files import MAX_LOG_BYTES
+
         problem = ImportProblem(
             "sessions",
             f"{result['refused']['interaction']} turn(s) not imported: their session's log would pass "
-            "the most memoryd reads (64 MiB)",
+            f"{MAX_LOG_BYTES // 2**20} MiB, the most memoryd reads",
         )
         summary.problems.append(problem)
         if on_problem is not None:
