@@ -84,6 +84,10 @@ def main() -> int:
         parts = [note() for _ in range(args.join)]
         return {**parts[0], "content": "\n".join(p["content"] for p in parts)}
 
+    def embedded(items: list[dict]) -> list[str]:
+        """The texts the daemon embeds for these items (content and tags)."""
+        return [memory_record(Memory.new(i["content"], tags=tuple(i["tags"]))).embed_text for i in items]
+
     work = Path(tempfile.mkdtemp(prefix="md-bcpu-"))
     (work / "board").mkdir()
     try:
@@ -96,11 +100,7 @@ def main() -> int:
                 shim.tool("search_memories", {"query": "warm up the query path"})
                 for r in range(args.rounds):
                     batches = [[item() for _ in range(BATCH)] for _ in range(args.batches)]
-                    texts = [
-                        memory_record(Memory.new(i["content"], tags=tuple(i["tags"]))).embed_text
-                        for b in batches
-                        for i in b
-                    ]
+                    texts = embedded([i for b in batches for i in b])
                     embedder.embed_passages(texts[:8])  # warm
                     c0, t0 = time.process_time(), time.perf_counter()
                     for at in range(0, len(texts), BATCH):
@@ -144,9 +144,7 @@ def main() -> int:
                 for n in range(args.lone):  # an agent saving its notes at the end of a task, then recalling
                     time.sleep(args.lone_gap)
                     b = [item() for _ in range(BATCH)]
-                    texts = [
-                        memory_record(Memory.new(i["content"], tags=tuple(i["tags"]))).embed_text for i in b
-                    ]
+                    texts = embedded(b)
                     t0 = time.perf_counter()
                     embedder.embed_passages(texts)
                     alone = time.perf_counter() - t0
