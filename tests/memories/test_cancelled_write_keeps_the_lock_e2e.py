@@ -65,10 +65,14 @@ def test_a_cancelled_update_holds_the_lock_until_its_board_work_ends():
         # no memory of that hash
         error = second.err("update_memory", hash=hub, content=HUB + " two")
         assert error["code"] == "E_NOT_FOUND", error
-        # the cancelled call never indexed its files: the watcher does, a moment later
-        poll(
-            lambda: second.ok("memory_stats")["memoryCount"] == SPOKES + 1, "the old hub gone from the index"
-        )
+
+        # the cancelled call never indexed its files: the watcher does, a moment later (the hub's move
+        # first, the spokes' retargeted edges file by file after it)
+        def settled() -> bool:
+            now = second.ok("memory_stats")
+            return (now["memoryCount"], now["relationshipCount"]) == (SPOKES + 1, SPOKES)
+
+        poll(settled, "the old hub gone from the index and every edge on the moved hub")
         stats = second.ok("memory_stats")
         first.close()
         second.close()
