@@ -88,3 +88,9 @@ def test_a_breach_the_quick_check_finds_is_worded_by_jsonschema():
         ValueError, match=r"output breaks its output_schema: shown: 'many' is not of type 'integer'"
     ):
         search.to_result({**answer, "shown": "many"})
+
+
+def test_a_schema_the_quick_check_cannot_compile_leaves_every_verdict_to_jsonschema():
+    passes = _Passes({"type": "object", "properties": {"a": {"type": "string", "pattern": "("}}})
+    assert passes({}) is False and passes({"a": "x"}) is False
+    assert _Passes({"type": "object"})({}) is True

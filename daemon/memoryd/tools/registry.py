@@ -38,7 +38,6 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Protocol
 
-import fastjsonschema
 import mcp_types as types
 from jsonschema import SchemaError, exceptions, validators
 
@@ -212,12 +211,21 @@ class _Passes:
 
     def __call__(self, instance: Any) -> bool:
         if self._check is None:
-            self._check = fastjsonschema.compile(self._schema, use_default=False)
+            try:
+                import fastjsonschema  # here: ~20-40 ms of imports the daemon's start need not wait for
+
+                self._check = fastjsonschema.compile(self._schema, use_default=False)
+            except Exception:  # a schema it cannot compile: jsonschema judges every answer
+                self._check = _undecided
         try:
             self._check(instance)
         except Exception:  # a breach, or a value it cannot judge: jsonschema decides
             return False
         return True
+
+
+def _undecided(instance: Any) -> None:
+    raise ValueError("no quick check")
 
 
 _SIZES = {"maxLength": (str, "characters"), "maxItems": (list, "items"), "maxProperties": (dict, "keys")}
