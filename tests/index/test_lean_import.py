@@ -22,7 +22,13 @@ assert [r["id"] for r in table.search("hello", query_type="fts").limit(5).to_lis
 assert api() == []
 from memoryd.index import lean_import
 assert lean_import.register() is False  # already registered, lancedb imported
+import threading
 import lance_namespace_urllib3_client as client
+got = []
+threads = [threading.Thread(target=lambda: got.append(client.ApiClient)) for _ in range(4)]
+for t in threads: t.start()
+for t in threads: t.join()
+assert len(got) == 4 and len(set(got)) == 1, got  # the first use from four threads at once: one __init__
 assert client.TableApi.__name__ == "TableApi" and client.ApiClient.__name__ == "ApiClient"
 from lance_namespace_urllib3_client import Configuration
 namespace = {}

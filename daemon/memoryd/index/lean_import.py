@@ -21,7 +21,7 @@ import threading
 
 REST_CLIENT = "lance_namespace_urllib3_client"
 
-_lock = threading.Lock()
+_lock = threading.RLock()  # re-entered when the package's own __init__ asks itself for a name
 
 
 def register() -> bool:
@@ -46,8 +46,11 @@ def register() -> bool:
         with _lock:
             if not done:
                 done = True
-                del module.__getattr__
-                spec.loader.exec_module(module)
+                try:
+                    spec.loader.exec_module(module)
+                finally:
+                    if module.__dict__.get("__getattr__") is run_init:  # not one the package defines
+                        del module.__getattr__
         return module.__dict__[name] if name in module.__dict__ else _missing(name)
 
     module.__getattr__ = run_init
