@@ -9,6 +9,7 @@ the rows too.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from memoryd.index.columns import ANY_ROW, Filter
 from memoryd.index.records import Record
@@ -117,3 +118,26 @@ def test_the_first_rows_of_an_empty_index_are_found(tmp_path):
     assert ids(store, "wombats") == ["r-00001"]
     store.upsert([rec(2, "second memory about wombats")], vecs(1, 10), "m")
     assert set(ids(store, "wombats")) == {"r-00001", "r-00002"}
+
+
+def test_indexed_rows_outnumbered_by_the_tail_score_as_tail_rows_do(tmp_path):
+    # A new store between two refreshes: LanceDB's figures come from its 3 indexed rows, so its hits are
+    # scored in memory like the tail's. An indexed row and a tail row with the same text score the same.
+    store = IndexStore(tmp_path / "index")
+    texts = ["heron survey of the estuary", "budget review", "heron nest"]
+    store.upsert([rec(1 + i, t) for i, t in enumerate(texts)], vecs(3, 11), "m")
+    store.optimize()
+    tail_rows = [rec(10 + i, f"kestrel count number {i}") for i in range(4)]
+    copies = [rec(20, texts[0]), rec(21, texts[2])]
+    store.upsert([*tail_rows, *copies], vecs(6, 12), "m")
+    store.upsert([rec(2, "budget review heron")], vecs(1, 13), "m")  # an indexed row, now held by the tail
+    assert len(store.tail) == 7
+    got = dict(store.keyword(term_string("heron survey", query=True), ANY_ROW, 10))
+    assert set(got) == {"r-00001", "r-00002", "r-00003", "r-00020", "r-00021"}
+    assert got["r-00001"] == pytest.approx(got["r-00020"], rel=1e-9)
+    assert got["r-00003"] == pytest.approx(got["r-00021"], rel=1e-9)
+    assert got["r-00003"] < got["r-00001"]
+    store.refresh()
+    assert len(store.tail) == 0
+    after = dict(store.keyword(term_string("heron survey", query=True), ANY_ROW, 10))
+    assert set(after) == set(got)
