@@ -19,12 +19,12 @@ from memoryd.kinds.memories.source import MemorySource
 INTERVAL_S = 0.2
 
 
-def writer(tmp_path) -> tuple[Indexer, list[Memory]]:
+def writer(tmp_path, interval_s: float = INTERVAL_S) -> tuple[Indexer, list[Memory]]:
     board = tmp_path / "board"
     board.mkdir()
     store = IndexStore(tmp_path / "index")
     indexer = Indexer(
-        store, lambda: None, RWLock(), optimize_interval_s=INTERVAL_S, sources=[MemorySource(board)]
+        store, lambda: None, RWLock(), optimize_interval_s=interval_s, sources=[MemorySource(board)]
     )
     indexer.full_sync()
     made = [Memory.new(f"stream note {n} about the zqstream release", tags=("s",)) for n in range(1500)]
@@ -206,3 +206,38 @@ def test_maintenance_waits_while_a_client_writes_its_next_batch_after_each_answe
     assert length > 5 * INTERVAL_S
     assert during is None, "maintenance ran in the moment between an answer and the next batch"
     assert after is not None and after < 2.0
+
+
+def test_a_burst_of_writes_is_compacted_in_the_gap_after_it_not_an_interval_later(tmp_path):
+    """Rows written since the last refresh slow every keyword search until the maintenance: after a
+    burst of :data:`TAIL_SOON` rows or more it runs in the gap that ends the burst, however long the
+    interval; a few writes still wait for the interval."""
+    indexer, made = writer(tmp_path, interval_s=3600)
+    burst = indexer_module.TAIL_SOON + 30
+
+    async def run() -> tuple[float | None, float | None, float | None, int]:
+        indexer.start()
+        for at in range(0, 12, 3):  # a few writes, then a gap: nothing is due for an hour
+            await indexer.submit([m.path for m in made[at : at + 3]])
+        await asyncio.sleep(1.5)
+        few = indexer.last_optimize_at
+        futures = []
+        for at in range(12, 12 + burst, 3):
+            futures.append(indexer.submit([m.path for m in made[at : at + 3]]))
+            await asyncio.sleep(0.002)
+        await asyncio.gather(*futures)
+        end = time.time()
+        during = indexer.last_optimize_at
+        deadline = time.monotonic() + 10
+        while indexer.last_optimize_at is None and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        after = indexer.last_optimize_at
+        tail = len(indexer.store.tail)
+        await indexer.close()
+        return few, during, after and after - end, tail
+
+    few, during, after, tail = asyncio.run(run())
+    assert few is None, "maintenance ran after a dozen writes, an hour early"
+    assert during is None, "maintenance ran inside the burst"
+    assert after is not None and after < 2.0, "the burst's rows waited for the interval"
+    assert tail == 0
