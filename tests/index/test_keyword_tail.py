@@ -8,36 +8,12 @@ the rows too.
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from memoryd.index.columns import ANY_ROW, Filter
-from memoryd.index.records import Record
 from memoryd.index.store import IndexStore
 from memoryd.index.terms import term_string
-
-DIM = 384
-
-
-def rec(i: int, words: str, kind: str = "memory", project: str = "p") -> Record:
-    return Record(
-        id=f"r-{i:05d}",
-        kind=kind,
-        project=project,
-        task="",
-        status="",
-        created_at="2026-01-01T00:00:00Z",
-        title=f"title {i}",
-        line=words[:40],
-        text_main=term_string(words),
-        text_aux="",
-        embed_text=words,
-    )
-
-
-def vecs(n: int, seed: int = 1) -> np.ndarray:
-    v = np.random.default_rng(seed).standard_normal((n, DIM)).astype(np.float32)
-    return v / np.linalg.norm(v, axis=1, keepdims=True)
+from support.records import rec, vecs
 
 
 def ids(store: IndexStore, words: str, where: Filter = ANY_ROW, limit: int = 50) -> list[str]:

@@ -6,34 +6,11 @@ written before it had one), cover the rows each maintenance folds in, and never 
 
 from __future__ import annotations
 
-import numpy as np
-
 from memoryd.index.columns import Filter
 from memoryd.index.lock import IndexLock
-from memoryd.index.records import Record
 from memoryd.index.store import IndexStore
 from memoryd.index.terms import term_string
-
-
-def rec(i: int, words: str, kind: str) -> Record:
-    return Record(
-        id=f"{kind[0]}-{i:05d}",
-        kind=kind,
-        project="p",
-        task="",
-        status="",
-        created_at="2026-01-01T00:00:00Z",
-        title=f"title {i}",
-        line=words[:40],
-        text_main=term_string(words),
-        text_aux="",
-        embed_text=words,
-    )
-
-
-def vecs(n: int) -> np.ndarray:
-    v = np.random.default_rng(n).standard_normal((n, 384)).astype(np.float32)
-    return v / np.linalg.norm(v, axis=1, keepdims=True)
+from support.records import rec, vecs
 
 
 def kind_index(store: IndexStore):
@@ -46,8 +23,9 @@ def hits(store: IndexStore, words: str, kind: str) -> set[str]:
 
 
 def fill(store: IndexStore, start: int, n: int) -> None:
-    rows = [rec(start + k, f"falcon deploy note {k}", "brief" if k % 3 else "memory") for k in range(n)]
-    store.upsert(rows, vecs(n), "m")
+    kinds = ["brief" if k % 3 else "memory" for k in range(n)]
+    rows = [rec(start + k, f"falcon deploy note {k}", kind, prefix=kind[0]) for k, kind in enumerate(kinds)]
+    store.upsert(rows, vecs(n, seed=start), "m")
 
 
 def test_built_with_the_text_indexes_and_kept_covering_new_rows(tmp_path):
