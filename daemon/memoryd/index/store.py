@@ -140,8 +140,13 @@ class IndexStore(StoreWrites):
         if store._untailed:
             store._refresh()
         if store._fts_ready and not store._has_kind_index():  # an index written before it had one
-            with store._write_lock:
-                store._build_kind_index()
+            try:
+                with store._write_lock:
+                    store._build_kind_index()
+            except Exception as exc:  # searches only filter slower without it: the daemon still starts
+                log.warning(
+                    "kind_index_not_built", path=str(store.path), error=f"{type(exc).__name__}: {exc}"
+                )
         return store
 
     def close(self) -> None:
