@@ -100,3 +100,21 @@ def test_a_broken_or_removed_file_is_what_the_writer_sees(board, source):
     assert batch.records == []
     assert [s.path for s in batch.skipped] == [memory_path(broken.id)]
     assert source.get(broken.id) is None and source.get(gone.id) is None
+
+
+def test_an_access_time_touch_rewrites_the_files_and_the_writer_takes_them_as_written(board, source):
+    from memoryd.kinds.memories.writes import BoardOps
+
+    first = Memory.new("the queue drains at midnight", tags=("ops",), created_at="2026-01-02T03:04:05Z")
+    second = Memory.new("the cron runs in UTC", created_at="2026-01-02T03:04:05Z")
+    for memory in (first, second):
+        _store(board, source, memory)
+        _records_for(source, memory)  # the store's own hand-over is used up
+    later, earlier = "2026-05-06T07:08:09Z", "2025-12-31T00:00:00Z"
+    BoardOps(board, source).touch({first.id: later, second.id: earlier})
+    assert f"accessed_at: '{later}'" in (board / memory_path(first.id)).read_text()
+    assert "2025-12-31" not in (board / memory_path(second.id)).read_text()  # never backwards
+    records, opened = _records_for(source, first)
+    assert records == [memory_record(first)]  # the access time is not part of the record
+    assert not any(name.endswith(f"{first.id}.md") for name in opened), opened
+    assert source.get(first.id).accessed_at == later

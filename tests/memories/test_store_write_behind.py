@@ -17,6 +17,7 @@ import os
 import shutil
 import signal
 import threading
+import time
 
 import pytest
 
@@ -242,7 +243,7 @@ def test_a_batch_mixing_stored_repeated_new_and_invalid_items_is_on_disk_and_sea
         assert [m["id"] for m in tagged] == [ok[9]["id"]]  # the repeat's tag joined the memory
     lines = warm.events("board.memories_stored")[logged:]
     assert [(e["new"], e["existing"], e["failed"]) for e in lines] == [(20, 4, 2)], lines
-    # the files are created at debug level only (a search's accessed_at rewrites still log theirs)
+    # the files are created at debug level only
     assert not any(e["new"] for e in warm.events("board.memory_written")[files_logged:])
 
 
@@ -304,3 +305,31 @@ def test_an_editors_saves_of_batch_stored_files_are_indexed(warm):
 
         poll(lambda: indexed(stored[0], renamed), "the renamed save indexed", timeout=30)
         poll(lambda: indexed(stored[1], in_place), "the in-place save indexed", timeout=30)
+
+
+def test_the_access_times_a_search_leaves_are_written_a_chunk_per_hold_of_the_write_lock(warm):
+    """40 memories returned by one search: their access times reach their files in the background, in
+    chunks of at most TOUCH_CHUNK (a store waits for one chunk, not for all of them), and a store made
+    meanwhile is on disk and found when it answers."""
+    from memoryd.kinds.memories.api import TOUCH_CHUNK
+
+    logged = len(warm.events("board.accessed_at_written"))
+    word = unique("zqtouchx")
+    with MemShim(warm.socket, warm.env).initialize() as s:
+        items = [{"content": f"touched note {n} of {word}", "tags": ["touch"]} for n in range(40)]
+        stored = [r["id"] for r in s.ok("store_memories", items=items)["results"]]
+        time.sleep(1.1)  # access times have whole seconds: one equal to the creation time is not written
+        hits = s.ok("search_memories", query=word, limit=50)
+        assert {h["id"] for h in hits} == set(stored)
+        seen = {h["id"]: h["accessed_at"] for h in hits}
+
+        def written() -> bool:
+            return sum(e["files"] for e in warm.events("board.accessed_at_written")[logged:]) >= 40
+
+        poll(written, "the 40 access times written")
+        chunks = [e["files"] for e in warm.events("board.accessed_at_written")[logged:]]
+        assert len(chunks) >= 2 and max(chunks) <= TOUCH_CHUNK, chunks
+        for mid in stored:
+            assert f"accessed_at: '{seen[mid]}'" in (warm.board / "memories" / f"{mid}.md").read_text()
+        late = s.ok("store_memory", content=f"stored after the touches of {word}", tags=["touch"])["id"]
+        assert late in ids(s, word, limit=100)

@@ -102,6 +102,8 @@ __all__ = [
 #: Candidates fetched from the hybrid search before the re-rank.
 SEARCH_POOL = 100
 SKIPPED_SHOWN = 5  # memory files not loaded named by stats (all are counted)
+#: Access times written per hold of the write lock (:meth:`Memories._write_access`).
+TOUCH_CHUNK = 32
 
 log = get_logger("memoryd.kinds.memories")
 
@@ -517,7 +519,11 @@ class Memories:
 
     # -- accessed_at ---------------------------------------------------------------------------------------
     async def _write_access(self, times: dict[str, str]) -> None:
-        await self._locked(self.ops.touch, times)
+        # a few dozen files at a time: a store waits on the write lock for one chunk, not for every
+        # memory the last searches returned (hundreds after a burst of searches, ~1 ms of disk each)
+        items = list(times.items())
+        for start in range(0, len(items), TOUCH_CHUNK):
+            await self._locked(self.ops.touch, dict(items[start : start + TOUCH_CHUNK]))
 
     def shown(self, memory: Memory) -> Memory:
         """``memory`` with its latest ``accessed_at`` (what answers show)."""

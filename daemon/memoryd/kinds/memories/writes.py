@@ -244,14 +244,25 @@ class BoardOps:
 
     # -- accessed_at ------------------------------------------------------------------------------------
     def touch(self, times: dict[str, str]) -> None:
-        """Write ``accessed_at`` for each id (only forward in time); best effort, never raises."""
-        for mid, at in times.items():
-            try:
-                m = self.read(mid)
-                if m is not None and at > m.accessed_at:
-                    write_memory(self.board, m.with_(accessed_at=at), overwrite=True)
-            except Exception as exc:  # a touch must never fail a call or lose a file
-                log.warning("memory_touch_failed", id=mid[:12], error=f"{type(exc).__name__}: {exc}")
+        """Write ``accessed_at`` for each id (only forward in time); best effort, never raises.
+
+        The files share one open ``memories/``, fsynced once at the end, and each rewritten memory is
+        handed to the view (:meth:`MemorySource.written`), so the writer does not read and parse it again
+        for the watcher's event: its record is unchanged (the access time is not part of it)."""
+        written = 0
+        with self.batch():
+            for mid, at in times.items():
+                try:
+                    m = self.read(mid)
+                    if m is not None and at > m.accessed_at:
+                        touched = m.with_(accessed_at=at)
+                        path, _ = write_memory(self.board, touched, overwrite=True, folder=self.folder)
+                        self.view.written(touched, path)
+                        written += 1
+                except Exception as exc:  # a touch must never fail a call or lose a file
+                    log.warning("memory_touch_failed", id=mid[:12], error=f"{type(exc).__name__}: {exc}")
+        if written:
+            log.info("board.accessed_at_written", files=written)
 
 
 def _moved_copy(found: Memory, moved: Memory) -> bool:
