@@ -206,9 +206,11 @@ def test_a_search_meeting_a_stopping_daemon_answers_from_the_next_one_or_in_proc
 def test_a_search_whose_call_a_stopping_daemon_cancels_asks_again(make_daemon):
     # The call waits for an engine still loading a large board when the daemon is told to stop: the daemon
     # answers it "memoryd restarted; please retry", and the search asks again (here: no daemon follows).
+    # The board is large enough that the engine is still loading when the daemon's drain of in-flight
+    # calls ends (~1.3 s after the signal): 3,000 briefs loaded in ~1.9 s on a fast CPU, within it.
     root = short_tmpdir()
     board, index = root / "board", root / "index"
-    write_briefs(board, [f"{REDIRECT} (case {n})" for n in range(3000)])
+    write_briefs(board, [f"{REDIRECT} (case {n})" for n in range(9000)])
     daemon = make_daemon(root, board=board, index=index).launch()
     daemon.wait_ready()
     env = cli_env(root, board, index, daemon.socket)
@@ -219,7 +221,7 @@ def test_a_search_whose_call_a_stopping_daemon_cancels_asks_again(make_daemon):
     deadline = time.monotonic() + 30
     while daemon.status()["sessions"] < 1 and time.monotonic() < deadline:  # its call is in flight
         time.sleep(0.02)
-    time.sleep(0.3)
+    time.sleep(0.5)
     assert daemon.status()["engine_state"] == "loading"  # the call still waits for the engine
     daemon.signal(signal.SIGTERM)
     out, err = search.communicate(timeout=120)
