@@ -96,10 +96,11 @@ class MemorySource:
             self._note(path, problem)
 
     def written(self, memory: Memory, path: Path) -> None:
-        """``memory`` was just written at ``path`` by this daemon (a store, an access-time touch). When the writer comes to that file
-        (:meth:`records_for`) and it is still exactly as written (:func:`file_signature`), the memory and
-        its record are taken from here instead of reading and parsing the file again: the writer's cycle
-        is what a stream of stores waits on, and this call runs on the store's own thread beside it.
+        """``memory`` was just written at ``path`` by this daemon (a store, an access-time touch). When the
+        writer comes to that file (:meth:`records_for`) and it is still exactly as written
+        (:func:`file_signature`), the memory and its record are taken from here instead of reading and
+        parsing the file again: the writer's cycle is what a stream of stores waits on, and this call runs
+        on the store's own thread beside it.
         A file changed meanwhile, by anyone, is read as always. Thread-safe."""
         signature = file_signature(path)
         if signature is None:
