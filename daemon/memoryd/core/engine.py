@@ -91,6 +91,7 @@ class Engine:
             search=self.searcher.search,
             admit=self.admit_paths,
             settled=self.searcher.settled,
+            ahead=self.embed_ahead,
         )
         #: The session-start digest, for the capture hook, the get_context tool and its resources.
         self.context = Context(self.briefs, self.searcher, self.memories, lambda: self.changes.seq)
@@ -113,6 +114,12 @@ class Engine:
         if self.indexer is None:
             return _resolved()
         return self.indexer.admit(paths, chars)
+
+    def embed_ahead(self, texts) -> None:
+        """Embed the passages ``texts()`` returns while their write's files are written
+        (:meth:`memoryd.core.indexer.Indexer.embed_ahead`); nothing before start."""
+        if self.indexer is not None:
+            self.indexer.embed_ahead(texts)
 
     # -- lifecycle -------------------------------------------------------------------------------
     async def start(self) -> None:

@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import time
+from collections.abc import Sequence
 
 from memoryd.board.gate import Skipped, file_signature
+from memoryd.core.ahead import Ahead
 from memoryd.core.sources import RecordSource, owners
 from memoryd.core.writequeue import ChangeFeed, Pending, WriteQueue
 from memoryd.index.derive_cache import DeriveCache
@@ -120,6 +123,7 @@ class Indexer:
         self._trim_at: float | None = None  # monotonic time of the next trim (None: nothing freed since)
         self._held = None  # the embedder holding a write's buffers (Embedder.embed_passages), until the trim
         self._release_at: float | None = None  # monotonic time the held buffers go if no write came since
+        self.ahead = Ahead()  # passages of writes still on their way to the board, embedded meanwhile
 
     # -- requests (event loop thread) -----------------------------------------------------------
     def submit(self, paths=(), rescan: bool = False) -> asyncio.Future:
@@ -152,6 +156,17 @@ class Indexer:
         # retrieved: the writer logged it
         written.add_done_callback(lambda f: f.cancelled() or f.exception())
         return admitted
+
+    def embed_ahead(self, texts: Sequence[str]) -> None:
+        """Embed these passages while the model is free, so the write about to bring them finds them
+        embedded (:mod:`memoryd.core.ahead`); nothing without a model. Any thread: a write calls it just
+        before writing the files whose records embed them."""
+        embedder = self.embedder_ref()
+        if embedder is None or self._closing:
+            return
+        # the thread holds the model's buffers like the writer's batches: they go when the writes pause
+        self._held, self._release_at = embedder, time.monotonic() + RELEASE_AFTER_S
+        self.ahead.request(embedder, texts)
 
     def barrier(self) -> asyncio.Future:
         """A future resolved once every change submitted before this call is applied (failed writes
@@ -193,6 +208,7 @@ class Indexer:
         self._wake.set()
         if self._task is not None:
             await self._task
+        await asyncio.to_thread(self.ahead.close)
 
     # -- the writer task ------------------------------------------------------------------------
     async def _run(self) -> None:
@@ -238,9 +254,12 @@ class Indexer:
                 and self._release_at is not None
                 and time.monotonic() >= self._release_at
                 and not self._queue.writes_waiting
+                and not self.ahead.busy
             ):
-                # the stream of writes paused: its buffers go now, as they went after every batch before
+                # the stream of writes paused: its buffers go now, as they went after every batch before,
+                # and so do the vectors embedded ahead that no write claimed
                 held, self._held, self._release_at = self._held, None, None
+                self.ahead.clear()
                 with contextlib.suppress(Exception):  # only memory is at stake
                     await asyncio.to_thread(held.release, False)
             if not work and backfill:
@@ -524,7 +543,8 @@ class Indexer:
         # Noted before the write: a batch that fails after its embedding holds them all the same
         if changed and embedder is not None:
             self._held = embedder
-        write_records(self.store, changed, embedder, report, hold=True)
+        embed = functools.partial(self.ahead.embed, embedder, hold=True) if embedder is not None else None
+        write_records(self.store, changed, embedder, report, embed=embed)
         present = self.store.stored_hashes_for(deletes)
         report.deleted += self.store.delete(list(present))
 

@@ -46,6 +46,8 @@ from memoryd.index.terms import term_string
 from memoryd.logs import get_logger
 
 if TYPE_CHECKING:  # the store imports Record from here
+    import numpy as np
+
     from memoryd.board.gate import Skipped
     from memoryd.index.store import IndexStore
 
@@ -320,10 +322,18 @@ def _model_name(embedder) -> str:
 
 
 def write_records(
-    store: IndexStore, records: Sequence[Record], embedder, report: SyncReport, *, hold: bool = False
+    store: IndexStore,
+    records: Sequence[Record],
+    embedder,
+    report: SyncReport,
+    *,
+    hold: bool = False,
+    embed: Callable[[list[str]], np.ndarray] | None = None,
 ) -> None:
     """Upsert ``records``, embedding only those whose stored vector is missing or stale. ``hold``: the
-    embedder keeps its buffers for the next write (``Embedder.embed_passages``), released by the caller."""
+    embedder keeps its buffers for the next write (``Embedder.embed_passages``), released by the caller.
+    ``embed``: passages -> float32 ``(n, dim)`` vectors of ``embedder`` instead of its own
+    ``embed_passages`` (the writer's: :meth:`memoryd.core.ahead.Ahead.embed`, which has some made ahead)."""
     if not records:
         return
     # numpy here, not at the top: the tool registry loads the kinds' record modules, and no numpy
@@ -348,7 +358,8 @@ def write_records(
         need = [r for r in chunk if r.id not in reuse]
         fresh: dict[str, np.ndarray] = {}
         if need and embedder is not None:
-            vecs = embedder.embed_passages([r.embed_text for r in need], hold=hold)
+            texts = [r.embed_text for r in need]
+            vecs = embed(texts) if embed is not None else embedder.embed_passages(texts, hold=hold)
             fresh = {r.id: vecs[i] for i, r in enumerate(need)}
             report.embedded += len(need)
         with_vec = [r for r in chunk if r.id in reuse or r.id in fresh]

@@ -48,6 +48,7 @@ from memoryd.kinds.memories import graph, ranking
 from memoryd.kinds.memories.access import AccessTimes
 from memoryd.kinds.memories.files import Memory
 from memoryd.kinds.memories.graph import Edge
+from memoryd.kinds.memories.records import memory_record
 from memoryd.kinds.memories.rules import (
     MAX_CONTENT_CHARS,
     MAX_DEPTH,
@@ -161,6 +162,7 @@ class Memories:
         search: Search,
         admit: Admit | None = None,
         settled: Callable[[], Awaitable[None]] | None = None,
+        ahead: Callable[[list[str]], None] | None = None,
     ) -> None:
         self.board = board
         self.view = view
@@ -168,6 +170,7 @@ class Memories:
         self._admit = admit  # None: a store awaits its index write
         self._search = search
         self._settled = settled  # the read barrier alone: a tag filter reads the view after it
+        self._ahead = ahead  # embeds a store's passages while its files are written (any thread)
         self._lock = asyncio.Lock()
         self._prune: set[str] = set()
         self.access = AccessTimes(self._write_access)
@@ -272,6 +275,12 @@ class Memories:
     def _store_sync(self, items: Sequence[Memory | Exception]) -> list[Stored | Exception]:
         ops = self.ops
         out: list[Stored | Exception] = []
+        # the records of the new memories first: their passages are embedded while the files are written
+        records = {
+            m.id: memory_record(m) for m in items if isinstance(m, Memory) and self.view.get(m.id) is None
+        }
+        if records and self._ahead is not None:
+            self._ahead([r.embed_text for r in records.values()])
         valid = any(isinstance(m, Memory) for m in items)
         with ops.batch() if valid else contextlib.nullcontext():  # one fsync of the folder, before the answer
             for m in items:
@@ -279,7 +288,7 @@ class Memories:
                     out.append(m)
                     continue
                 try:
-                    out.append(Stored(*ops.store(m)))
+                    out.append(Stored(*ops.store(m, records.get(m.id))))
                 except BrokenMemory as exc:
                     out.append(exc)
                 except OSError as exc:

@@ -1,0 +1,191 @@
+"""Embedding ahead: a write's passages embedded while its files are still being written, and while the
+writer writes the batch before it to LanceDB.
+
+A ``store_memories`` batch of 50 spends ~70-90 ms writing and fsyncing its files before its paths reach the
+writer, and the writer then spends ~10 ms on LanceDB's append for every batch; on 2 cores the model is
+what a stream of batches waits on, so neither should leave it idle. A write that knows the passages its
+files will yield hands them over first (:meth:`Ahead.request`); one thread of this module's
+(``memoryd-ahead``) embeds them whenever the model is free: while the files are written, and while the
+writer appends the batch before. When the writer comes to the batch, :meth:`Ahead.embed` gives it the
+vectors made ahead, waits for those being made, and embeds the rest itself.
+
+The writer always comes first: while it wants the model, no new chunk starts here, so it waits for at
+most one chunk (:data:`CHUNK` passages or :data:`CHUNK_CHARS` characters). Passages it embeds itself are
+taken off the requests, so nothing is embedded twice unless a request's write never reaches the writer
+(its board pass failed); such vectors are never claimed and go with the oldest (at most :data:`KEEP`
+kept) or when the writes pause (:meth:`Ahead.clear`).
+
+A vector made ahead is the passage's own, from the same model; like any vector of the int8 model it moves
+slightly with the run it was embedded in (activations are scaled per run: cosine >= 0.998 between two
+batchings), as it does with whichever stores the writer happens to batch together. It is used once, and
+only by the embedder that made it.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+from collections.abc import Sequence
+
+from memoryd.logs import get_logger
+
+log = get_logger("memoryd.core.ahead")
+
+#: Passages embedded per step here: what the writer may have to wait for when it wants the model.
+CHUNK = 64
+#: The same bound in characters (a few long passages are as much work as many short ones).
+CHUNK_CHARS = 16_000
+#: Vectors kept for the writer to take (~1.5 KB each at 384 dimensions).
+KEEP = 512
+#: Seconds :meth:`Ahead.close` waits for a chunk being embedded.
+CLOSE_WAIT_S = 5.0
+
+
+class Ahead:
+    """Requests from any thread; one thread embedding them; the writer's :meth:`embed`. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._requests: collections.deque[tuple[object, list[str]]] = collections.deque()  # (embedder, texts)
+        self._vectors: collections.OrderedDict[str, object] = collections.OrderedDict()
+        self._model: object | None = None  # the embedder the kept vectors came from
+        self._running: set[str] = set()  # passages being embedded here now
+        self._model_busy = False  # passages are being embedded (here or by the writer)
+        self._writer_waiting = 0  # the writer wants the model: no new chunk starts here
+        self._closed = False
+        self._thread: threading.Thread | None = None
+        self.embedded = 0  # passages embedded here
+        self.taken = 0  # vectors the writer took from here
+
+    @property
+    def busy(self) -> bool:
+        """Whether a request waits or a chunk is being embedded here."""
+        with self._cond:
+            return bool(self._requests or self._running)
+
+    def request(self, embedder, texts: Sequence[str]) -> None:
+        """Embed ``texts`` with ``embedder`` when the model is free: the passages of a write that is
+        about to reach the writer."""
+        texts = [t for t in texts if t]
+        with self._cond:
+            if self._closed or not texts:
+                return
+            self._requests.append((embedder, texts))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._work, name="memoryd-ahead", daemon=True)
+                self._thread.start()
+            self._cond.notify_all()
+
+    def embed(self, embedder, texts: Sequence[str], *, hold: bool = False):
+        """Vectors for ``texts`` in order, float32 ``(len(texts), dim)``: those made ahead by ``embedder``,
+        those being made (waited for), the rest embedded now by the calling thread (the writer's), with
+        the model to itself (``hold``: as ``Embedder.embed_passages``). Raises what the model raises."""
+        import numpy as np
+
+        found: dict[str, object] = {}
+        with self._cond:
+            self._writer_waiting += 1
+            try:
+                while True:
+                    if embedder is self._model:
+                        for t in texts:
+                            if t not in found and t in self._vectors:
+                                found[t] = self._vectors.pop(t)
+                    if self._model_busy or any(t in self._running for t in texts):
+                        self._cond.wait()
+                        continue
+                    break
+                self._model_busy = True
+            finally:
+                self._writer_waiting -= 1
+            self.taken += len(found)
+            rest = [t for t in dict.fromkeys(texts) if t not in found]
+            self._unrequest(set(rest))
+        try:
+            if rest:
+                found.update(zip(rest, embedder.embed_passages(rest, hold=hold), strict=True))
+        finally:
+            with self._cond:
+                self._model_busy = False
+                self._cond.notify_all()
+        if not texts:
+            return np.empty((0, embedder.dim), np.float32)
+        return np.stack([found[t] for t in texts])
+
+    def clear(self) -> None:
+        """Forget the vectors no write claimed (the writes paused); requests and a chunk being embedded
+        stay."""
+        with self._cond:
+            if not self._requests and not self._running:
+                self._vectors.clear()
+                self._model = None
+
+    def close(self) -> None:
+        """Drop the requests and stop the thread (waiting up to :data:`CLOSE_WAIT_S` for its chunk)."""
+        with self._cond:
+            self._closed = True
+            self._requests.clear()
+            self._cond.notify_all()
+            thread = self._thread
+        if thread is not None:
+            thread.join(CLOSE_WAIT_S)
+
+    # -- the thread ---------------------------------------------------------------------------------
+    def _unrequest(self, texts: set[str]) -> None:
+        """Take ``texts`` off the requests (the writer embeds them itself). Caller holds the lock."""
+        if not texts:
+            return
+        kept = collections.deque()
+        for embedder, head in self._requests:
+            left = [t for t in head if t not in texts]
+            if left:
+                kept.append((embedder, left))
+        self._requests = kept
+
+    def _next_chunk(self) -> tuple[object, list[str]] | None:
+        """The next passages to embed, marked running, or None when closed. Caller holds the lock."""
+        while True:
+            while not self._closed and (not self._requests or self._model_busy or self._writer_waiting):
+                self._cond.wait()
+            if self._closed:
+                return None
+            embedder, head = self._requests.popleft()
+            if embedder is not self._model:
+                self._vectors.clear()
+                self._model = embedder
+            todo = [t for t in dict.fromkeys(head) if t not in self._vectors and t not in self._running]
+            chunk, chars = [], 0
+            for text in todo:
+                if chunk and (len(chunk) >= CHUNK or chars + len(text) > CHUNK_CHARS):
+                    break
+                chunk.append(text)
+                chars += len(text)
+            if len(chunk) < len(todo):
+                self._requests.appendleft((embedder, todo[len(chunk) :]))
+            if chunk:
+                self._running.update(chunk)
+                self._model_busy = True
+                return embedder, chunk
+
+    def _work(self) -> None:
+        while True:
+            with self._cond:
+                nxt = self._next_chunk()
+            if nxt is None:
+                return
+            embedder, chunk = nxt
+            vectors = None
+            try:
+                vectors = embedder.embed_passages(chunk, hold=True)
+            except Exception as exc:  # only the head start is lost: the writer embeds them itself
+                log.warning("embed_ahead_failed", error=f"{type(exc).__name__}: {exc}", passages=len(chunk))
+            with self._cond:
+                self._running.difference_update(chunk)
+                self._model_busy = False
+                if vectors is not None and embedder is self._model:
+                    for text, vec in zip(chunk, vectors, strict=True):
+                        self._vectors[text] = vec
+                    while len(self._vectors) > KEEP:
+                        self._vectors.popitem(last=False)
+                    self.embedded += len(chunk)
+                self._cond.notify_all()

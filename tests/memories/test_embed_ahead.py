@@ -1,0 +1,169 @@
+"""Embedding ahead (:mod:`memoryd.core.ahead`): a store's passages are embedded while its files are written,
+and the writer takes those vectors instead of embedding the passages again (the real model throughout).
+
+What must hold whatever the timing: every passage is embedded exactly once (the writer arriving before
+the thread started, while it runs, or after it finished), the vectors are the passages' own, the writer
+never waits behind more than one chunk of another write's passages, and a ``store_memories`` call
+through the daemon's own session code leaves its memories searchable by meaning.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+
+import numpy as np
+import pytest
+
+from memoryd.core import ahead as ahead_module
+from memoryd.core.ahead import Ahead
+from support.inprocess_daemon import InprocessDaemon, InprocessMemShim
+from support.memories import poll
+
+#: Words the test passages are drawn from: each passage its own mix, so two passages' vectors are far apart.
+# fmt: off
+WORDS = [
+    "deploy", "cache", "token", "billing", "invoice", "worker", "cron", "replica", "payload", "timeout",
+    "webhook", "queue", "retry", "kitchen", "garden", "bicycle", "violin", "harbour", "glacier", "lantern",
+    "meadow", "orchard", "pottery", "saddle", "telescope", "tunnel", "volcano", "wizard", "yacht", "bakery",
+    "canyon", "dolphin", "ember", "falcon", "granite", "hammock", "igloo", "jasmine", "kettle", "lagoon",
+    "marble", "nectar", "oyster", "pepper", "quartz", "ribbon", "spruce", "tundra", "umbrella", "velvet",
+    "walnut",
+]
+# fmt: on
+
+
+def passages(tag: str, n: int) -> list[str]:
+    """``n`` distinct passages, as a memory's record embeds them (content, then its tags)."""
+    rng = random.Random(tag)
+    return [f"{tag} {i}: {' '.join(rng.sample(WORDS, 9))}\nnotes" for i in range(n)]
+
+
+DISTRACTORS = [
+    "Frontend code is formatted with prettier before each commit",
+    "Our Postgres backups are kept for thirty days",
+    "Invoices are emailed to customers on the first business day of each month",
+    "The office coffee machine is descaled every Friday",
+    "Production deploys happen on Tuesdays right after standup",
+]
+
+
+def same_vectors(got: np.ndarray, want: np.ndarray) -> bool:
+    """Row by row the same passages' vectors: the int8 model scales activations per run, so a passage
+    embedded in another batch moves by a cosine of ~0.998; another passage's vector is far below."""
+    return got.shape == want.shape and bool(np.all(np.sum(got * want, axis=1) > 0.995))
+
+
+def test_vectors_made_ahead_are_taken_by_the_writer_and_never_embedded_again(embedder):
+    texts = passages("alpha", 20)
+    want = embedder.embed_passages(texts, count=False)
+    ahead = Ahead()
+    try:
+        before = embedder.passages_embedded
+        ahead.request(embedder, texts)
+        poll(lambda: ahead.embedded == len(texts), "the passages embedded ahead")
+        got = ahead.embed(embedder, texts)
+        assert embedder.passages_embedded - before == len(texts)  # once, by the thread
+        assert ahead.taken == len(texts)
+        assert same_vectors(got, want)
+        # taken once: the same passages again are embedded again (a vector is used by one batch)
+        again = ahead.embed(embedder, texts)
+        assert embedder.passages_embedded - before == 2 * len(texts)
+        assert same_vectors(again, want)
+    finally:
+        ahead.close()
+
+
+@pytest.mark.parametrize("delay_s", [0.0, 0.01, 0.05])
+def test_a_writer_arriving_before_during_or_after_the_thread_embeds_each_passage_once(embedder, delay_s):
+    texts = passages(f"beta{delay_s}", 40)
+    want = embedder.embed_passages(texts, count=False)
+    ahead = Ahead()
+    try:
+        before = embedder.passages_embedded
+        ahead.request(embedder, texts)
+        time.sleep(delay_s)
+        got = ahead.embed(embedder, texts)
+        assert embedder.passages_embedded - before == len(texts)
+        assert same_vectors(got, want)
+        time.sleep(0.2)  # nothing left for the thread to do: it embeds nothing more
+        assert embedder.passages_embedded - before == len(texts)
+        assert not ahead.busy
+    finally:
+        ahead.close()
+
+
+def test_the_writer_waits_for_one_chunk_at_most_and_takes_its_own_passages_off_the_requests(
+    embedder, monkeypatch
+):
+    monkeypatch.setattr(ahead_module, "CHUNK", 8)
+    theirs = passages("gamma", 40)  # another write's, five chunks
+    mine = passages("delta", 6)
+    overlap = theirs[-8:]  # passages of the other write this batch brings too (not started yet)
+    ahead = Ahead()
+    try:
+        before = embedder.passages_embedded
+        ahead.request(embedder, theirs)
+        poll(lambda: ahead.busy and ahead._running, "the first chunk started")
+        got = ahead.embed(embedder, mine + overlap)
+        # the writer went before the chunks still waiting: far from all of the other write's are done
+        assert ahead.embedded < len(theirs)
+        assert same_vectors(got, embedder.embed_passages(mine + overlap, count=False))
+        poll(lambda: not ahead.busy, "the other write's passages embedded")
+        # each passage once: the overlap by the writer, the rest of the other write's by the thread
+        assert embedder.passages_embedded - before == len(theirs) + len(mine)
+        rest = [t for t in theirs if t not in overlap]
+        assert ahead.embedded == len(rest)
+        assert same_vectors(ahead.embed(embedder, rest), embedder.embed_passages(rest, count=False))
+        assert embedder.passages_embedded - before == len(theirs) + len(mine)
+    finally:
+        ahead.close()
+
+
+def test_vectors_of_another_embedder_are_never_used(embedder):
+    texts = passages("epsilon", 5)
+    ahead = Ahead()
+    try:
+        ahead.request(embedder, texts)
+        poll(lambda: ahead.embedded == len(texts), "the passages embedded ahead")
+        ahead._model = object()  # what a model reload leaves behind: vectors kept for another embedder
+        before = embedder.passages_embedded
+        ahead.embed(embedder, texts)
+        assert embedder.passages_embedded - before == len(texts)
+        assert ahead.taken == 0
+    finally:
+        ahead.close()
+
+
+def test_close_stops_the_thread_and_later_requests_are_ignored(embedder):
+    ahead = Ahead()
+    ahead.request(embedder, passages("zeta", 3))
+    poll(lambda: ahead.embedded == 3, "the passages embedded ahead")
+    thread = ahead._thread
+    ahead.close()
+    assert thread is not None and not thread.is_alive()
+    ahead.request(embedder, passages("eta", 3))
+    assert not ahead.busy and ahead._thread is thread
+
+
+def test_a_batch_through_the_daemon_is_embedded_once_and_found_by_meaning(tmp_path, models_dir):
+    daemon = InprocessDaemon(tmp_path, model="", env={"MEMORYD_MODELS": str(models_dir)}).start(timeout=600)
+    try:
+        with InprocessMemShim(daemon) as shim:
+            shim.initialize()
+            poll(lambda: daemon.status()["engine"]["search_mode"] == "hybrid", "the model warm", timeout=600)
+            engine = daemon.handle.engine
+            before = engine.embedder.passages_embedded
+            items = [{"content": t, "tags": ["ops"]} for t in DISTRACTORS]
+            items += [{"content": t, "tags": ["ops"]} for t in passages("theta", 24)]
+            items.append({"content": "The cat sleeps on the sofa all afternoon", "tags": ["home"]})
+            answer = shim.ok("store_memories", items=items)
+            assert answer["succeeded"] == len(items)
+            found = shim.ok("search_memories", query="my kitten naps on the couch during the day", limit=3)
+            assert found[0]["content"] == "The cat sleeps on the sofa all afternoon"
+            ahead = engine.indexer.ahead
+            # each memory's passage embedded once, whoever got there first; nothing made ahead was wasted
+            assert engine.embedder.passages_embedded - before == len(items)
+            assert ahead.embedded == ahead.taken
+    finally:
+        daemon.kill()
