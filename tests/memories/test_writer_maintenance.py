@@ -241,3 +241,39 @@ def test_a_burst_of_writes_is_compacted_in_the_gap_after_it_not_an_interval_late
     assert during is None, "maintenance ran inside the burst"
     assert after is not None and after < 2.0, "the burst's rows waited for the interval"
     assert tail == 0
+
+
+def test_a_long_fold_is_no_gap_in_a_stream_whose_client_waits_for_its_answer(tmp_path, monkeypatch):
+    """A client answered only once the writer is back (its write was admitted after the batch before
+    it) cannot send its next batch while the writer folds the tail: a fold longer than the gap that ends
+    a stream must not read as that gap, or the full maintenance stalls the stream right after it."""
+    monkeypatch.setattr(indexer_module, "TAIL_MAX", 60)
+    monkeypatch.setattr(indexer_module, "FOLD_INTERVALS", 1000)
+    indexer, made = writer(tmp_path)
+    fold = indexer.fold_tail
+    folds: list[float] = []
+
+    def slow_fold():  # a fold as long as one on a large index (hundreds of ms), past the stream's gap
+        fold()
+        time.sleep(indexer_module.STREAM_GAP_S + 0.3)
+        folds.append(time.time())
+
+    indexer.fold_tail = slow_fold
+
+    async def run() -> tuple[float | None, float | None]:
+        indexer.start()
+        for at in range(0, 400, 40):  # more paths than an admission's bound: each waits for the one before
+            await indexer.admit([m.path for m in made[at : at + 40]], 40 * 40)
+            await asyncio.sleep(0.05)  # the client writes its next batch's files
+        during = indexer.last_optimize_at
+        deadline = time.monotonic() + 10
+        while indexer.last_optimize_at is None and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        after = indexer.last_optimize_at
+        await indexer.close()
+        return during, after
+
+    during, after = asyncio.run(run())
+    assert folds, "the tail was never folded in the stream"
+    assert during is None, "the full maintenance ran inside the stream, right after a long fold"
+    assert after is not None

@@ -123,6 +123,7 @@ class Indexer:
         self._trim_at: float | None = None  # monotonic time of the next trim (None: nothing freed since)
         self._held = None  # the embedder holding a write's buffers (Embedder.embed_passages), until the trim
         self._release_at: float | None = None  # monotonic time the held buffers go if no write came since
+        self._answered_at = 0.0  # monotonic time the writer last applied writes some caller waited for
         self.ahead = Ahead()  # passages of writes still on their way to the board, embedded meanwhile
 
     # -- requests (event loop thread) -----------------------------------------------------------
@@ -246,6 +247,8 @@ class Indexer:
                     for _, w in work.waiters:
                         if not w.done():
                             w.set_result(None)
+            if work.waiters:  # their callers, answered now, send their next writes from now on
+                self._answered_at = time.monotonic()
             self._queue.release(done)
             if work:
                 self._release_at = time.monotonic() + RELEASE_AFTER_S
@@ -307,13 +310,19 @@ class Indexer:
 
     def _deferring(self) -> bool:
         """Whether the scheduled maintenance waits for the first gap in the writes: while writes are queued
-        or the last one came less than :data:`STREAM_GAP_S` ago (a stream of ``store_memories`` batches)
-        a compaction would stall every one of them for its hundreds of ms (seconds at 10,000 records),
-        and the tail it folds keeps growing only up to :data:`TAIL_MAX`. Not after a delete or an edit:
+        or the last one came, or the last ones were applied, less than :data:`STREAM_GAP_S` ago (a stream
+        of ``store_memories`` batches) a compaction would stall every one of them for its hundreds of ms
+        (seconds at 10,000 records), and the tail it folds keeps growing only up to :data:`TAIL_MAX`.
+        Counted from the application too: a client whose write waited for the writer (its admission, a
+        fold of the tail) sends its next one only after its answer. Not after a delete or an edit:
         forgotten text leaves the disk within the interval whatever comes next."""
         if self.purge_due:
             return False
-        return self._queue.writes_waiting or time.monotonic() - self._queue.last_submit_at < STREAM_GAP_S
+        return self._queue.writes_waiting or time.monotonic() - self._last_write_at() < STREAM_GAP_S
+
+    def _last_write_at(self) -> float:
+        """Monotonic time of the last write submitted or applied for a caller."""
+        return max(self._queue.last_submit_at, self._answered_at)
 
     def _next_wake_in(self) -> float | None:
         """Seconds until the writer has something to do unasked (maintenance or a trim), or None."""
@@ -340,7 +349,7 @@ class Indexer:
         if len(self.store.tail) >= TAIL_MAX:
             return 0.05
         if len(self.store.tail) >= TAIL_SOON:  # at the gap a stream of writes leaves
-            return max(0.05, STREAM_GAP_S - (time.monotonic() - self._queue.last_submit_at))
+            return max(0.05, STREAM_GAP_S - (time.monotonic() - self._last_write_at()))
         return max(0.05, self.optimize_interval_s - (time.monotonic() - self.dirty_since))
 
     def fold_tail(self) -> None:
