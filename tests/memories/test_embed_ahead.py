@@ -10,6 +10,7 @@ through the daemon's own session code leaves its memories searchable by meaning.
 from __future__ import annotations
 
 import random
+import threading
 import time
 
 import numpy as np
@@ -93,30 +94,92 @@ def test_a_writer_arriving_before_during_or_after_the_thread_embeds_each_passage
         ahead.close()
 
 
+class Gated:
+    """The real embedder, whose embeddings of passages wait while :attr:`gate` is closed: the test, not
+    the clock, says when a chunk being embedded ends. ``entered``: set once one such call began."""
+
+    def __init__(self, embedder) -> None:
+        self._embedder = embedder
+        self.gate = threading.Event()
+        self.gate.set()
+        self.entered = threading.Event()
+
+    def __getattr__(self, name: str):
+        return getattr(self._embedder, name)
+
+    def embed_passages(self, texts, **kwargs):
+        self.entered.set()
+        assert self.gate.wait(60), "the test never opened the gate"
+        return self._embedder.embed_passages(texts, **kwargs)
+
+
+def in_thread(ahead: Ahead, texts: list[str], embedder) -> tuple[threading.Thread, dict]:
+    """The writer's ``ahead.embed`` on a thread of its own: ``result["value"]`` its vectors,
+    ``result["embedded"]`` what the embedding thread had embedded when it returned."""
+    result: dict = {}
+
+    def run() -> None:
+        result["value"] = ahead.embed(embedder, texts)
+        result["embedded"] = ahead.embedded
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, result
+
+
 def test_the_writer_waits_for_one_chunk_at_most_and_takes_its_own_passages_off_the_requests(
     embedder, monkeypatch
 ):
     monkeypatch.setattr(ahead_module, "CHUNK", 8)
-    theirs = passages("gamma", 40)  # another write's, five chunks
+    gated = Gated(embedder)
+    theirs = passages("gamma", 40)  # another write's: five chunks
     mine = passages("delta", 6)
     overlap = theirs[-8:]  # passages of the other write this batch brings too (not started yet)
     ahead = Ahead()
     try:
         before = embedder.passages_embedded
-        ahead.request(embedder, theirs)
-        poll(lambda: ahead.busy and ahead._running, "the first chunk started")
-        got = ahead.embed(embedder, mine + overlap)
-        # the writer went before the chunks still waiting: far from all of the other write's are done
-        assert ahead.embedded < len(theirs)
-        assert same_vectors(got, embedder.embed_passages(mine + overlap, count=False))
+        gated.gate.clear()
+        ahead.request(gated, theirs)
+        assert gated.entered.wait(30)  # the first chunk began and is held
+        writer, result = in_thread(ahead, mine + overlap, gated)
+        writer.join(0.3)
+        assert writer.is_alive(), "the writer did not wait for the chunk being embedded"
+        gated.gate.set()
+        writer.join(60)
+        assert not writer.is_alive()
+        # the writer went right after that one chunk, before the four still waiting
+        assert result["embedded"] <= 16
+        assert same_vectors(result["value"], embedder.embed_passages(mine + overlap, count=False))
         poll(lambda: not ahead.busy, "the other write's passages embedded")
         # each passage once: the overlap by the writer, the rest of the other write's by the thread
         assert embedder.passages_embedded - before == len(theirs) + len(mine)
         rest = [t for t in theirs if t not in overlap]
         assert ahead.embedded == len(rest)
-        assert same_vectors(ahead.embed(embedder, rest), embedder.embed_passages(rest, count=False))
+        assert same_vectors(ahead.embed(gated, rest), embedder.embed_passages(rest, count=False))
         assert embedder.passages_embedded - before == len(theirs) + len(mine)
     finally:
+        gated.gate.set()
+        ahead.close()
+
+
+def test_a_writer_with_every_vector_made_waits_for_no_chunk_of_another_write(embedder):
+    gated = Gated(embedder)
+    mine, theirs = passages("iota", 10), passages("kappa", 10)
+    ahead = Ahead()
+    try:
+        ahead.request(gated, mine)
+        poll(lambda: ahead.embedded == len(mine), "the passages embedded ahead")
+        gated.gate.clear()
+        gated.entered.clear()
+        ahead.request(gated, theirs)
+        assert gated.entered.wait(30)  # the other write's chunk began and is held
+        writer, result = in_thread(ahead, mine, gated)
+        writer.join(30)
+        assert not writer.is_alive(), "the writer waited for another write's chunk with its vectors made"
+        assert same_vectors(result["value"], embedder.embed_passages(mine, count=False))
+        assert ahead.taken == len(mine)
+    finally:
+        gated.gate.set()
         ahead.close()
 
 
@@ -162,8 +225,24 @@ def test_a_batch_through_the_daemon_is_embedded_once_and_found_by_meaning(tmp_pa
             found = shim.ok("search_memories", query="my kitten naps on the couch during the day", limit=3)
             assert found[0]["content"] == "The cat sleeps on the sofa all afternoon"
             ahead = engine.indexer.ahead
+            assert ahead.requested == len(items)  # the batch handed its passages over
             # each memory's passage embedded once, whoever got there first; nothing made ahead was wasted
             assert engine.embedder.passages_embedded - before == len(items)
             assert ahead.embedded == ahead.taken
+            # the same content twice in one batch: the memory, its index record and its vector are the
+            # first item's (the second only adds the tags it brings)
+            twice = "Release notes are drafted by the on-call engineer before the Thursday cut"
+            shim.ok(
+                "store_memories",
+                items=[
+                    {"content": twice, "tags": ["release", "oncall"], "memory_type": "decision"},
+                    {"content": twice, "tags": ["release"], "memory_type": "general"},
+                ],
+            )
+            decided = shim.ok("search_memories", query="release notes drafted", memory_type="decision")
+            assert [m["content"] for m in decided] == [twice]
+            tagged = shim.ok("search_memories", query="release notes drafted", tags=["oncall"])
+            assert [m["content"] for m in tagged] == [twice]
+            assert ahead.requested == len(items) + 1
     finally:
         daemon.kill()

@@ -1,19 +1,23 @@
 """Embedding ahead: a write's passages embedded while its files are still being written, and while the
 writer writes the batch before it to LanceDB.
 
-A ``store_memories`` batch of 50 spends ~70-90 ms writing and fsyncing its files before its paths reach the
-writer, and the writer then spends ~10 ms on LanceDB's append for every batch; on 2 cores the model is
-what a stream of batches waits on, so neither should leave it idle. A write that knows the passages its
-files will yield hands them over first (:meth:`Ahead.request`); one thread of this module's
-(``memoryd-ahead``) embeds them whenever the model is free: while the files are written, and while the
-writer appends the batch before. When the writer comes to the batch, :meth:`Ahead.embed` gives it the
-vectors made ahead, waits for those being made, and embeds the rest itself.
+The writer applies one batch at a time: it embeds a batch's passages, then appends them to LanceDB
+(~10 ms per batch of 50 here), and only then comes to the next batch. On 2 cores the model is what a
+stream of ``store_memories`` batches waits on, so the append should not leave it idle. A write hands the
+passages of the files it has just written over (:meth:`Ahead.request`) as it queues their paths; one
+thread of this module's (``memoryd-ahead``) embeds them whenever the model is free, so the next batch is
+embedded while the writer appends the one before. When the writer comes to a batch, :meth:`Ahead.embed`
+gives it the vectors made ahead, waits for those being made, and embeds the rest itself. (Handed over
+before the files are written, the embedding competed with the writing on 2 cores: a lone batch of 50
+was answered ~55 ms later for ~50 ms less until searchable.)
 
-The writer always comes first: while it wants the model, no new chunk starts here, so it waits for at
-most one chunk (:data:`CHUNK` passages or :data:`CHUNK_CHARS` characters). Passages it embeds itself are
-taken off the requests, so nothing is embedded twice unless a request's write never reaches the writer
-(its board pass failed); such vectors are never claimed and go with the oldest (at most :data:`KEEP`
-kept) or when the writes pause (:meth:`Ahead.clear`).
+The writer always comes first: while it wants the model, no new chunk starts here, so a writer missing
+vectors waits for at most one chunk (:data:`CHUNK` passages or :data:`CHUNK_CHARS` characters); a writer
+that finds all it needs waits for nothing. Passages it embeds itself are taken off the requests, so
+nothing is embedded twice unless a request's write never reaches the writer that way; such vectors are
+never claimed and go with the oldest (at most :data:`KEEP` kept) or when the writes pause
+(:meth:`Ahead.clear`). Everything here is a head start only: a request that cannot be served (the
+thread cannot start, the model fails) leaves the writer to embed as it always did.
 
 A vector made ahead is the passage's own, from the same model; like any vector of the int8 model it moves
 slightly with the run it was embedded in (activations are scaled per run: cosine >= 0.998 between two
@@ -54,6 +58,7 @@ class Ahead:
         self._writer_waiting = 0  # the writer wants the model: no new chunk starts here
         self._closed = False
         self._thread: threading.Thread | None = None
+        self.requested = 0  # passages handed over
         self.embedded = 0  # passages embedded here
         self.taken = 0  # vectors the writer took from here
 
@@ -64,16 +69,18 @@ class Ahead:
             return bool(self._requests or self._running)
 
     def request(self, embedder, texts: Sequence[str]) -> None:
-        """Embed ``texts`` with ``embedder`` when the model is free: the passages of a write that is
-        about to reach the writer."""
+        """Embed ``texts`` with ``embedder`` when the model is free: the passages of files just written,
+        whose paths the writer is about to take. Raises RuntimeError when the thread cannot start."""
         texts = [t for t in texts if t]
         with self._cond:
             if self._closed or not texts:
                 return
+            if self._thread is None or not self._thread.is_alive():
+                thread = threading.Thread(target=self._work, name="memoryd-ahead", daemon=True)
+                thread.start()
+                self._thread = thread
             self._requests.append((embedder, texts))
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._work, name="memoryd-ahead", daemon=True)
-                self._thread.start()
+            self.requested += len(texts)
             self._cond.notify_all()
 
     def embed(self, embedder, texts: Sequence[str], *, hold: bool = False):
@@ -91,23 +98,25 @@ class Ahead:
                         for t in texts:
                             if t not in found and t in self._vectors:
                                 found[t] = self._vectors.pop(t)
-                    if self._model_busy or any(t in self._running for t in texts):
+                    missing = [t for t in dict.fromkeys(texts) if t not in found]
+                    if missing and (self._model_busy or any(t in self._running for t in missing)):
                         self._cond.wait()
                         continue
                     break
-                self._model_busy = True
+                if missing:
+                    self._model_busy = True
+                    self._unrequest(set(missing))
             finally:
                 self._writer_waiting -= 1
-            self.taken += len(found)
-            rest = [t for t in dict.fromkeys(texts) if t not in found]
-            self._unrequest(set(rest))
-        try:
-            if rest:
-                found.update(zip(rest, embedder.embed_passages(rest, hold=hold), strict=True))
-        finally:
-            with self._cond:
-                self._model_busy = False
                 self._cond.notify_all()
+            self.taken += len(found)
+        if missing:
+            try:
+                found.update(zip(missing, embedder.embed_passages(missing, hold=hold), strict=True))
+            finally:
+                with self._cond:
+                    self._model_busy = False
+                    self._cond.notify_all()
         if not texts:
             return np.empty((0, embedder.dim), np.float32)
         return np.stack([found[t] for t in texts])
@@ -179,13 +188,14 @@ class Ahead:
                 vectors = embedder.embed_passages(chunk, hold=True)
             except Exception as exc:  # only the head start is lost: the writer embeds them itself
                 log.warning("embed_ahead_failed", error=f"{type(exc).__name__}: {exc}", passages=len(chunk))
-            with self._cond:
-                self._running.difference_update(chunk)
-                self._model_busy = False
-                if vectors is not None and embedder is self._model:
-                    for text, vec in zip(chunk, vectors, strict=True):
-                        self._vectors[text] = vec
-                    while len(self._vectors) > KEEP:
-                        self._vectors.popitem(last=False)
-                    self.embedded += len(chunk)
-                self._cond.notify_all()
+            finally:
+                with self._cond:
+                    self._running.difference_update(chunk)
+                    self._model_busy = False
+                    if vectors is not None and embedder is self._model:
+                        for text, vec in zip(chunk, vectors, strict=True):
+                            self._vectors[text] = vec.copy()  # a row alone: not its chunk's whole array
+                        while len(self._vectors) > KEEP:
+                            self._vectors.popitem(last=False)
+                        self.embedded += len(chunk)
+                    self._cond.notify_all()

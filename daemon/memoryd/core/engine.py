@@ -115,8 +115,8 @@ class Engine:
             return _resolved()
         return self.indexer.admit(paths, chars)
 
-    def embed_ahead(self, texts) -> None:
-        """Embed the passages ``texts()`` returns while their write's files are written
+    def embed_ahead(self, texts: Sequence[str]) -> None:
+        """Embed the passages of files just written while the model is free
         (:meth:`memoryd.core.indexer.Indexer.embed_ahead`); nothing before start."""
         if self.indexer is not None:
             self.indexer.embed_ahead(texts)

@@ -124,7 +124,8 @@ class Indexer:
         self._held = None  # the embedder holding a write's buffers (Embedder.embed_passages), until the trim
         self._release_at: float | None = None  # monotonic time the held buffers go if no write came since
         self._answered_at = 0.0  # monotonic time the writer last applied writes some caller waited for
-        self.ahead = Ahead()  # passages of writes still on their way to the board, embedded meanwhile
+        self.ahead = Ahead()  # passages of writes on their way to the writer, embedded meanwhile
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     # -- requests (event loop thread) -----------------------------------------------------------
     def submit(self, paths=(), rescan: bool = False) -> asyncio.Future:
@@ -159,15 +160,18 @@ class Indexer:
         return admitted
 
     def embed_ahead(self, texts: Sequence[str]) -> None:
-        """Embed these passages while the model is free, so the write about to bring them finds them
-        embedded (:mod:`memoryd.core.ahead`); nothing without a model. Any thread: a write calls it just
-        before writing the files whose records embed them."""
+        """Embed these passages while the model is free (:mod:`memoryd.core.ahead`): a write calls it,
+        from any thread, for the files it has just written, before it queues their paths. Nothing without
+        a model or once closing. Raises RuntimeError when the embedding thread cannot start."""
         embedder = self.embedder_ref()
-        if embedder is None or self._closing:
+        if embedder is None or self._closing or self._loop is None:
             return
+        self.ahead.request(embedder, texts)
+        self._loop.call_soon_threadsafe(self._hold, embedder)
+
+    def _hold(self, embedder) -> None:
         # the thread holds the model's buffers like the writer's batches: they go when the writes pause
         self._held, self._release_at = embedder, time.monotonic() + RELEASE_AFTER_S
-        self.ahead.request(embedder, texts)
 
     def barrier(self) -> asyncio.Future:
         """A future resolved once every change submitted before this call is applied (failed writes
@@ -201,7 +205,8 @@ class Indexer:
         return fut
 
     def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="memoryd-indexer")
+        self._loop = asyncio.get_running_loop()
+        self._task = self._loop.create_task(self._run(), name="memoryd-indexer")
 
     async def close(self) -> None:
         """Flush pending writes (acknowledged ones included), then stop."""
@@ -257,14 +262,16 @@ class Indexer:
                 and self._release_at is not None
                 and time.monotonic() >= self._release_at
                 and not self._queue.writes_waiting
-                and not self.ahead.busy
             ):
-                # the stream of writes paused: its buffers go now, as they went after every batch before,
-                # and so do the vectors embedded ahead that no write claimed
-                held, self._held, self._release_at = self._held, None, None
-                self.ahead.clear()
-                with contextlib.suppress(Exception):  # only memory is at stake
-                    await asyncio.to_thread(held.release, False)
+                if self.ahead.busy:  # the embedding thread still uses them: later
+                    self._release_at = time.monotonic() + RELEASE_AFTER_S
+                else:
+                    # the stream of writes paused: its buffers go now, as they went after every batch
+                    # before, and so do the vectors embedded ahead that no write claimed
+                    held, self._held, self._release_at = self._held, None, None
+                    self.ahead.clear()
+                    with contextlib.suppress(Exception):  # only memory is at stake
+                        await asyncio.to_thread(held.release, False)
             if not work and backfill:
                 try:
                     self._backfill = await asyncio.to_thread(self._backfill_step)
@@ -295,7 +302,11 @@ class Indexer:
             if self._closing and not self._queue.pending:
                 return
             if self._trim_at is not None and time.monotonic() >= self._trim_at and not self._queue.pending:
+                if self.ahead.busy:  # the embedding thread still uses the model's buffers: later
+                    self._trim_at = time.monotonic() + TRIM_AFTER_S
+                    continue
                 self._trim_at = None
+                self.ahead.clear()
                 try:
                     await asyncio.to_thread(self._release)
                 except Exception as exc:  # only memory is at stake: the writer goes on
@@ -413,7 +424,9 @@ class Indexer:
             self._source_skipped[name] = list(batch.skipped)
         self.last_derived = derived  # deferred records derived again (the rest: cache hits)
         self._derive_cache.keep_only(keep + [r.id for r in records])
-        report = sync_records(self.store, records, self.embedder_ref(), kinds=self.kinds, keep=keep)
+        embedder = self.embedder_ref()
+        embed = functools.partial(self.ahead.embed, embedder) if embedder is not None else None
+        report = sync_records(self.store, records, embedder, kinds=self.kinds, keep=keep, embed=embed)
         self._after_write(report)
         self._derive_cache.save()
         return report

@@ -378,12 +378,14 @@ def sync_records(
     embedder,
     kinds: Sequence[str],
     keep: Collection[str] = (),
+    embed: Callable[[list[str]], np.ndarray] | None = None,
 ) -> SyncReport:
     """Make the index's records of ``kinds`` equal ``desired`` plus ``keep``. Returns what changed.
 
     ``keep``: ids known unchanged without deriving their records (:mod:`memoryd.index.derive_cache`);
     they are counted as unchanged and never deleted. With ``embedder`` None, new and changed records are
     written keyword-only (``model == ""``) and get their vectors at the next sync with a model.
+    ``embed``: as :func:`write_records`.
     """
     report = SyncReport()
     want = {r.id: r for r in desired}
@@ -405,7 +407,7 @@ def sync_records(
         else:
             report.unchanged += 1
     gone = [rid for rid in stored if rid not in want and rid not in keep]
-    write_records(store, todo, embedder, report)
+    write_records(store, todo, embedder, report, embed=embed)
     report.deleted = store.delete(gone)
     if report.changed:
         log.info("index_synced", **report.counts(), embedded=report.embedded)

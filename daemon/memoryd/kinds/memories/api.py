@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from memoryd.index.records import Record
 from memoryd.index.searcher import SearchQuery
 from memoryd.kinds.briefs.api import check_board
 from memoryd.kinds.memories import graph, ranking
@@ -170,7 +171,7 @@ class Memories:
         self._admit = admit  # None: a store awaits its index write
         self._search = search
         self._settled = settled  # the read barrier alone: a tag filter reads the view after it
-        self._ahead = ahead  # embeds a store's passages while its files are written (any thread)
+        self._ahead = ahead  # embeds a store's passages as its paths are queued (any thread)
         self._lock = asyncio.Lock()
         self._prune: set[str] = set()
         self.access = AccessTimes(self._write_access)
@@ -275,24 +276,32 @@ class Memories:
     def _store_sync(self, items: Sequence[Memory | Exception]) -> list[Stored | Exception]:
         ops = self.ops
         out: list[Stored | Exception] = []
-        # the records of the new memories first: their passages are embedded while the files are written
-        records = {
-            m.id: memory_record(m) for m in items if isinstance(m, Memory) and self.view.get(m.id) is None
-        }
-        if records and self._ahead is not None:
-            self._ahead([r.embed_text for r in records.values()])
+        records: dict[str, Record] = {}  # each new memory's index record, derived once for the view
         valid = any(isinstance(m, Memory) for m in items)
         with ops.batch() if valid else contextlib.nullcontext():  # one fsync of the folder, before the answer
             for m in items:
                 if isinstance(m, Exception):
                     out.append(m)
                     continue
+                record = None
+                if m.id not in records and self.view.get(m.id) is None:
+                    record = records[m.id] = memory_record(m)
                 try:
-                    out.append(Stored(*ops.store(m, records.get(m.id))))
+                    out.append(Stored(*ops.store(m, record)))
                 except BrokenMemory as exc:
                     out.append(exc)
                 except OSError as exc:
                     out.append(BrokenMemory(f"cannot write the memory file: {exc.strerror or exc}"))
+        written = [
+            (records.get(r.memory.id) or memory_record(r.memory)).embed_text
+            for r in out
+            if isinstance(r, Stored) and r.is_new
+        ]
+        if written and self._ahead is not None:
+            try:  # the new files' passages, embedded while the writer appends the batch before
+                self._ahead(written)
+            except Exception as exc:  # a head start only: the writer embeds them itself
+                log.warning("embed_ahead_failed", error=f"{type(exc).__name__}: {exc}")
         stored = [r for r in out if isinstance(r, Stored)]
         if stored:  # one line per board pass (its files are logged at debug level)
             new = sum(r.is_new for r in stored)
