@@ -103,6 +103,7 @@ class Gated:
         self.gate = threading.Event()
         self.gate.set()
         self.entered = threading.Event()
+        self.calls: list[int] = []  # passages per embedding call
 
     def __getattr__(self, name: str):
         return getattr(self._embedder, name)
@@ -110,6 +111,7 @@ class Gated:
     def embed_passages(self, texts, **kwargs):
         self.entered.set()
         assert self.gate.wait(60), "the test never opened the gate"
+        self.calls.append(len(texts))
         return self._embedder.embed_passages(texts, **kwargs)
 
 
@@ -178,6 +180,27 @@ def test_a_writer_with_every_vector_made_waits_for_no_chunk_of_another_write(emb
         assert not writer.is_alive(), "the writer waited for another write's chunk with its vectors made"
         assert same_vectors(result["value"], embedder.embed_passages(mine, count=False))
         assert ahead.taken == len(mine)
+    finally:
+        gated.gate.set()
+        ahead.close()
+
+
+def test_single_stores_of_many_agents_queued_meanwhile_are_embedded_in_one_run(embedder):
+    """While the model is busy, each agent's single store queues one passage; the next run takes them all
+    (up to the chunk's bounds), as the writer batches the stores queued meanwhile."""
+    gated = Gated(embedder)
+    first, others = passages("lambda", 1), passages("mu", 12)
+    ahead = Ahead()
+    try:
+        gated.gate.clear()
+        ahead.request(gated, first)
+        assert gated.entered.wait(30)  # the model busy with the first store's passage
+        for text in others:  # twelve agents' single stores meanwhile
+            ahead.request(gated, [text])
+        gated.gate.set()
+        poll(lambda: ahead.embedded == 1 + len(others), "every passage embedded ahead")
+        assert gated.calls == [1, len(others)]
+        assert same_vectors(ahead.embed(gated, others), embedder.embed_passages(others, count=False))
     finally:
         gated.gate.set()
         ahead.close()

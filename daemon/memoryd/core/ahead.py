@@ -152,25 +152,39 @@ class Ahead:
         self._requests = kept
 
     def _next_chunk(self) -> tuple[object, list[str]] | None:
-        """The next passages to embed, marked running, or None when closed. Caller holds the lock."""
+        """The next passages to embed, marked running, or None when closed: the oldest requests' passages
+        of one embedder, up to the chunk's bounds (many agents' single stores are one run, as the writer
+        would batch them). Caller holds the lock."""
         while True:
             while not self._closed and (not self._requests or self._model_busy or self._writer_waiting):
                 self._cond.wait()
             if self._closed:
                 return None
-            embedder, head = self._requests.popleft()
+            embedder = self._requests[0][0]
             if embedder is not self._model:
                 self._vectors.clear()
                 self._model = embedder
-            todo = [t for t in dict.fromkeys(head) if t not in self._vectors and t not in self._running]
-            chunk, chars = [], 0
-            for text in todo:
-                if chunk and (len(chunk) >= CHUNK or chars + len(text) > CHUNK_CHARS):
+            chunk: list[str] = []
+            chars = 0
+            taken: set[str] = set()
+            while self._requests and self._requests[0][0] is embedder:
+                _, head = self._requests.popleft()
+                todo = [
+                    t
+                    for t in dict.fromkeys(head)
+                    if t not in self._vectors and t not in self._running and t not in taken
+                ]
+                fits = 0
+                for text in todo:
+                    if chunk and (len(chunk) >= CHUNK or chars + len(text) > CHUNK_CHARS):
+                        break
+                    chunk.append(text)
+                    taken.add(text)
+                    chars += len(text)
+                    fits += 1
+                if fits < len(todo):
+                    self._requests.appendleft((embedder, todo[fits:]))
                     break
-                chunk.append(text)
-                chars += len(text)
-            if len(chunk) < len(todo):
-                self._requests.appendleft((embedder, todo[len(chunk) :]))
             if chunk:
                 self._running.update(chunk)
                 self._model_busy = True
