@@ -10,6 +10,8 @@ through the daemon's own session code leaves its memories searchable by meaning.
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 import threading
 import time
 
@@ -232,6 +234,59 @@ def test_close_stops_the_thread_and_later_requests_are_ignored(embedder):
     assert not ahead.busy and ahead._thread is thread
 
 
+def test_stop_lets_the_chunk_being_embedded_end_and_starts_no_other(embedder):
+    gated = Gated(embedder)
+    first, queued = passages("nu", 4), passages("xi", 4)
+    ahead = Ahead()
+    try:
+        gated.gate.clear()
+        ahead.request(gated, first)
+        assert gated.entered.wait(30)
+        ahead.request(gated, queued)
+        ahead.stop()  # the daemon stopping: the writer embeds whatever it still needs itself
+        gated.gate.set()
+        ahead._thread.join(30)
+        assert not ahead._thread.is_alive()
+        assert ahead.embedded == len(first) and gated.calls == [len(first)]
+    finally:
+        gated.gate.set()
+        ahead.close()
+
+
+#: A process whose main thread ends while the thread embeds ahead and nobody closed it (a shutdown
+#: past its budget): the interpreter must wait for the chunk, not finalize under onnxruntime (an abort).
+EXIT_MID_CHUNK = """
+import sys, time
+from pathlib import Path
+from memoryd.core.ahead import Ahead
+from memoryd.index.embed import load_embedder
+embedder, status = load_embedder(None, Path(sys.argv[1]))
+assert embedder is not None, status
+ahead = Ahead()
+for n in range(20):  # chunk after chunk: the thread goes in and out of onnxruntime
+    ahead.request(embedder, [f"passage {n} {i} " + "about the nightly upload retries " * 30 for i in range(32)])
+deadline = time.monotonic() + 30
+while not ahead._running and time.monotonic() < deadline:
+    time.sleep(0.001)
+assert ahead._running, "the chunk never started"
+time.sleep(0.5)
+print("exiting mid-chunk", flush=True)
+"""
+
+
+def test_the_interpreter_exiting_mid_chunk_waits_for_it_instead_of_aborting(models_dir):
+    for _ in range(2):
+        done = subprocess.run(
+            [sys.executable, "-c", EXIT_MID_CHUNK, str(models_dir)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert "exiting mid-chunk" in done.stdout, done.stderr[-2000:]
+        assert done.returncode == 0, f"exit {done.returncode}: {done.stderr[-2000:]}"
+        assert "terminate called" not in done.stderr
+
+
 def test_a_batch_through_the_daemon_is_embedded_once_and_found_by_meaning(tmp_path, models_dir):
     daemon = InprocessDaemon(tmp_path, model="", env={"MEMORYD_MODELS": str(models_dir)}).start(timeout=600)
     try:
@@ -267,5 +322,20 @@ def test_a_batch_through_the_daemon_is_embedded_once_and_found_by_meaning(tmp_pa
             tagged = shim.ok("search_memories", query="release notes drafted", tags=["oncall"])
             assert [m["content"] for m in tagged] == [twice]
             assert ahead.requested == len(items) + 1
+            # the same content again later in the batch with a tag of its own: the file gains the tag,
+            # and what is embedded (once) is the passage with both tags
+            before = engine.embedder.passages_embedded
+            merged = "Staging databases are refreshed from production every Sunday night"
+            shim.ok(
+                "store_memories",
+                items=[
+                    {"content": merged, "tags": ["staging"]},
+                    {"content": merged, "tags": ["database"]},
+                ],
+            )
+            tagged = shim.ok("search_memories", query="staging refreshed", tags=["database"])
+            assert [m["content"] for m in tagged] == [merged]
+            assert engine.embedder.passages_embedded - before == 1
+            assert ahead.embedded == ahead.taken
     finally:
         daemon.kill()

@@ -43,6 +43,8 @@ CHUNK_CHARS = 16_000
 KEEP = 512
 #: Seconds :meth:`Ahead.close` waits for a chunk being embedded.
 CLOSE_WAIT_S = 5.0
+#: Seconds between the waiting thread's checks that the interpreter is not exiting.
+IDLE_CHECK_S = 0.5
 
 
 class Ahead:
@@ -76,7 +78,9 @@ class Ahead:
             if self._closed or not texts:
                 return
             if self._thread is None or not self._thread.is_alive():
-                thread = threading.Thread(target=self._work, name="memoryd-ahead", daemon=True)
+                # not a daemon thread: the interpreter's exit waits for its chunk, since a thread still
+                # inside onnxruntime when the interpreter finalizes aborts the process
+                thread = threading.Thread(target=self._work, name="memoryd-ahead")
                 thread.start()
                 self._thread = thread
             self._requests.append((embedder, texts))
@@ -129,13 +133,18 @@ class Ahead:
                 self._vectors.clear()
                 self._model = None
 
-    def close(self) -> None:
-        """Drop the requests and stop the thread (waiting up to :data:`CLOSE_WAIT_S` for its chunk)."""
+    def stop(self) -> None:
+        """Drop the requests; the thread ends after the chunk it is embedding (the writer embeds what it
+        still needs itself). Later requests are ignored."""
         with self._cond:
             self._closed = True
             self._requests.clear()
             self._cond.notify_all()
-            thread = self._thread
+
+    def close(self) -> None:
+        """:meth:`stop`, then wait up to :data:`CLOSE_WAIT_S` for the thread to end."""
+        self.stop()
+        thread = self._thread
         if thread is not None:
             thread.join(CLOSE_WAIT_S)
 
@@ -156,8 +165,12 @@ class Ahead:
         of one embedder, up to the chunk's bounds (many agents' single stores are one run, as the writer
         would batch them). Caller holds the lock."""
         while True:
-            while not self._closed and (not self._requests or self._model_busy or self._writer_waiting):
-                self._cond.wait()
+            while True:
+                if not threading.main_thread().is_alive():  # the interpreter is exiting: no close came
+                    self._closed = True
+                if self._closed or (self._requests and not self._model_busy and not self._writer_waiting):
+                    break
+                self._cond.wait(IDLE_CHECK_S)
             if self._closed:
                 return None
             embedder = self._requests[0][0]

@@ -211,6 +211,7 @@ class Indexer:
     async def close(self) -> None:
         """Flush pending writes (acknowledged ones included), then stop."""
         self._closing = True
+        self.ahead.stop()  # now, whether or not the flush below finishes in the shutdown's budget
         self._wake.set()
         if self._task is not None:
             await self._task

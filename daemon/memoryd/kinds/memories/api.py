@@ -292,11 +292,14 @@ class Memories:
                     out.append(exc)
                 except OSError as exc:
                     out.append(BrokenMemory(f"cannot write the memory file: {exc.strerror or exc}"))
-        written = [
-            (records.get(r.memory.id) or memory_record(r.memory)).embed_text
-            for r in out
-            if isinstance(r, Stored) and r.is_new
-        ]
+        # the new memories' passages as their files now read: a later item of the batch may add tags
+        last = {r.memory.id: r.memory for r in out if isinstance(r, Stored)}
+        written = []
+        for r in out:
+            if isinstance(r, Stored) and r.is_new:
+                m = last[r.memory.id]
+                record = records.get(m.id) if m is r.memory else None
+                written.append((record or memory_record(m)).embed_text)
         if written and self._ahead is not None:
             try:  # the new files' passages, embedded while the writer appends the batch before
                 self._ahead(written)
