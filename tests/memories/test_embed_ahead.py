@@ -21,7 +21,7 @@ import pytest
 from memoryd.core import ahead as ahead_module
 from memoryd.core.ahead import Ahead
 from support.inprocess_daemon import InprocessDaemon, InprocessMemShim
-from support.memories import poll
+from support.memories import DISTRACTORS, poll
 
 #: Words the test passages are drawn from: each passage its own mix, so two passages' vectors are far apart.
 # fmt: off
@@ -40,15 +40,6 @@ def passages(tag: str, n: int) -> list[str]:
     """``n`` distinct passages, as a memory's record embeds them (content, then its tags)."""
     rng = random.Random(tag)
     return [f"{tag} {i}: {' '.join(rng.sample(WORDS, 9))}\nnotes" for i in range(n)]
-
-
-DISTRACTORS = [
-    "Frontend code is formatted with prettier before each commit",
-    "Our Postgres backups are kept for thirty days",
-    "Invoices are emailed to customers on the first business day of each month",
-    "The office coffee machine is descaled every Friday",
-    "Production deploys happen on Tuesdays right after standup",
-]
 
 
 def same_vectors(got: np.ndarray, want: np.ndarray) -> bool:

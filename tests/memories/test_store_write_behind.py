@@ -22,19 +22,12 @@ import time
 import pytest
 
 from support.daemon import DaemonProcess, short_tmpdir
-from support.memories import MemShim, poll, unique, wait_engine_ready, wait_hybrid
+from support.memories import DISTRACTORS, MemShim, poll, unique, wait_engine_ready, wait_hybrid
 
 #: (memory, a question about it sharing no word with it): only the vector half can match. Each store
 #: is searched before the next one, so each is embedded alone (the int8 model's activations are scaled
 #: per batch) and the store holds the same vectors at every run: what the search finds is fixed.
 PARAPHRASES = [("The cat sleeps on the sofa all afternoon", "my kitten naps on the couch during the day")]
-DISTRACTORS = [
-    "Frontend code is formatted with prettier before each commit",
-    "Our Postgres backups are kept for thirty days",
-    "Invoices are emailed to customers on the first business day of each month",
-    "The office coffee machine is descaled every Friday",
-    "Production deploys happen on Tuesdays right after standup",
-]
 
 
 def start_warm(root, **kw) -> DaemonProcess:

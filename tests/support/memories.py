@@ -23,6 +23,16 @@ from support.briefs import SHIM, Shim, wait_engine_ready
 __all__ = ["SHIM", "MemShim", "poll", "unique", "wait_engine_ready", "wait_hybrid", "warm_daemon"]
 
 
+#: Memories a paraphrase search must rank below its target: everyday facts sharing no topic with it.
+DISTRACTORS = [
+    "Frontend code is formatted with prettier before each commit",
+    "Our Postgres backups are kept for thirty days",
+    "Invoices are emailed to customers on the first business day of each month",
+    "The office coffee machine is descaled every Friday",
+    "Production deploys happen on Tuesdays right after standup",
+]
+
+
 def unique(prefix: str = "m") -> str:
     """A word no other test uses (keyword searches find exactly the memories of one test)."""
     return f"{prefix}{uuid.uuid4().hex[:10]}"

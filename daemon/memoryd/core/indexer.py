@@ -1,6 +1,6 @@
 """The one writer: turns board changes into batched index writes, and runs index maintenance.
 
-One module (~540 lines) because the write queue, the backfill, maintenance and the release of held
+One module (~590 lines) because the write queue, the backfill, maintenance and the release of held
 buffers share one task and its state.
 
 Everything that writes to LanceDB goes through :class:`Indexer`'s single asyncio task, so writes are

@@ -1,6 +1,6 @@
 """The engine-level memory API (``engine.memories``): every memory tool, and the memo tools, call this.
 
-One class (~500 lines) holds every memory operation because all of them share its write lock and view.
+One class (~550 lines) holds every memory operation because all of them share its write lock and view.
 
 Writes go to the board first (:mod:`memoryd.kinds.memories.writes`: atomic files, fsynced), then the
 changed paths are submitted to the indexer. A store answers once its file is on the board and its paths
