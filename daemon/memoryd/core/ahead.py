@@ -1,5 +1,5 @@
-"""Embedding ahead: a write's passages embedded while its files are still being written, and while the
-writer writes the batch before it to LanceDB.
+"""Embedding ahead: the passages of files a write has just written, embedded while the writer is still
+appending the batch before them to LanceDB.
 
 The writer applies one batch at a time: it embeds a batch's passages, then appends them to LanceDB
 (~10 ms per batch of 50 here), and only then comes to the next batch. On 2 cores the model is what a
