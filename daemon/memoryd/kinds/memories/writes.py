@@ -104,9 +104,8 @@ class BoardOps:
             # the caller hands the new file to the index itself: the watcher need not report its link
             path, is_new = write_memory(self.board, m, folder=self.folder, echo=False)
             if is_new:
-                self.view.written(
-                    m, path, record
-                )  # the writer takes it from here while the file is unchanged
+                # the writer takes it from here while the file is unchanged
+                self.view.written(m, path, record)
                 return m, True, ()
             existing = self.read(m.id)  # another writer (an import) created it a moment ago
             if existing is None:
