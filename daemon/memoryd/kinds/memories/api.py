@@ -42,7 +42,6 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from memoryd.index.records import Record
 from memoryd.index.searcher import SearchQuery
 from memoryd.kinds.briefs.api import check_board
 from memoryd.kinds.memories import graph, ranking
@@ -276,18 +275,14 @@ class Memories:
     def _store_sync(self, items: Sequence[Memory | Exception]) -> list[Stored | Exception]:
         ops = self.ops
         out: list[Stored | Exception] = []
-        records: dict[str, Record] = {}  # each new memory's index record, derived once for the view
         valid = any(isinstance(m, Memory) for m in items)
         with ops.batch() if valid else contextlib.nullcontext():  # one fsync of the folder, before the answer
             for m in items:
                 if isinstance(m, Exception):
                     out.append(m)
                     continue
-                record = None
-                if m.id not in records and self.view.get(m.id) is None:
-                    record = records[m.id] = memory_record(m)
                 try:
-                    out.append(Stored(*ops.store(m, record)))
+                    out.append(Stored(*ops.store(m)))
                 except BrokenMemory as exc:
                     out.append(exc)
                 except OSError as exc:
@@ -298,7 +293,7 @@ class Memories:
         for r in out:
             if isinstance(r, Stored) and r.is_new:
                 m = last[r.memory.id]
-                record = records.get(m.id) if m is r.memory else None
+                record = self.view.written_record(m.id) if m is r.memory else None  # derived by the view
                 written.append((record or memory_record(m)).embed_text)
         if written and self._ahead is not None:
             try:  # the new files' passages, embedded while the writer appends the batch before

@@ -95,24 +95,29 @@ class MemorySource:
         with self._lock:
             self._note(path, problem)
 
-    def written(self, memory: Memory, path: Path, record: Record | None = None) -> None:
+    def written(self, memory: Memory, path: Path) -> None:
         """``memory`` was just written at ``path`` by this daemon (a store, an access-time touch). When the
         writer comes to that file (:meth:`records_for`) and it is still exactly as written
         (:func:`file_signature`), the memory and its record are taken from here instead of reading and
         parsing the file again: the writer's cycle is what a stream of stores waits on, and this call runs
         on the store's own thread beside it.
-        A file changed meanwhile, by anyone, is read as always. ``record``: ``memory_record(memory)``
-        when the caller derived it already. Thread-safe."""
+        A file changed meanwhile, by anyone, is read as always. Thread-safe."""
         signature = file_signature(path)
         if signature is None:
             return
         memory = shared(memory)
-        if record is None:
-            record = memory_record(memory)
+        record = memory_record(memory)
         with self._lock:
             self._written[memory.id] = (signature, memory, record)
             if len(self._written) > WRITTEN_KEPT:  # a writer that never came: forget the oldest
                 del self._written[next(iter(self._written))]
+
+    def written_record(self, memory_id: str) -> Record | None:
+        """The record :meth:`written` derived for ``memory_id``, until the writer takes it (None then, or
+        when nothing was kept). Thread-safe."""
+        with self._lock:
+            known = self._written.get(memory_id)
+        return known[2] if known is not None else None
 
     def _load(self, memory_id: str, batch: SourceBatch) -> None:
         """Re-read one memory's file into ``batch`` and the view (unless this daemon just wrote it:

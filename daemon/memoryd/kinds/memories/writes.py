@@ -15,7 +15,6 @@ import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
-from memoryd.index.records import Record
 from memoryd.kinds.memories.files import (
     Memory,
     MemoryFileError,
@@ -89,10 +88,9 @@ class BoardOps:
         return self.read(key)
 
     # -- store ------------------------------------------------------------------------------------------
-    def store(self, m: Memory, record: Record | None = None) -> tuple[Memory, bool, tuple[str, ...]]:
+    def store(self, m: Memory) -> tuple[Memory, bool, tuple[str, ...]]:
         """Create ``m`` unless its content exists; then the existing memory gains ``m``'s tags (memdb's
-        behaviour) and nothing else changes. Returns ``(memory, is_new, tags it gained)``. ``record``:
-        ``m``'s index record when the caller derived it already (``memory_record(m)``)."""
+        behaviour) and nothing else changes. Returns ``(memory, is_new, tags it gained)``."""
         existing = self.read(m.id)
         if existing is None:
             hand_edited = self.view.find(m.id)  # a file edited by hand to this very content
@@ -104,8 +102,7 @@ class BoardOps:
             # the caller hands the new file to the index itself: the watcher need not report its link
             path, is_new = write_memory(self.board, m, folder=self.folder, echo=False)
             if is_new:
-                # the writer takes it from here while the file is unchanged
-                self.view.written(m, path, record)
+                self.view.written(m, path)  # the writer takes it from here while the file is unchanged
                 return m, True, ()
             existing = self.read(m.id)  # another writer (an import) created it a moment ago
             if existing is None:
