@@ -330,3 +330,64 @@ def test_a_batch_through_the_daemon_is_embedded_once_and_found_by_meaning(tmp_pa
             assert ahead.embedded == ahead.taken
     finally:
         daemon.kill()
+
+
+class Failing(Gated):
+    """:class:`Gated` whose embeddings raise once :attr:`broken` is set (the model failing mid-stream)."""
+
+    broken = False
+
+    def embed_passages(self, texts, **kwargs):
+        if self.broken:
+            raise RuntimeError("the model failed")
+        return super().embed_passages(texts, **kwargs)
+
+
+def test_a_ticket_turns_ready_when_its_passages_are_embedded_and_says_so_once(embedder):
+    told: list[int] = []
+    gated = Failing(embedder)
+    ahead = Ahead(lambda: told.append(1))
+    first, second = passages("omicron", 6), passages("pi", 6)
+    try:
+        gated.gate.clear()
+        one = ahead.request(gated, first)
+        assert gated.entered.wait(30)
+        two = ahead.request(gated, second)
+        assert not one() and not two()  # being embedded, and waiting
+        gated.gate.set()
+        poll(lambda: two(), "the second write's passages embedded")
+        assert one() and told and len(told) <= 2
+        # passages already embedded: a ticket that is ready from the start tells nothing
+        before = len(told)
+        assert ahead.request(gated, first[:2])()
+        assert len(told) == before
+        assert ahead.request(gated, []) is None
+    finally:
+        gated.gate.set()
+        ahead.close()
+
+
+def test_a_ticket_whose_passages_the_writer_takes_over_turns_ready_and_a_failed_one_never(embedder):
+    told: list[int] = []
+    gated = Failing(embedder)
+    ahead = Ahead(lambda: told.append(1))
+    held, taken, failed = passages("rho", 4), passages("sigma", 4), passages("tau", 4)
+    try:
+        gated.gate.clear()
+        ahead.request(gated, held)
+        assert gated.entered.wait(30)  # the model busy with another write's chunk
+        ticket = ahead.request(gated, taken)
+        writer, result = in_thread(ahead, taken, gated)  # the writer comes for these itself
+        gated.gate.set()
+        writer.join(60)
+        assert not writer.is_alive()
+        assert ticket() and told  # nothing of that write waits for the thread any more
+        assert same_vectors(result["value"], embedder.embed_passages(taken, count=False))
+        gated.broken = True
+        lost = ahead.request(gated, failed)
+        poll(lambda: not ahead.busy, "the failed chunk over")
+        assert not lost()  # a failed head start: the write waits for its own index write, as before
+        assert ahead._tickets == []
+    finally:
+        gated.gate.set()
+        ahead.close()

@@ -57,6 +57,66 @@ def test_single_writes_answer_at_once_while_within_the_bound_and_wait_past_it():
         waiting = q._admissions[:]
         _, done = q.take()  # everything pending goes as one batch
         q.release(done)
-        assert all(fut.done() for _, fut in waiting) and q.backlog == 0
+        assert all(fut.done() for _, _, fut in waiting) and q.backlog == 0
+
+    asyncio.run(run())
+
+
+class Flag:
+    """A write's readiness as :mod:`memoryd.core.ahead` reports it: its passages embedded or not."""
+
+    def __init__(self) -> None:
+        self.ready = False
+
+    def __call__(self) -> bool:
+        return self.ready
+
+
+def test_writes_whose_passages_are_embedded_count_only_for_their_own_bound_while_the_writer_is_busy():
+    from memoryd.core.writequeue import WriteQueue
+
+    async def run() -> None:
+        q = WriteQueue()
+        flags = [Flag() for _ in range(7)]
+        _, first = q.admit(paths("a", 50), 4_000, BOUND, CHARS, ready=flags[0], max_ready=120)
+        assert first.done()
+        work, done = q.take()  # the writer applies the first batch, then folds the tail: no release yet
+        _, second = q.admit(paths("b", 50), 4_000, BOUND, CHARS, ready=flags[1], max_ready=120)
+        assert not second.done()  # 50 paths ahead, not embedded
+        flags[0].ready = True
+        q.recheck()
+        assert second.done()  # what is ahead of it is an append now
+        _, third = q.admit(paths("c", 50), 4_000, BOUND, CHARS, ready=flags[2], max_ready=120)
+        assert not third.done()  # the second batch is still being embedded
+        flags[1].ready = True
+        q.recheck()
+        assert third.done()
+        flags[2].ready = True
+        _, fourth = q.admit(paths("d", 50), 4_000, BOUND, CHARS, ready=flags[3], max_ready=120)
+        assert not fourth.done()  # 150 embedded paths ahead: over the bound on those
+        q.release(done)  # the first batch is in the index: 100 embedded paths ahead now
+        assert fourth.done()
+        assert not q.barrier(writer_running=True).done()  # the next search still waits for them all
+
+    asyncio.run(run())
+
+
+def test_a_write_without_readiness_or_never_ready_waits_as_before():
+    from memoryd.core.writequeue import WriteQueue
+
+    async def run() -> None:
+        q = WriteQueue()
+        never = Flag()
+        q.admit(paths("a", 50), 4_000, BOUND, CHARS, ready=never, max_ready=120)
+        work, done = q.take()
+        _, plain = q.admit(paths("b", 50), 4_000, BOUND, CHARS, max_ready=120)
+        q.recheck()
+        assert not plain.done()
+        _, after = q.admit(paths("c", 1), 100, BOUND, CHARS, max_ready=120)
+        assert not after.done()  # 100 paths ahead, none of them embedded
+        q.release(done)
+        assert plain.done()  # one path ahead of it now
+        assert not after.done()  # the second batch's 50 paths, not embedded, are still ahead of it
+        assert list(q._ready) == []  # the readiness of an applied write is dropped with it
 
     asyncio.run(run())

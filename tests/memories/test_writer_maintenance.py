@@ -277,3 +277,61 @@ def test_a_long_fold_is_no_gap_in_a_stream_whose_client_waits_for_its_answer(tmp
     assert folds, "the tail was never folded in the stream"
     assert during is None, "the full maintenance ran inside the stream, right after a long fold"
     assert after is not None
+
+
+def test_writes_embedded_ahead_are_answered_while_the_writer_folds_the_tail(tmp_path, monkeypatch, embedder):
+    """While the writer folds the keyword tail (hundreds of ms at 10,000 rows) a client's next batches
+    answer as soon as their passages are embedded, so the model keeps working through the fold; before,
+    each waited for the batch before it to be applied, i.e. for the fold's end."""
+    from memoryd.kinds.memories.records import memory_record
+
+    monkeypatch.setattr(indexer_module, "TAIL_MAX", 60)
+    monkeypatch.setattr(indexer_module, "FOLD_INTERVALS", 1000)
+    board = tmp_path / "board"
+    board.mkdir()
+    indexer = Indexer(
+        IndexStore(tmp_path / "index"),
+        lambda: embedder,
+        RWLock(),
+        optimize_interval_s=INTERVAL_S,
+        sources=[MemorySource(board)],
+    )
+    indexer.full_sync()
+    made = [
+        Memory.new(f"fold note {n}: the {n % 7} replica of the qzfold cache", tags=("f",)) for n in range(360)
+    ]
+    for m in made:
+        write_memory(board, m)
+    fold = indexer.fold_tail
+    slow: list[float] = []  # the first fold's start and end (monotonic)
+
+    def slow_fold():
+        fold()
+        if not slow:
+            slow.append(time.monotonic())
+            time.sleep(2.0)
+            slow.append(time.monotonic())
+
+    indexer.fold_tail = slow_fold
+
+    async def run() -> list[float]:
+        indexer.start()
+        answered = []
+        for at in range(0, len(made), 40):
+            batch = made[at : at + 40]
+            passages = [memory_record(m).embed_text for m in batch]
+            await indexer.admit([m.path for m in batch], sum(len(m.content) for m in batch), passages)
+            answered.append(time.monotonic())
+        await indexer.barrier()
+        await indexer.close()
+        return answered
+
+    answered = asyncio.run(run())
+    start, end = slow
+    # at most one is answered as the fold begins (admitted at the writer's release just before it)
+    inside = [t for t in answered if start < t < end]
+    assert len(inside) >= 3, f"{len(inside)} batches answered during the fold"
+    ids = [memory_record(m).id for m in made]
+    stored = indexer.store.stored_hashes_for(ids)
+    assert len(stored) == len(made), "a batch answered during the fold is not in the index"
+    assert {h.model for h in stored.values()} == {embedder.name}  # each with its vector

@@ -47,11 +47,31 @@ CLOSE_WAIT_S = 5.0
 IDLE_CHECK_S = 0.5
 
 
-class Ahead:
-    """Requests from any thread; one thread embedding them; the writer's :meth:`embed`. Thread-safe."""
+class Ticket:
+    """One request's progress: :attr:`ready` once none of its passages waits for this module's thread
+    (each embedded here, or taken over by the writer); it never turns back. A request that failed or was
+    dropped at shutdown stays not ready."""
 
-    def __init__(self) -> None:
+    __slots__ = ("_left", "ready")
+
+    def __init__(self, left: set[str]) -> None:
+        self._left = left
+        self.ready = not left
+
+    def __call__(self) -> bool:
+        return self.ready
+
+
+class Ahead:
+    """Requests from any thread; one thread embedding them; the writer's :meth:`embed`. Thread-safe.
+
+    ``on_ready``: called (from the thread that settled it, without the lock) each time a request's
+    :class:`Ticket` turns ready."""
+
+    def __init__(self, on_ready=None) -> None:
+        self.on_ready = on_ready
         self._cond = threading.Condition()
+        self._tickets: list[Ticket] = []  # requests not ready yet
         self._requests: collections.deque[tuple[object, list[str]]] = collections.deque()  # (embedder, texts)
         self._vectors: collections.OrderedDict[str, object] = collections.OrderedDict()
         self._model: object | None = None  # the embedder the kept vectors came from
@@ -70,13 +90,14 @@ class Ahead:
         with self._cond:
             return bool(self._requests or self._running)
 
-    def request(self, embedder, texts: Sequence[str]) -> None:
+    def request(self, embedder, texts: Sequence[str]) -> Ticket | None:
         """Embed ``texts`` with ``embedder`` when the model is free: the passages of files just written,
-        whose paths the writer is about to take. Raises RuntimeError when the thread cannot start."""
+        whose paths the writer is about to take. Returns their :class:`Ticket` (None: nothing requested,
+        the module is closed). Raises RuntimeError when the thread cannot start."""
         texts = [t for t in texts if t]
         with self._cond:
             if self._closed or not texts:
-                return
+                return None
             if self._thread is None or not self._thread.is_alive():
                 # not a daemon thread: the interpreter's exit waits for its chunk, since a thread still
                 # inside onnxruntime when the interpreter finalizes aborts the process
@@ -85,7 +106,12 @@ class Ahead:
                 self._thread = thread
             self._requests.append((embedder, texts))
             self.requested += len(texts)
+            made = self._vectors if embedder is self._model else {}
+            ticket = Ticket({t for t in texts if t not in made})
+            if not ticket.ready:
+                self._tickets.append(ticket)
             self._cond.notify_all()
+        return ticket
 
     def embed(self, embedder, texts: Sequence[str], *, hold: bool = False):
         """Vectors for ``texts`` in order, float32 ``(len(texts), dim)``: those made ahead by ``embedder``,
@@ -94,6 +120,7 @@ class Ahead:
         import numpy as np
 
         found: dict[str, object] = {}
+        settled = False
         with self._cond:
             self._writer_waiting += 1
             try:
@@ -110,10 +137,13 @@ class Ahead:
                 if missing:
                     self._model_busy = True
                     self._unrequest(set(missing))
+                    settled = self._settle(missing)
             finally:
                 self._writer_waiting -= 1
                 self._cond.notify_all()
             self.taken += len(found)
+        if settled:
+            self._tell()
         if missing:
             try:
                 found.update(zip(missing, embedder.embed_passages(missing, hold=hold), strict=True))
@@ -139,6 +169,7 @@ class Ahead:
         with self._cond:
             self._closed = True
             self._requests.clear()
+            self._tickets.clear()
             self._cond.notify_all()
 
     def close(self) -> None:
@@ -147,6 +178,24 @@ class Ahead:
         thread = self._thread
         if thread is not None:
             thread.join(CLOSE_WAIT_S)
+
+    def _settle(self, texts) -> bool:
+        """Strike ``texts`` off the open tickets; True when one turned ready. Caller holds the lock."""
+        done = False
+        for ticket in self._tickets:
+            ticket._left.difference_update(texts)
+            if not ticket._left:
+                ticket.ready = done = True
+        if done:
+            self._tickets = [t for t in self._tickets if not t.ready]
+        return done
+
+    def _tell(self) -> None:
+        if self.on_ready is not None:
+            try:
+                self.on_ready()
+            except Exception as exc:  # a head start only: the writer's release re-checks as before
+                log.warning("embed_ahead_notify_failed", error=f"{type(exc).__name__}: {exc}")
 
     # -- the thread ---------------------------------------------------------------------------------
     def _unrequest(self, texts: set[str]) -> None:
@@ -211,6 +260,7 @@ class Ahead:
                 return
             embedder, chunk = nxt
             vectors = None
+            settled = False
             try:
                 vectors = embedder.embed_passages(chunk, hold=True)
             except Exception as exc:  # only the head start is lost: the writer embeds them itself
@@ -219,10 +269,16 @@ class Ahead:
                 with self._cond:
                     self._running.difference_update(chunk)
                     self._model_busy = False
-                    if vectors is not None and embedder is self._model:
+                    if vectors is None or embedder is not self._model:
+                        # their tickets never turn ready: the writer's release admits those writes
+                        self._tickets = [t for t in self._tickets if t._left.isdisjoint(chunk)]
+                    else:
                         for text, vec in zip(chunk, vectors, strict=True):
                             self._vectors[text] = vec.copy()  # a row alone: not its chunk's whole array
                         while len(self._vectors) > KEEP:
                             self._vectors.popitem(last=False)
                         self.embedded += len(chunk)
+                        settled = self._settle(chunk)
                     self._cond.notify_all()
+            if settled:
+                self._tell()

@@ -91,7 +91,6 @@ class Engine:
             search=self.searcher.search,
             admit=self.admit_paths,
             settled=self.searcher.settled,
-            ahead=self.embed_ahead,
         )
         #: The session-start digest, for the capture hook, the get_context tool and its resources.
         self.context = Context(self.briefs, self.searcher, self.memories, lambda: self.changes.seq)
@@ -107,19 +106,15 @@ class Engine:
             return _resolved()
         return self.indexer.submit(paths=paths)
 
-    def admit_paths(self, paths: Sequence[str], chars: int = 0) -> asyncio.Future:
-        """Queue paths (with ``chars`` characters of text) written by a call that answers before their
-        indexing; the future (never failing) resolves when it may answer
-        (:meth:`memoryd.core.indexer.Indexer.admit`)."""
+    def admit_paths(
+        self, paths: Sequence[str], chars: int = 0, passages: Sequence[str] = ()
+    ) -> asyncio.Future:
+        """Queue paths (with ``chars`` characters of text, and the ``passages`` their new records embed)
+        written by a call that answers before their indexing; the future (never failing) resolves when it
+        may answer (:meth:`memoryd.core.indexer.Indexer.admit`)."""
         if self.indexer is None:
             return _resolved()
-        return self.indexer.admit(paths, chars)
-
-    def embed_ahead(self, texts: Sequence[str]) -> None:
-        """Embed the passages of files just written while the model is free
-        (:meth:`memoryd.core.indexer.Indexer.embed_ahead`); nothing before start."""
-        if self.indexer is not None:
-            self.indexer.embed_ahead(texts)
+        return self.indexer.admit(paths, chars, passages)
 
     # -- lifecycle -------------------------------------------------------------------------------
     async def start(self) -> None:

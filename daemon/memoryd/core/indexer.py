@@ -58,6 +58,11 @@ MAX_BACKLOG = 32
 #: The same bound on the text those writes bring (~4,000 tokens, a second or two of embedding here):
 #: a few long memories are as much work as many short ones.
 MAX_BACKLOG_CHARS = 16_000
+#: Paths of writes whose passages are already embedded (:mod:`memoryd.core.ahead`) that may be queued
+#: ahead of an answer: they leave the next search an append each, and while the writer folds the
+#: keyword tail (~0.5 s at 10,000 rows) the writes after them keep the model busy. Below the vectors
+#: the embedding thread keeps (:data:`memoryd.core.ahead.KEEP`).
+MAX_EMBEDDED = 256
 #: Files remembered as a write's batch read them, so the watcher's echo of that write is not read again.
 ECHO_MEMORY = 4096
 #: Seconds without a new write after which a stream of writes has paused (scheduled maintenance may run):
@@ -124,7 +129,7 @@ class Indexer:
         self._held = None  # the embedder holding a write's buffers (Embedder.embed_passages), until the trim
         self._release_at: float | None = None  # monotonic time the held buffers go if no write came since
         self._answered_at = 0.0  # monotonic time the writer last applied writes some caller waited for
-        self.ahead = Ahead()  # passages of writes on their way to the writer, embedded meanwhile
+        self.ahead = Ahead(self._embedded_ahead)  # passages of writes on their way, embedded meanwhile
         self._loop: asyncio.AbstractEventLoop | None = None
 
     # -- requests (event loop thread) -----------------------------------------------------------
@@ -143,35 +148,51 @@ class Indexer:
         self._wake.set()
         return fut
 
-    def admit(self, paths, chars: int = 0) -> asyncio.Future:
+    def admit(self, paths, chars: int = 0, passages: Sequence[str] = ()) -> asyncio.Future:
         """Queue ``paths`` (bringing ``chars`` characters of text to embed) for a write that answers
         before its indexing (:meth:`submit`); the future, which never fails, says when the caller may
         answer: once at most :data:`MAX_BACKLOG` other paths are queued or being indexed and at most
         :data:`MAX_BACKLOG_CHARS` characters (these included), at once or after a batch the writer
         finishes; else once these paths are indexed (flow control: :meth:`WriteQueue.admit`). A failed
-        index write is the writer's to log; the files are on the board for the next start's reconcile."""
+        index write is the writer's to log; the files are on the board for the next start's reconcile.
+
+        ``passages``: the texts the new files' records embed, embedded now while the model is free
+        (:mod:`memoryd.core.ahead`); once they are, the write no longer counts for those bounds, only
+        for :data:`MAX_EMBEDDED`. A failed hand-over is logged and changes nothing else."""
         paths = list(paths)
         if not paths:
             return self.barrier()
-        written, admitted = self._queue.admit(paths, chars, MAX_BACKLOG, MAX_BACKLOG_CHARS)
+        ready = None
+        if passages:
+            try:
+                ready = self._embed_ahead(passages)
+            except Exception as exc:  # a head start only: the writer embeds them itself
+                log.warning("embed_ahead_failed", error=f"{type(exc).__name__}: {exc}")
+        written, admitted = self._queue.admit(
+            paths, chars, MAX_BACKLOG, MAX_BACKLOG_CHARS, ready=ready, max_ready=MAX_EMBEDDED
+        )
         self._wake.set()
         # retrieved: the writer logged it
         written.add_done_callback(lambda f: f.cancelled() or f.exception())
         return admitted
 
-    def embed_ahead(self, texts: Sequence[str]) -> None:
-        """Embed these passages while the model is free (:mod:`memoryd.core.ahead`): a write calls it,
-        from any thread, for the files it has just written, before it queues their paths. Nothing without
-        a model or once closing. Raises RuntimeError when the embedding thread cannot start."""
+    def _embed_ahead(self, texts: Sequence[str]):
+        """Hand these passages to the embedding thread; their :class:`~memoryd.core.ahead.Ticket`, or None
+        (no model, closing). Raises RuntimeError when the thread cannot start."""
         embedder = self.embedder_ref()
-        if embedder is None or self._closing or self._loop is None:
-            return
-        self.ahead.request(embedder, texts)
-        self._loop.call_soon_threadsafe(self._hold, embedder)
-
-    def _hold(self, embedder) -> None:
+        if embedder is None or self._closing:
+            return None
+        ticket = self.ahead.request(embedder, texts)
         # the thread holds the model's buffers like the writer's batches: they go when the writes pause
         self._held, self._release_at = embedder, time.monotonic() + RELEASE_AFTER_S
+        return ticket
+
+    def _embedded_ahead(self) -> None:
+        """A write's passages are embedded (the embedding thread): its admission may answer now."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(self._queue.recheck)
 
     def barrier(self) -> asyncio.Future:
         """A future resolved once every change submitted before this call is applied (failed writes

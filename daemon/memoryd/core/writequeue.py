@@ -15,7 +15,11 @@ one may answer while the work ahead of it (other paths queued or being applied) 
 (its own included) are within bounds, re-checked each time the writer finishes a batch. So a write of
 more paths than the bound still answers as soon as the work before it is done, and the next one's file
 writes overlap its embedding; the next search waits for at most the bound plus the last write's own
-paths, and for at most the text bound. Runs on the event loop's thread.
+paths, and for at most the text bound. A write whose passages are already embedded (its ``ready``
+says so: :mod:`memoryd.core.ahead`) counts for neither bound, only for a third, on such paths
+(re-checked when one turns ready, :meth:`WriteQueue.recheck`): what it leaves the next search is an
+append, so while the writer folds the keyword tail the next writes keep the model busy. Runs on the
+event loop's thread.
 
 *Out.* What the index has just applied, for whoever shows the board live (the page's server-sent events).
 The indexer (the one writer) publishes one :class:`Applied` after each batch of board changes it has
@@ -30,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 #: A number after every submission: a path's or a rescan's, when none is pending.
@@ -94,9 +98,10 @@ class WriteQueue:
         self.last_submit_at = 0.0  # time.monotonic() of the last submission
         self.in_flight = 0  # paths in the batch the writer is applying
         self._flying: set[str] = set()  # those some write submitted
-        self._admissions: list[tuple[frozenset[str], asyncio.Future]] = []
-        self._bounds = (0, 0)  # (paths ahead, characters) an admission may answer within
+        self._admissions: list[tuple[int, frozenset[str], asyncio.Future]] = []
+        self._bounds = (0, 0, 0)  # (paths ahead, characters, embedded paths) an admission answers within
         self._chars: dict[int, int] = {}  # submission -> characters of text it queued (admitted writes)
+        self._ready: dict[int, tuple[frozenset[str], Callable[[], bool]]] = {}  # submission -> its readiness
         self._barriers: list[tuple[int, asyncio.Future]] = []
 
     @property
@@ -128,21 +133,31 @@ class WriteQueue:
         return fut
 
     def admit(
-        self, paths, chars: int, max_ahead: int, max_chars: int
+        self,
+        paths,
+        chars: int,
+        max_ahead: int,
+        max_chars: int,
+        ready: Callable[[], bool] | None = None,
+        max_ready: int = 0,
     ) -> tuple[asyncio.Future, asyncio.Future]:
         """:meth:`submit` ``paths`` (bringing ``chars`` characters), and a second future saying when the
         write may answer: once at most ``max_ahead`` other paths are queued or being applied and at most
-        ``max_chars`` characters of admitted text (these included) are, checked now and after every
-        applied batch; or once these paths are applied. The caller awaits the second; the first resolves
-        (or fails) with the index write, as :meth:`submit`'s does."""
+        ``max_chars`` characters of admitted text (these included) are, not counting the other writes
+        whose ``ready()`` is true (their passages embedded), of whose paths at most ``max_ready`` may be ahead;
+        checked now, after every applied batch and at :meth:`recheck`; or once these paths are applied.
+        The caller awaits the second; the first resolves (or fails) with the index write, as
+        :meth:`submit`'s does."""
         own = frozenset(paths)
         written = self.submit(own, chars=chars)
+        if ready is not None:
+            self._ready[self.seq] = (own, ready)
         admitted = asyncio.get_running_loop().create_future()
-        self._bounds = (max_ahead, max_chars)
-        if self._fits(own):
+        self._bounds = (max_ahead, max_chars, max_ready)
+        if self._fits(self.seq, own):
             admitted.set_result(None)
         else:
-            self._admissions.append((own, admitted))
+            self._admissions.append((self.seq, own, admitted))
 
         def settle(fut: asyncio.Future) -> None:
             if not admitted.done():
@@ -151,9 +166,22 @@ class WriteQueue:
         written.add_done_callback(settle)
         return written, admitted
 
-    def _fits(self, own: frozenset[str]) -> bool:
-        ahead = len((_submitted(self.pending) | self._flying) - own)
-        return ahead <= self._bounds[0] and self.backlog_chars <= self._bounds[1]
+    def _fits(self, seq: int, own: frozenset[str]) -> bool:
+        """Whether submission ``seq`` (its paths ``own``) may answer: its own text always counts."""
+        max_ahead, max_chars, max_ready = self._bounds
+        embedded: set[str] = set()
+        embedded_chars = 0
+        for other, (paths, ready) in self._ready.items():
+            if other != seq and ready():
+                embedded |= paths
+                embedded_chars += self._chars.get(other, 0)
+        embedded -= own
+        ahead = len((_submitted(self.pending) | self._flying) - own - embedded)
+        return (
+            ahead <= max_ahead
+            and self.backlog_chars - embedded_chars <= max_chars
+            and len(embedded) <= max_ready
+        )
 
     def note(self, paths=(), rescan: bool = False) -> None:
         """Queue a watcher's change: no future, no barrier of its own (see the module docstring)."""
@@ -189,15 +217,9 @@ class WriteQueue:
         self._flying = set()
         for seq in [n for n in self._chars if n <= self.done]:
             del self._chars[seq]
-        waiting_admissions = []
-        for own, fut in self._admissions:
-            if fut.done():
-                continue
-            if self._fits(own):
-                fut.set_result(None)
-            else:
-                waiting_admissions.append((own, fut))
-        self._admissions = waiting_admissions
+        for seq in [n for n in self._ready if n <= self.done]:
+            del self._ready[seq]
+        self.recheck()
         waiting = []
         for seq, fut in self._barriers:
             if seq > self.done:
@@ -205,6 +227,18 @@ class WriteQueue:
             elif not fut.done():
                 fut.set_result(None)
         self._barriers = waiting
+
+    def recheck(self) -> None:
+        """Answer the admissions now within bounds (a write's passages were just embedded)."""
+        waiting_admissions = []
+        for seq, own, fut in self._admissions:
+            if fut.done():
+                continue
+            if self._fits(seq, own):
+                fut.set_result(None)
+            else:
+                waiting_admissions.append((seq, own, fut))
+        self._admissions = waiting_admissions
 
 
 # -- what goes out: the change feed ------------------------------------------------------------------

@@ -76,11 +76,12 @@ if TYPE_CHECKING:
 #: ``submit(paths)``: queue board-relative paths for the index's one writer before returning an awaitable
 #: that resolves once they are searchable (no paths: once every earlier write is; the read barrier).
 #: ``search(SearchQuery, settle=)``: the hybrid search under the read lock, behind the same barrier.
-#: ``admit(paths, chars)`` (optional): queue paths bringing ``chars`` characters of text and resolve when
+#: ``admit(paths, chars, passages)`` (optional): queue paths bringing ``chars`` characters of text (and
+#: the ``passages`` their new records embed, embedded at once while the model is free) and resolve when
 #: a store may answer, never failing (:meth:`memoryd.core.indexer.Indexer.admit`); without it a store
 #: awaits its index write.
 Submit = Callable[[Sequence[str]], Awaitable[None]]
-Admit = Callable[[Sequence[str], int], Awaitable[None]]
+Admit = Callable[[Sequence[str], int, Sequence[str]], Awaitable[None]]
 Search = Callable[..., Awaitable["SearchResult"]]
 
 __all__ = [
@@ -162,7 +163,6 @@ class Memories:
         search: Search,
         admit: Admit | None = None,
         settled: Callable[[], Awaitable[None]] | None = None,
-        ahead: Callable[[list[str]], None] | None = None,
     ) -> None:
         self.board = board
         self.view = view
@@ -170,7 +170,6 @@ class Memories:
         self._admit = admit  # None: a store awaits its index write
         self._search = search
         self._settled = settled  # the read barrier alone: a tag filter reads the view after it
-        self._ahead = ahead  # embeds a store's passages as its paths are queued (any thread)
         self._lock = asyncio.Lock()
         self._prune: set[str] = set()
         self.access = AccessTimes(self._write_access)
@@ -207,16 +206,16 @@ class Memories:
         if paths:
             await self._submit(paths)
 
-    async def _index_admitted(self, stored: Sequence[Memory]) -> None:
-        """Queue the files of ``stored`` and wait only as ``admit`` says (reads wait through
-        :meth:`settled`)."""
+    async def _index_admitted(self, stored: Sequence[Memory], passages: Sequence[str] = ()) -> None:
+        """Queue the files of ``stored`` (``passages``: what their new records embed) and wait only as
+        ``admit`` says (reads wait through :meth:`settled`)."""
         paths = sorted({m.path for m in stored})
         if not paths:
             return
         if self._admit is None:
             await self._submit(paths)
         else:
-            await self._admit(paths, sum(len(m.content) for m in stored))
+            await self._admit(paths, sum(len(m.content) for m in stored), passages)
 
     async def settled(self) -> None:
         """Wait until every write acknowledged before this call is in the index and in :attr:`view`
@@ -268,11 +267,13 @@ class Memories:
         return await asyncio.shield(self._store_and_queue(items))
 
     async def _store_and_queue(self, items: Sequence[Memory | Exception]) -> list[Stored | Exception]:
-        results = await self._locked(self._store_sync, items)
-        await self._index_admitted([r.memory for r in results if isinstance(r, Stored)])
+        results, passages = await self._locked(self._store_sync, items)
+        await self._index_admitted([r.memory for r in results if isinstance(r, Stored)], passages)
         return results
 
-    def _store_sync(self, items: Sequence[Memory | Exception]) -> list[Stored | Exception]:
+    def _store_sync(self, items: Sequence[Memory | Exception]) -> tuple[list[Stored | Exception], list[str]]:
+        """The board pass: each item's result, and the passages of the memories it created (as their
+        files now read), for the index's embedding to start on at once."""
         ops = self.ops
         out: list[Stored | Exception] = []
         valid = any(isinstance(m, Memory) for m in items)
@@ -295,11 +296,6 @@ class Memories:
                 m = last[r.memory.id]
                 record = self.view.written_record(m.id) if m is r.memory else None  # derived by the view
                 written.append((record or memory_record(m)).embed_text)
-        if written and self._ahead is not None:
-            try:  # the new files' passages, embedded while the writer appends the batch before
-                self._ahead(written)
-            except Exception as exc:  # a head start only: the writer embeds them itself
-                log.warning("embed_ahead_failed", error=f"{type(exc).__name__}: {exc}")
         stored = [r for r in out if isinstance(r, Stored)]
         if stored:  # one line per board pass (its files are logged at debug level)
             new = sum(r.is_new for r in stored)
@@ -310,7 +306,7 @@ class Memories:
                 failed=len(out) - len(stored),
                 first=stored[0].memory.id[:12],
             )
-        return out
+        return out, written
 
     # -- read -----------------------------------------------------------------------------------------
     async def get(self, key: str, *, touch: bool = True) -> Memory:
