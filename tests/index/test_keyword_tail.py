@@ -117,3 +117,84 @@ def test_indexed_rows_outnumbered_by_the_tail_score_as_tail_rows_do(tmp_path):
     assert len(store.tail) == 0
     after = dict(store.keyword(term_string("heron survey", query=True), ANY_ROW, 10))
     assert set(after) == set(got)
+
+
+class SlowFold:
+    """The table's own ``optimize``, held open after its work until the test lets it end, so writes can
+    be made while a fold is running."""
+
+    def __init__(self, table) -> None:
+        import threading
+
+        self.optimize = table.optimize
+        self.done_work = threading.Event()
+        self.finish = threading.Event()
+
+    def __call__(self, *args, **kwargs):
+        out = self.optimize(*args, **kwargs)
+        self.done_work.set()
+        assert self.finish.wait(30), "the test never let the fold end"
+        return out
+
+
+def test_appends_go_on_beside_a_fold_and_their_rows_stay_in_the_tail(tmp_path):
+    import threading
+
+    store = filled(tmp_path)
+    store.upsert([rec(500, "kiwifruit harvest report")], vecs(1, 11), "m")  # the tail the fold covers
+    slow = SlowFold(store._table)
+    store._table.optimize = slow
+    fold = threading.Thread(target=store.refresh)
+    fold.start()
+    try:
+        assert slow.done_work.wait(30)
+        # the fold is still running: an append of a new row does not wait for it
+        store.upsert([rec(501, "kiwifruit export license")], vecs(1, 12), "m")
+        assert fold.is_alive()
+        assert set(ids(store, "kiwifruit")) == {"r-00500", "r-00501"}
+    finally:
+        slow.finish.set()
+        fold.join(30)
+    assert "r-00500" not in store.tail  # folded into the text indexes
+    assert "r-00501" in store.tail  # written during the fold: the tail keeps it until the next one
+    assert set(ids(store, "kiwifruit")) == {"r-00500", "r-00501"}
+    assert store.count() == 32
+    store.refresh()
+    assert len(store.tail) == 0 and set(ids(store, "kiwifruit")) == {"r-00500", "r-00501"}
+
+
+@pytest.mark.parametrize("write", ["merge", "delete"])
+def test_a_merge_or_a_delete_waits_for_the_fold_running(tmp_path, write):
+    import threading
+
+    store = filled(tmp_path)
+    store.upsert([rec(600, "tamarind supply chain")], vecs(1, 13), "m")
+    slow = SlowFold(store._table)
+    store._table.optimize = slow
+    fold = threading.Thread(target=store.refresh)
+    fold.start()
+    ended: list[str] = []
+
+    def run() -> None:
+        if write == "merge":  # a row the fold is compacting, rewritten
+            store.upsert([rec(4, "tamarind rewritten note")], vecs(1, 14), "m")
+        else:
+            store.delete(["r-00004"])
+        ended.append(write)
+
+    try:
+        assert slow.done_work.wait(30)
+        writer = threading.Thread(target=run)
+        writer.start()
+        writer.join(0.5)
+        assert writer.is_alive() and not ended, f"the {write} did not wait for the fold"
+    finally:
+        slow.finish.set()
+        fold.join(30)
+    writer.join(30)
+    assert ended == [write]
+    if write == "merge":
+        assert set(ids(store, "tamarind")) == {"r-00004", "r-00600"}
+    else:
+        assert "r-00004" not in ids(store, "deploy pipeline note 4")
+        assert store.count() == 30

@@ -129,6 +129,7 @@ class Indexer:
         self._held = None  # the embedder holding a write's buffers (Embedder.embed_passages), until the trim
         self._release_at: float | None = None  # monotonic time the held buffers go if no write came since
         self._answered_at = 0.0  # monotonic time the writer last applied writes some caller waited for
+        self._fold: asyncio.Task | None = None  # the keyword tail's fold, running beside the writes
         self.ahead = Ahead(self._embedded_ahead)  # passages of writes on their way, embedded meanwhile
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -236,6 +237,8 @@ class Indexer:
         self._wake.set()
         if self._task is not None:
             await self._task
+        if self._fold is not None:  # the writer awaited it already, unless it failed first
+            await asyncio.gather(self._fold, return_exceptions=True)
         await asyncio.to_thread(self.ahead.close)
 
     # -- the writer task ------------------------------------------------------------------------
@@ -300,17 +303,21 @@ class Indexer:
                 except Exception as exc:
                     self._backfill = False
                     log.error("index_backfill_failed", error=f"{type(exc).__name__}: {exc}", exc_info=exc)
-            if (
+            if self._fold is not None and (self._fold.done() or self._closing):
+                await self._fold  # it logs its own failure
+                self._fold = None
+            if self._fold is not None:
+                pass  # the tail is being folded beside the writes: maintenance waits for it
+            elif (
                 self.dirty_since is not None
                 and len(self.store.tail) >= TAIL_MAX
                 and not self._closing
                 and self._deferring()
                 and time.monotonic() - self.dirty_since < FOLD_INTERVALS * self.optimize_interval_s
             ):
-                try:  # mid-stream: the tail's bound only; compaction and old versions wait for the gap
-                    await asyncio.to_thread(self.fold_tail)
-                except Exception as exc:
-                    log.error("index_optimize_failed", error=str(exc), exc_info=exc)
+                # mid-stream: the tail's bound only, beside the writes that keep coming; compaction and
+                # old versions wait for the gap
+                self._fold = asyncio.get_running_loop().create_task(self._fold_beside())
             elif self.dirty_since is not None and (
                 self._closing
                 or len(self.store.tail) >= TAIL_MAX
@@ -333,6 +340,16 @@ class Indexer:
                     await asyncio.to_thread(self._release)
                 except Exception as exc:  # only memory is at stake: the writer goes on
                     log.warning("memory_trim_failed", error=f"{type(exc).__name__}: {exc}")
+
+    async def _fold_beside(self) -> None:
+        """:meth:`fold_tail` in a thread while the writer goes on appending (LanceDB commits an append
+        beside the fold; merges and deletes wait for it in the store); wakes the writer when done."""
+        try:
+            await asyncio.to_thread(self.fold_tail)
+        except Exception as exc:  # the tail stays as it was: the next fold or the maintenance retries
+            log.error("index_optimize_failed", error=str(exc), exc_info=exc)
+        finally:
+            self._wake.set()
 
     def _release(self) -> None:
         held, self._held = self._held, None
@@ -387,7 +404,8 @@ class Indexer:
 
     def fold_tail(self) -> None:
         """Fold the keyword tail into the full-text indexes, keeping old versions and without the exclusive
-        lock (searches go on); ``dirty_since`` stays, so :meth:`maintain` follows at the first gap. LanceDB
+        lock (searches go on, and so do appends: :meth:`memoryd.index.store_writes.StoreWrites.refresh`);
+        ``dirty_since`` stays, so :meth:`maintain` follows at the first gap. LanceDB
         compacts on the way: the fragments written since, and (from the second fold on) the whole table,
         since it merges neighbouring fragments the same indexes cover; :meth:`maintain` always does the
         latter, in a second call under the exclusive lock, and drops old versions."""

@@ -97,6 +97,9 @@ class IndexStore(StoreWrites):
         self.writer: IndexLock | None = None  # set by open_writer
         self._owns_writer = False
         self._write_lock = threading.Lock()
+        # held by a fold of the keyword tail (:meth:`refresh`): appends go on beside it, merges, deletes
+        # and compactions wait (always taken before ``_write_lock``)
+        self._fold_lock = threading.Lock()
         self.path.mkdir(parents=True, exist_ok=True)
         os.chmod(self.path, 0o700)
         self._session, self._db = _connect(self.path)  # the session's size_bytes: what its caches hold now

@@ -3,10 +3,15 @@
 A mixin: :class:`StoreWrites` uses the store's table, in-memory columns (``mem``), keyword tail, term
 statistics and own-evidence signatures, and runs every write under its ``_write_lock``. Each upsert or
 delete batch is one LanceDB version; vectors are float32 ``(rows, dim)``. LanceDB errors propagate.
+
+A fold of the keyword tail (:meth:`StoreWrites.refresh`) holds ``_fold_lock`` instead for its LanceDB
+call (hundreds of ms at 10,000 rows): appends of new rows go on beside it (LanceDB commits an append
+beside a compaction; the rows stay in the tail), while merges, deletes and compactions wait for it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 os.environ.setdefault("LANCEDB_LOG", "error")  # before lancedb loads: its Rust warnings are plain text
@@ -48,7 +53,9 @@ class StoreWrites:
             data.append(row)
         if len({r.id for r in records}) != len(records):  # as LanceDB's merge refuses it
             raise ValueError("an id occurs twice in one upsert batch")
-        with self._write_lock:
+        # a merge rewrites rows a fold may be compacting: it waits for the fold; an append need not
+        merging = any(r.id in self.mem.snap.pos for r in records)
+        with self._fold_lock if merging else contextlib.nullcontext(), self._write_lock:
             present = [r.id for r in records if r.id in self.mem.snap.pos]
             old = self.rows(present, ("id", *TEXT_COLUMNS))
             snap = self.mem.prepare_upsert(data, vecs)
@@ -100,16 +107,21 @@ class StoreWrites:
         return [[col[n] for col in cols] for n in range(len(records))]
 
     def _refresh(self) -> None:
-        """Compact and fold every row into the text indexes, keeping old versions (readers of an older
-        version need no lock); the tail is then empty."""
-        with self._write_lock:
-            self._table.optimize(cleanup_older_than=timedelta(days=36500))
-            self.tail.clear()
-            self._untailed = False
-            self._reopen()
+        """Compact and fold every row written so far into the text indexes, keeping old versions (readers
+        of an older version need no lock); those rows leave the tail. Rows appended meanwhile stay in it
+        (the indexes may cover them as well: the tail's score is a row's own then)."""
+        with self._fold_lock:
+            with self._write_lock:
+                covered, table = self.tail.ids(), self._table
+            table.optimize(cleanup_older_than=timedelta(days=36500))
+            with self._write_lock:
+                self.tail.drop(covered)
+                self._untailed = False
+                self._reopen()
 
     def refresh(self) -> None:
-        """Fold the tail into the text indexes (:meth:`_refresh`); safe while searches run."""
+        """Fold the tail into the text indexes (:meth:`_refresh`); safe while searches run, and beside
+        appends of new rows (:meth:`upsert`)."""
         if len(self.tail) or keyword.unindexed(self._table):
             self._refresh()
 
@@ -118,7 +130,7 @@ class StoreWrites:
         ids = list(ids)
         if not ids:
             return 0
-        with self._write_lock:
+        with self._fold_lock, self._write_lock:
             old = self.rows([i for i in ids if i in self.mem.snap.pos], ("id", *TEXT_COLUMNS))
             snap = self.mem.prepare_delete(ids)
             for start in range(0, len(ids), 500):
@@ -139,7 +151,7 @@ class StoreWrites:
         deleted and replaced text leaves the disk at once. Otherwise versions older than one minute go.
         Safe while this process is the only writer.
         """
-        with self._write_lock:
+        with self._fold_lock, self._write_lock:
             if purge:
                 self._rewrite()
             if not self._fts_ready and self._table.count_rows() > 0:
