@@ -372,3 +372,37 @@ def test_the_writer_goes_on_appending_while_the_tail_is_folded(tmp_path, monkeyp
     assert tail > 0
     hits = indexer.store.keyword("zqstream", Filter(), 1000)
     assert len(hits) == 400
+
+
+def test_the_heap_is_trimmed_after_a_fold_that_ends_once_the_writes_stopped(tmp_path, monkeypatch):
+    """A fold frees what it compacted (~100 MB at 10,000 rows): when it ends after the last write, the
+    trim that follows an idle writer comes after it, not during it."""
+    monkeypatch.setattr(indexer_module, "TAIL_MAX", 60)
+    monkeypatch.setattr(indexer_module, "FOLD_INTERVALS", 1000)
+    monkeypatch.setattr(indexer_module, "TRIM_AFTER_S", 0.2)
+    indexer, made = writer(tmp_path, interval_s=3600)
+    fold = indexer.fold_tail
+    ended: list[float] = []
+
+    def slow_fold():
+        fold()
+        time.sleep(1.0)
+        ended.append(time.monotonic())
+
+    indexer.fold_tail = slow_fold
+    trims: list[float] = []
+    indexer._release = lambda: trims.append(time.monotonic())
+
+    async def run() -> None:
+        indexer.start()
+        for at in range(0, 120, 40):
+            await indexer.submit([m.path for m in made[at : at + 40]])
+        deadline = time.monotonic() + 10
+        while not (ended and trims and trims[-1] > ended[0]) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        await indexer.close()
+
+    asyncio.run(run())
+    assert ended, "no fold ran"
+    assert [t for t in trims if t > ended[0]], "no trim after the fold"
+    assert not [t for t in trims if ended[0] - 0.9 < t < ended[0]], "a trim ran while the fold held memory"
