@@ -1,7 +1,7 @@
 """The one writer: turns board changes into batched index writes, and runs index maintenance.
 
-One module (~590 lines) because the write queue, the backfill, maintenance and the release of held
-buffers share one task and its state.
+One module (~640 lines) because the write queue, the backfill, maintenance (the tail's fold beside the
+writes included) and the release of held buffers share one task and its state.
 
 Everything that writes to LanceDB goes through :class:`Indexer`'s single asyncio task, so writes are
 batched (each LanceDB write adds a fragment and a version) and never race each other; searches read
