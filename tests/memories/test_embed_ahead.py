@@ -107,6 +107,15 @@ class Gated:
         self.calls.append(len(texts))
         return self._embedder.embed_passages(texts, **kwargs)
 
+    def hold(self, ahead: Ahead, texts: list[str]):
+        """Request ``texts`` from ``ahead`` and hold the chunk that begins with them open (the model busy
+        until the test opens :attr:`gate`); their ticket."""
+        self.gate.clear()
+        self.entered.clear()
+        ticket = ahead.request(self, texts)
+        assert self.entered.wait(30), "the chunk never began"
+        return ticket
+
 
 def in_thread(ahead: Ahead, texts: list[str], embedder) -> tuple[threading.Thread, dict]:
     """The writer's ``ahead.embed`` on a thread of its own: ``result["value"]`` its vectors,
@@ -133,9 +142,7 @@ def test_the_writer_waits_for_one_chunk_at_most_and_takes_its_own_passages_off_t
     ahead = Ahead()
     try:
         before = embedder.passages_embedded
-        gated.gate.clear()
-        ahead.request(gated, theirs)
-        assert gated.entered.wait(30)  # the first chunk began and is held
+        gated.hold(ahead, theirs)  # the first chunk began and is held
         writer, result = in_thread(ahead, mine + overlap, gated)
         writer.join(0.3)
         assert writer.is_alive(), "the writer did not wait for the chunk being embedded"
@@ -164,10 +171,7 @@ def test_a_writer_with_every_vector_made_waits_for_no_chunk_of_another_write(emb
     try:
         ahead.request(gated, mine)
         poll(lambda: ahead.embedded == len(mine), "the passages embedded ahead")
-        gated.gate.clear()
-        gated.entered.clear()
-        ahead.request(gated, theirs)
-        assert gated.entered.wait(30)  # the other write's chunk began and is held
+        gated.hold(ahead, theirs)  # the other write's chunk began and is held
         writer, result = in_thread(ahead, mine, gated)
         writer.join(30)
         assert not writer.is_alive(), "the writer waited for another write's chunk with its vectors made"
@@ -185,9 +189,7 @@ def test_single_stores_of_many_agents_queued_meanwhile_are_embedded_in_one_run(e
     first, others = passages("lambda", 1), passages("mu", 12)
     ahead = Ahead()
     try:
-        gated.gate.clear()
-        ahead.request(gated, first)
-        assert gated.entered.wait(30)  # the model busy with the first store's passage
+        gated.hold(ahead, first)  # the model busy with the first store's passage
         for text in others:  # twelve agents' single stores meanwhile
             ahead.request(gated, [text])
         gated.gate.set()
@@ -230,9 +232,7 @@ def test_stop_lets_the_chunk_being_embedded_end_and_starts_no_other(embedder):
     first, queued = passages("nu", 4), passages("xi", 4)
     ahead = Ahead()
     try:
-        gated.gate.clear()
-        ahead.request(gated, first)
-        assert gated.entered.wait(30)
+        gated.hold(ahead, first)
         ahead.request(gated, queued)
         ahead.stop()  # the daemon stopping: the writer embeds whatever it still needs itself
         gated.gate.set()
@@ -349,9 +349,7 @@ def test_a_ticket_turns_ready_when_its_passages_are_embedded_and_says_so_once(em
     ahead = Ahead(lambda: told.append(1))
     first, second = passages("omicron", 6), passages("pi", 6)
     try:
-        gated.gate.clear()
-        one = ahead.request(gated, first)
-        assert gated.entered.wait(30)
+        one = gated.hold(ahead, first)
         two = ahead.request(gated, second)
         assert not one() and not two()  # being embedded, and waiting
         gated.gate.set()
@@ -373,9 +371,7 @@ def test_a_ticket_whose_passages_the_writer_takes_over_turns_ready_and_a_failed_
     ahead = Ahead(lambda: told.append(1))
     held, taken, failed = passages("rho", 4), passages("sigma", 4), passages("tau", 4)
     try:
-        gated.gate.clear()
-        ahead.request(gated, held)
-        assert gated.entered.wait(30)  # the model busy with another write's chunk
+        gated.hold(ahead, held)  # the model busy with another write's chunk
         ticket = ahead.request(gated, taken)
         writer, result = in_thread(ahead, taken, gated)  # the writer comes for these itself
         gated.gate.set()
