@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
+
 from memoryd.core import indexer as indexer_module
 from memoryd.core.indexer import Indexer
 from memoryd.index.columns import Filter
@@ -132,6 +134,7 @@ def test_in_a_stream_the_tail_bound_folds_the_tail_and_the_full_maintenance_wait
     searchable by keyword, searches are not locked out); the compaction that rewrites the table and the
     cleanup of old versions run in the first gap."""
     monkeypatch.setattr(indexer_module, "TAIL_MAX", 60)
+    monkeypatch.setattr(indexer_module, "TAIL_SHARE", 0.0)  # a fixed bound
     monkeypatch.setattr(indexer_module, "FOLD_INTERVALS", 1000)  # however long the stream takes here
     indexer, made = writer(tmp_path)
     store = indexer.store
@@ -180,6 +183,44 @@ def test_in_a_stream_the_tail_bound_folds_the_tail_and_the_full_maintenance_wait
     assert tail_after < 600
     assert len(hits) == 600  # every row found by keyword, folded or in the tail
     assert after is not None  # then in the gap
+
+
+@pytest.mark.parametrize("cap", [5000, 100])
+def test_the_tail_bound_grows_with_the_table_up_to_its_cap(tmp_path, monkeypatch, cap):
+    """A fold rewrites the whole table, so in a stream the tail is folded once it holds a share of the
+    table's rows (at least the fixed bound, at most the cap), not every fixed number of rows."""
+    monkeypatch.setattr(indexer_module, "TAIL_MAX", 60)
+    monkeypatch.setattr(indexer_module, "TAIL_SHARE", 0.5)
+    monkeypatch.setattr(indexer_module, "TAIL_CAP", cap)
+    monkeypatch.setattr(indexer_module, "FOLD_INTERVALS", 1000)
+    indexer, made = writer(tmp_path)
+    store = indexer.store
+    starts: list[tuple[int, int]] = []  # (rows in the tail, rows in the table) as each fold began
+    fold = indexer.fold_tail
+
+    def recording_fold():
+        starts.append((len(store.tail), store.count()))
+        fold()
+
+    indexer.fold_tail = recording_fold
+
+    async def run() -> None:
+        indexer.start()
+        futures = []
+        for at in range(0, 900, 3):
+            futures.append(indexer.submit([m.path for m in made[at : at + 3]]))
+            await asyncio.sleep(0.002)
+        await asyncio.gather(*futures)
+        await indexer.close()
+
+    asyncio.run(run())
+    assert starts, "the tail was never folded in a stream of 900 writes"
+    for tail, rows in starts:
+        assert tail >= max(60, min(cap, rows // 2)), f"folded at {tail} tail rows of {rows}: {starts}"
+    if cap == 100:  # the cap, not the share, bounds the tail of a larger table
+        assert len(starts) >= 4 and all(tail < 100 + 60 for tail, _ in starts), starts
+    else:  # each fold waits for half the table: far fewer than 900 / 60
+        assert len(starts) <= 5, starts
 
 
 def test_maintenance_waits_while_a_client_writes_its_next_batch_after_each_answer(tmp_path):
@@ -248,6 +289,7 @@ def test_a_long_fold_is_no_gap_in_a_stream_whose_client_waits_for_its_answer(tmp
     it) cannot send its next batch while the writer folds the tail: a fold longer than the gap that ends
     a stream must not read as that gap, or the full maintenance stalls the stream right after it."""
     monkeypatch.setattr(indexer_module, "TAIL_MAX", 60)
+    monkeypatch.setattr(indexer_module, "TAIL_SHARE", 0.0)  # a fixed bound
     monkeypatch.setattr(indexer_module, "FOLD_INTERVALS", 1000)
     indexer, made = writer(tmp_path)
     fold = indexer.fold_tail
@@ -341,6 +383,7 @@ def test_the_writer_goes_on_appending_while_the_tail_is_folded(tmp_path, monkeyp
     submitted meanwhile are applied (and searchable) before it ends, and the rows they bring stay in
     the tail for the next fold."""
     monkeypatch.setattr(indexer_module, "TAIL_MAX", 60)
+    monkeypatch.setattr(indexer_module, "TAIL_SHARE", 0.0)  # a fixed bound
     monkeypatch.setattr(indexer_module, "FOLD_INTERVALS", 1000)
     indexer, made = writer(tmp_path)
     fold = indexer.fold_tail
@@ -378,6 +421,7 @@ def test_the_heap_is_trimmed_after_a_fold_that_ends_once_the_writes_stopped(tmp_
     """A fold frees what it compacted (~100 MB at 10,000 rows): when it ends after the last write, the
     trim that follows an idle writer comes after it, not during it."""
     monkeypatch.setattr(indexer_module, "TAIL_MAX", 60)
+    monkeypatch.setattr(indexer_module, "TAIL_SHARE", 0.0)  # a fixed bound
     monkeypatch.setattr(indexer_module, "FOLD_INTERVALS", 1000)
     monkeypatch.setattr(indexer_module, "TRIM_AFTER_S", 0.2)
     indexer, made = writer(tmp_path, interval_s=3600)
