@@ -276,8 +276,9 @@ class Memories:
         files now read), for the index's embedding to start on at once."""
         ops = self.ops
         out: list[Stored | Exception] = []
-        valid = any(isinstance(m, Memory) for m in items)
-        with ops.batch() if valid else contextlib.nullcontext():  # one fsync of the folder, before the answer
+        valid = [m for m in items if isinstance(m, Memory)]
+        # the new files written and fsynced together, then linked; one fsync of the folder, before the answer
+        with ops.batch(valid) if valid else contextlib.nullcontext():
             for m in items:
                 if isinstance(m, Exception):
                     out.append(m)

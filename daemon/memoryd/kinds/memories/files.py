@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from memoryd.board import atomic
@@ -69,6 +69,7 @@ __all__ = [
     "read_memory",
     "relation_id",
     "render_memory",
+    "stage_memories",
     "utc_now",
     "write_memory",
 ]
@@ -127,6 +128,23 @@ def memory_folder(board: Path) -> Iterator[SafeDir]:
             yield d
         finally:
             atomic.fsync_dir(d)
+
+
+def stage_memories(folder: SafeDir, memories: Iterable[Memory]) -> atomic.Staged:
+    """The files of those ``memories`` absent from ``folder`` (``memories/`` open), written to temps and
+    fsynced together (:class:`memoryd.board.atomic.Staged`); :func:`write_memory` given the staging links
+    them. On a write error (disk full) nothing stays staged: each write then reports its own error."""
+    staging = atomic.Staged(folder)
+    try:
+        for m in memories:
+            name = f"{m.id}.md"
+            if is_hash(m.id) and not folder.exists(name):
+                staging.add(name, render_memory(m).encode("utf-8"), m)
+    except OSError:
+        staging.close()
+        return atomic.Staged(folder)
+    staging.sync()
+    return staging
 
 
 def memory_id_of(name: str) -> str | None:
@@ -209,7 +227,13 @@ def _skip(skipped: list[Skipped], path: str, reason: str) -> None:
 
 
 def write_memory(
-    board: Path, memory: Memory, *, overwrite: bool = False, folder: SafeDir | None = None, echo: bool = True
+    board: Path,
+    memory: Memory,
+    *,
+    overwrite: bool = False,
+    folder: SafeDir | None = None,
+    echo: bool = True,
+    staged: atomic.Staged | None = None,
 ) -> tuple[Path, bool]:
     """Write ``memories/<memory.id>.md`` atomically; returns ``(absolute path, is_new)``.
 
@@ -220,13 +244,16 @@ def write_memory(
     a folder), BoardUnreadable (board root), OSError (disk full; no temp file is left). ``folder``:
     ``memories/`` open in a :func:`memory_folder`, which fsyncs the folder once for all its writes.
     ``echo=False`` (creating): the caller hands the new file to the index itself, so the watcher may drop
-    the event of its creation (:func:`memoryd.board.atomic.write_new`).
+    the event of its creation (:func:`memoryd.board.atomic.write_new`). ``staged``: temps of ``folder``
+    written ahead (:func:`stage_memories`); a new file staged for this very memory is linked from there.
     """
     check_hash(memory.id)
-    data = render_memory(memory).encode("utf-8")
     name = f"{memory.id}.md"
+    ahead = staged.data(name, memory) if staged is not None and folder is not None and not overwrite else None
+    data = render_memory(memory).encode("utf-8") if ahead is None else ahead
     if folder is not None:
-        path, is_new = _write(board, folder, name, data, overwrite, sync_dir=False, echo=echo)
+        how = (staged, memory) if ahead is not None else None
+        path, is_new = _write(board, folder, name, data, overwrite, sync_dir=False, echo=echo, staged=how)
     else:
         d = _memories_dir(board, create=True)
         if d is None:  # created by us a moment ago and removed again
@@ -243,7 +270,14 @@ def write_memory(
 
 
 def _write(
-    board: Path, d: SafeDir, name: str, data: bytes, overwrite: bool, sync_dir: bool, echo: bool = True
+    board: Path,
+    d: SafeDir,
+    name: str,
+    data: bytes,
+    overwrite: bool,
+    sync_dir: bool,
+    echo: bool = True,
+    staged: tuple[atomic.Staged, Memory] | None = None,
 ):
     path = Path(board) / d.rel / name
     if not overwrite and d.exists(name):
@@ -252,7 +286,7 @@ def _write(
         is_new = not d.exists(name)
         atomic.write_replace(d, name, data, sync_dir=sync_dir)
     else:
-        is_new = atomic.write_new(d, name, data, sync_dir=sync_dir, echo=echo)
+        is_new = atomic.write_new(d, name, data, sync_dir=sync_dir, echo=echo, staged=staged)
     return path, is_new
 
 

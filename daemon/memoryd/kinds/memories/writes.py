@@ -23,6 +23,7 @@ from memoryd.kinds.memories.files import (
     memory_folder,
     read_memory,
     relation_id,
+    stage_memories,
     utc_now,
     write_memory,
 )
@@ -47,21 +48,26 @@ class BoardOps:
         self.board = board
         self.view = view
         self.folder = None  # memories/ while a batch() is open
+        self.staged = None  # its files written ahead
 
     @contextlib.contextmanager
-    def batch(self) -> Iterator[None]:
+    def batch(self, new: Sequence[Memory] = ()) -> Iterator[None]:
         """Reads and stores inside share one open ``memories/``, fsynced once at the end (before the
-        caller answers) rather than after each file. When the folder cannot be opened, each call
-        opens it itself and reports its own error."""
+        caller answers) rather than after each file. ``new``: memories the batch will store; those whose
+        file is absent are written ahead and fsynced together (:func:`stage_memories`), and their stores
+        link them. When the folder cannot be opened, each call opens it itself and reports its own
+        error."""
         with contextlib.ExitStack() as stack:
             try:
                 self.folder = stack.enter_context(memory_folder(self.board))
             except Exception:
                 self.folder = None
+            if self.folder is not None and new:
+                self.staged = stack.enter_context(stage_memories(self.folder, new))
             try:
                 yield
             finally:
-                self.folder = None
+                self.folder = self.staged = None
 
     # -- reads ------------------------------------------------------------------------------------------
     def read(self, memory_id: str) -> Memory | None:
@@ -100,7 +106,7 @@ class BoardOps:
                     existing = fresh
         if existing is None:
             # the caller hands the new file to the index itself: the watcher need not report its link
-            path, is_new = write_memory(self.board, m, folder=self.folder, echo=False)
+            path, is_new = write_memory(self.board, m, folder=self.folder, echo=False, staged=self.staged)
             if is_new:
                 self.view.written(m, path)  # the writer takes it from here while the file is unchanged
                 return m, True, ()
