@@ -201,6 +201,34 @@ def test_single_stores_of_many_agents_queued_meanwhile_are_embedded_in_one_run(e
         ahead.close()
 
 
+def test_batches_queued_meanwhile_are_embedded_whole_and_only_a_batch_past_the_bounds_is_cut(
+    embedder, monkeypatch
+):
+    """Two batches waiting while the model is busy are two runs of their own, not one chunk's worth of
+    the first and the second's head (a batch cut in two costs the model more than the same batch whole);
+    a batch alone past the chunk's bounds is cut."""
+    monkeypatch.setattr(ahead_module, "CHUNK", 12)
+    gated = Gated(embedder)
+    first, second, third, big = (
+        passages(tag, n) for tag, n in (("nu", 1), ("xi", 8), ("omicron", 8), ("pi", 20))
+    )
+    ahead = Ahead()
+    try:
+        gated.hold(ahead, first)  # the model busy while the batches queue
+        ahead.request(gated, second)
+        ahead.request(gated, third)
+        ahead.request(gated, big)
+        gated.gate.set()
+        poll(lambda: not ahead.busy, "every passage embedded ahead")
+        assert gated.calls == [1, 8, 8, 12, 8]
+        both = second + third + big
+        assert same_vectors(ahead.embed(gated, both), embedder.embed_passages(both, count=False))
+        assert gated.calls == [1, 8, 8, 12, 8]  # none embedded again
+    finally:
+        gated.gate.set()
+        ahead.close()
+
+
 def test_vectors_of_another_embedder_are_never_used(embedder):
     texts = passages("epsilon", 5)
     ahead = Ahead()
