@@ -133,7 +133,8 @@ def memory_folder(board: Path) -> Iterator[SafeDir]:
 def stage_memories(folder: SafeDir, memories: Iterable[Memory]) -> atomic.Staged:
     """The files of those ``memories`` absent from ``folder`` (``memories/`` open), written to temps and
     fsynced together (:class:`memoryd.board.atomic.Staged`); :func:`write_memory` given the staging links
-    them. On a write error (disk full) nothing stays staged: each write then reports its own error."""
+    them. On a write error (disk full) nothing stays staged: each write then reports its own error.
+    Holds a descriptor per file until the fsyncs (a ``store_memories`` call brings at most 50)."""
     staging = atomic.Staged(folder)
     try:
         for m in memories:
