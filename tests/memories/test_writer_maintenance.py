@@ -218,7 +218,7 @@ def test_the_tail_bound_grows_with_the_table_up_to_its_cap(tmp_path, monkeypatch
     for tail, rows in starts:
         assert tail >= max(60, min(cap, rows // 2)), f"folded at {tail} tail rows of {rows}: {starts}"
     if cap == 100:  # the cap, not the share, bounds the tail of a larger table
-        assert len(starts) >= 4 and all(tail < 100 + 60 for tail, _ in starts), starts
+        assert any(tail < rows // 2 for tail, rows in starts), starts
     else:  # each fold waits for half the table: far fewer than 900 / 60
         assert len(starts) <= 5, starts
 
