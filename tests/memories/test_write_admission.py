@@ -120,3 +120,32 @@ def test_a_write_without_readiness_or_never_ready_waits_as_before():
         assert list(q._ready) == []  # the readiness of an applied write is dropped with it
 
     asyncio.run(run())
+
+
+def test_a_read_barrier_waits_for_the_writes_answered_not_for_one_still_waiting_for_its_admission():
+    """A search while another agent's batch of long texts waits for its own index write sees every write
+    answered before it, without waiting for that batch's embedding; once the batch is answered, the next
+    search waits for it."""
+    from memoryd.core.writequeue import WriteQueue
+
+    async def run() -> None:
+        q = WriteQueue()
+        answered_written, answered = q.admit(paths("a", 3), 300, BOUND, CHARS)
+        assert answered.done()
+        long_written, long_batch = q.admit(paths("long", 50), CHARS + 1, BOUND, CHARS)
+        assert not long_batch.done()  # its own text is over the bound: it waits for its index write
+        search = q.barrier(writer_running=True)
+        assert not search.done()  # the answered write is not applied yet
+        work, done = q.take()  # the writer takes what the search waits for first
+        assert set(work.paths) == set(paths("a", 3))
+        q.release(done)
+        assert search.done() and not long_batch.done()
+        work, done = q.take()  # then the long batch; a search now still does not wait for it
+        assert q.barrier(writer_running=True).done()
+        q.release(done)
+        assert long_batch.done()
+        later_written, later = q.admit(paths("b", 60), 600, BOUND, CHARS)
+        assert later.done()  # nothing ahead
+        assert not q.barrier(writer_running=True).done()  # answered, not applied: a search waits for it
+
+    asyncio.run(run())

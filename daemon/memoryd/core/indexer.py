@@ -206,8 +206,10 @@ class Indexer:
 
     def barrier(self) -> asyncio.Future:
         """A future resolved once every change submitted before this call is applied (failed writes
-        included: they are logged, and the board keeps their files for the next start). Already resolved
-        when nothing is outstanding, so a search pays nothing then; never waits for later submissions."""
+        included: they are logged, and the board keeps their files for the next start), but for the
+        last writes still waiting for their admission, whose callers have not been answered
+        (:meth:`WriteQueue.acknowledged`). Already resolved when nothing is outstanding, so a search pays
+        nothing then; never waits for later submissions."""
         fut = self._queue.barrier(writer_running=self._task is not None and not self._task.done())
         if not fut.done():
             self._wake.set()

@@ -2,7 +2,8 @@
 
 *In.* Changes are numbered as they are submitted, and read barriers wait on them. Writes are acknowledged
 before they are indexed (the board file is the truth), so a read that must see them asks for a barrier: a
-future resolved once every change submitted before it is applied, and only those. :meth:`WriteQueue.take`
+future resolved once every change submitted before it is applied, and only those (not the last writes
+still waiting for their admission: their callers have not been answered yet). :meth:`WriteQueue.take`
 cuts the next batch at the oldest waiting barrier, so a stream of later saves never holds a search back,
 and otherwise takes everything (a burst of saves is one write).
 
@@ -188,14 +189,27 @@ class WriteQueue:
         self.pending.add(self.seq + 0.5, paths, rescan)
 
     def barrier(self, writer_running: bool) -> asyncio.Future:
-        """A future resolved once every submission made before this call is applied; already resolved
-        when none is outstanding (or no writer runs to apply it)."""
+        """A future resolved once every submission made before this call is applied, but for the latest
+        admissions still waiting to answer (:meth:`acknowledged`); already resolved when none is
+        outstanding (or no writer runs to apply it)."""
         fut = asyncio.get_running_loop().create_future()
-        if self.done >= self.seq or not writer_running:
+        upto = self.acknowledged()
+        if self.done >= upto or not writer_running:
             fut.set_result(None)
         else:
-            self._barriers.append((self.seq, fut))
+            self._barriers.append((upto, fut))
         return fut
+
+    def acknowledged(self) -> int:
+        """The last submission whose caller may have been answered: every one but the admissions
+        submitted last and still waiting to answer. A read need not see those (their callers have not
+        been told they are stored), and waiting for them would hold it for their whole embedding: a
+        search while another agent's batch of long texts waits for its own index write."""
+        waiting = {seq for seq, _, fut in self._admissions if not fut.done()}
+        upto = self.seq
+        while upto in waiting:
+            upto -= 1
+        return upto
 
     def take(self) -> tuple[Pending, int]:
         """The next batch, and the number up to which it completes the submissions; what it leaves
