@@ -80,12 +80,21 @@ def _zombie(pid: int) -> bool:
     return stat_line[stat_line.rfind(b")") + 2 : stat_line.rfind(b")") + 3] == b"Z"
 
 
-def write_all(fd: int, data: bytes) -> None:
-    """Write every byte of ``data`` to ``fd`` (short writes retried), then fsync it. Raises ``OSError``."""
+def write_all(fd: int, data: bytes, *, sync: bool = True) -> None:
+    """Write every byte of ``data`` to ``fd`` (short writes retried), then fsync it unless ``sync`` is
+    False. Raises ``OSError``."""
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
-    os.fsync(fd)
+    if sync:
+        os.fsync(fd)
+
+
+def _create_temp(d: SafeDir, name: str) -> tuple[str, int]:
+    """A new temp entry for a write of ``name`` in ``d``: ``(its name, an fd open for writing)``."""
+    tmp = temp_name(name)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    return tmp, os.open(tmp, flags, FILE_MODE, dir_fd=d.fd)
 
 
 def fsync_dir(d: SafeDir) -> None:
@@ -98,10 +107,7 @@ def fsync_dir(d: SafeDir) -> None:
 def temp_file(d: SafeDir, name: str, data: bytes) -> Iterator[str]:
     """Yield the name of a new, fsynced dotfile in ``d`` holding ``data`` (readers and the watcher ignore
     dotfiles); it is removed on exit unless the caller renamed it away. Raises ``OSError``."""
-    tmp = temp_name(name)
-    fd = os.open(
-        tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE, dir_fd=d.fd
-    )
+    tmp, fd = _create_temp(d, name)
     try:
         try:
             write_all(fd, data)
@@ -156,18 +162,10 @@ class Staged:
         """Write ``data`` for a future entry ``name``; :func:`write_new` takes it for an equal ``key``."""
         if name in self._files:
             return
-        tmp = temp_name(name)
-        fd = os.open(
-            tmp,
-            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-            FILE_MODE,
-            dir_fd=self._d.fd,
-        )
+        tmp, fd = _create_temp(self._d, name)
         self._files[name] = (tmp, key, data)
         self._open.append(fd)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
+        write_all(fd, data, sync=False)  # :meth:`sync` fsyncs them all
 
     def sync(self) -> None:
         """Make every temp durable (Raises nothing: on an error the staging is dropped)."""

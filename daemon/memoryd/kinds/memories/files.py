@@ -142,8 +142,8 @@ def stage_memories(folder: SafeDir, memories: Iterable[Memory]) -> atomic.Staged
             if is_hash(m.id) and not folder.exists(name):
                 staging.add(name, render_memory(m).encode("utf-8"), m)
     except OSError:
-        staging.close()
-        return atomic.Staged(folder)
+        staging.close()  # empty now
+        return staging
     staging.sync()
     return staging
 
