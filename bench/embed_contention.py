@@ -5,9 +5,10 @@
 In this process, the default model embeds ``--batches`` batches of 50 synthetic notes (as the daemon embeds
 them: content and tags) two ways, alternated round by round:
 
-* ``intra-op``: a second session with the same intra-op threads, each batch's runs one after another on
-  the calling thread (memoryd before runs ran side by side);
-* ``shares``: memoryd's embedder as it is, each batch's runs side by side (``memoryd.index.runs``).
+* ``intra-op``: a second session with onnxruntime's intra-op threads (one per core, at most 4), each
+  batch's runs one after another on the calling thread (memoryd before runs ran side by side);
+* ``shares``: memoryd's embedder as it is, each batch's runs side by side (``memoryd.index.runs``), one
+  thread per run.
 
 Each way alone, and with a thread beside it that, at the start of each batch, creates and fsyncs 50 small
 files and then uses ``--burn-ms`` of CPU (the next batch's board pass, made heavier than the real one so

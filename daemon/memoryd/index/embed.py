@@ -128,9 +128,11 @@ class Embedder:
         self._held_cells = 0  # the largest run (rows x tokens) whose buffers are held
 
         options = ort.SessionOptions()
-        # a call's runs also run side by side on as many threads (memoryd.index.runs); these threads help
-        # whichever run has an operator to split, and give a lone run every core
-        options.intra_op_num_threads = runs.workers()
+        # one thread per run: a call's runs run side by side on as many threads (memoryd.index.runs), and
+        # onnxruntime's own threads would only meet them at the end of every operator (on 2 cores with
+        # VNNI: batches 19 % faster alone, 5 % beside a busy thread, a query 2.4 against 3.2 ms; a lone
+        # long text of 512 tokens is the loss, ~110 against ~72 ms)
+        options.intra_op_num_threads = 1
         self._pool = runs.Pool(runs.workers())
         # onnxruntime's own arena, shrunk after each batch's run (``_run_options``): without an arena each
         # intermediate tensor was a glibc malloc, and the first run of each input shape (every batch of a
