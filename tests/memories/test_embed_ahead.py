@@ -97,6 +97,7 @@ class Gated:
         self.gate.set()
         self.entered = threading.Event()
         self.calls: list[int] = []  # passages per embedding call
+        self.given: list[tuple[list[str], list | None]] = []  # each call's texts and the ids it was given
 
     def __getattr__(self, name: str):
         return getattr(self._embedder, name)
@@ -105,6 +106,7 @@ class Gated:
         self.entered.set()
         assert self.gate.wait(60), "the test never opened the gate"
         self.calls.append(len(texts))
+        self.given.append((list(texts), kwargs.get("ids")))
         return self._embedder.embed_passages(texts, **kwargs)
 
     def hold(self, ahead: Ahead, texts: list[str]):
@@ -415,3 +417,127 @@ def test_a_ticket_whose_passages_the_writer_takes_over_turns_ready_and_a_failed_
     finally:
         gated.gate.set()
         ahead.close()
+
+
+def test_given_token_ids_give_the_same_vectors_as_tokenizing_in_the_call(embedder):
+    texts = passages("upsilon", 12)
+    want = embedder.embed_passages(texts, count=False)
+    ids = embedder.passage_ids(texts)
+    assert ids == embedder.passage_ids(list(reversed(texts)))[::-1]  # a text's ids are its own
+    assert np.array_equal(embedder.embed_passages(texts, count=False, ids=ids), want)
+    some = [row if i % 3 else None for i, row in enumerate(ids)]  # the rest tokenized in the call
+    assert np.array_equal(embedder.embed_passages(texts, count=False, ids=some), want)
+    with pytest.raises(ValueError, match="ids"):
+        embedder.embed_passages(texts, count=False, ids=ids[:-1])
+
+
+def test_a_request_made_while_the_model_is_busy_is_tokenized_beside_it_and_embedded_from_those_ids(
+    embedder,
+):
+    gated = Gated(embedder)
+    first, second, third = passages("phi", 6), passages("chi", 6), passages("psi", 6)
+    ahead = Ahead()
+    try:
+        assert not ahead.embedding
+        gated.hold(ahead, first)
+        assert ahead.embedding
+        ahead.request(gated, second)
+        ahead.prepare(gated, second + first)  # the chunk being embedded is skipped
+        ahead.request(gated, third)  # never prepared: its chunk tokenizes it
+        gated.gate.set()
+        poll(lambda: not ahead.busy, "the requests embedded")
+        calls = {tuple(texts): ids for texts, ids in gated.given}
+        assert calls[tuple(first)] is None
+        assert calls[tuple(second + third)][:6] == embedder.passage_ids(second)
+        assert calls[tuple(second + third)][6:] == [None] * 6
+        assert ahead.prepared == len(second)
+        got = ahead.embed(gated, second + third)
+        assert np.array_equal(got, embedder.embed_passages(second + third, count=False))
+    finally:
+        gated.gate.set()
+        ahead.close()
+
+
+def test_the_writer_embedding_passages_itself_takes_their_prepared_ids(embedder):
+    gated = Gated(embedder)
+    held, mine = passages("omega", 4), passages("alef", 5)
+    ahead = Ahead()
+    try:
+        gated.hold(ahead, held)
+        ahead.request(gated, mine)
+        ahead.prepare(gated, mine)
+        writer, result = in_thread(ahead, mine, gated)  # the writer comes first: no chunk of mine starts
+        writer.join(0.3)
+        assert writer.is_alive(), "the writer did not wait for the chunk being embedded"
+        gated.gate.set()
+        writer.join(60)
+        assert not writer.is_alive()
+        assert (mine, embedder.passage_ids(mine)) in gated.given
+        assert ahead.prepared == len(mine)
+        assert np.array_equal(result["value"], embedder.embed_passages(mine, count=False))
+    finally:
+        gated.gate.set()
+        ahead.close()
+
+
+def test_preparing_with_the_model_idle_or_another_embedder_keeps_nothing(embedder):
+    ahead = Ahead()
+    try:
+        texts = passages("bet", 4)
+        ahead.prepare(embedder, texts)  # no chunk ever ran: nothing to run beside
+        ahead.request(embedder, texts)
+        poll(lambda: not ahead.busy, "the request embedded")
+        assert ahead.prepared == 0
+        other = Gated(embedder)  # another embedder than the one the chunks ran with
+        ahead.prepare(other, passages("gimel", 4))
+        assert ahead.prepared == 0 and not ahead._ids
+    finally:
+        ahead.close()
+
+
+def test_a_batch_stored_while_another_is_embedded_is_tokenized_beside_it(tmp_path, models_dir):
+    daemon = InprocessDaemon(tmp_path, model="", env={"MEMORYD_MODELS": str(models_dir)}).start(timeout=600)
+    try:
+        with InprocessMemShim(daemon) as one, InprocessMemShim(daemon) as two:
+            one.initialize()
+            two.initialize()
+            poll(lambda: daemon.status()["engine"]["search_mode"] == "hybrid", "the model warm", timeout=600)
+            engine = daemon.handle.engine
+            before = engine.embedder.passages_embedded
+            # long enough that either batch is still being embedded while the other's files are written
+            rng = random.Random(5)
+
+            def batch(word: str, meaning: str, distractors: list[str]) -> list[dict]:
+                long = [
+                    f"{word} {i}: " + " ".join(rng.choices(WORDS, k=80))
+                    for i in range(50 - 1 - len(distractors))
+                ]
+                return [{"content": t, "tags": ["ops"]} for t in [*long, *distractors, meaning]]
+
+            cat = "The cat sleeps on the sofa all afternoon"
+            dog = "The dog barks at the postman every morning"
+            batches = {
+                "one": batch("ledger", cat, DISTRACTORS[:3]),
+                "two": batch("journal", dog, DISTRACTORS[3:]),
+            }
+            answers: dict = {}
+
+            def store(shim, key: str) -> None:
+                answers[key] = shim.ok("store_memories", items=batches[key])
+
+            threads = [threading.Thread(target=store, args=(s, k)) for s, k in ((one, "one"), (two, "two"))]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(120)
+            assert [answers[k]["succeeded"] for k in ("one", "two")] == [50, 50]
+            ahead = engine.indexer.ahead
+            assert ahead.prepared > 0  # the later batch's passages reached the model tokenized
+            assert engine.embedder.passages_embedded - before == 100  # each once
+            # the vectors are the passages' own, whichever batch was tokenized beside the other
+            found = one.ok("search_memories", query="my kitten naps on the couch during the day", limit=3)
+            assert found[0]["content"] == cat
+            found = two.ok("search_memories", query="our puppy yells at the mail carrier at dawn", limit=3)
+            assert found[0]["content"] == dog
+    finally:
+        daemon.kill()

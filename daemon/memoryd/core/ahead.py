@@ -11,6 +11,9 @@ gives it the vectors made ahead, waits for those being made, and embeds the rest
 before the files are written, the embedding competed with the writing on 2 cores: a lone batch of 50
 was answered ~55 ms later for ~50 ms less until searchable.)
 
+A request that arrives while the model is busy is also tokenized beside it (:meth:`Ahead.prepare`, on
+another thread): the chunk or the writer that embeds it then starts with the model at once.
+
 The writer always comes first: while it wants the model, no new chunk starts here, so a writer missing
 vectors waits for at most one chunk (:data:`CHUNK` passages or :data:`CHUNK_CHARS` characters); a writer
 that finds all it needs waits for nothing. Passages it embeds itself are taken off the requests, so
@@ -41,6 +44,8 @@ CHUNK = 64
 CHUNK_CHARS = 16_000
 #: Vectors kept for the writer to take (~1.5 KB each at 384 dimensions).
 KEEP = 512
+#: Passages kept tokenized for the chunk that will embed them (:meth:`Ahead.prepare`).
+KEEP_IDS = 256
 #: Seconds :meth:`Ahead.close` waits for a chunk being embedded.
 CLOSE_WAIT_S = 5.0
 #: Seconds between the waiting thread's checks that the interpreter is not exiting.
@@ -74,6 +79,7 @@ class Ahead:
         self._tickets: list[Ticket] = []  # requests not ready yet
         self._requests: collections.deque[tuple[object, list[str]]] = collections.deque()  # (embedder, texts)
         self._vectors: collections.OrderedDict[str, object] = collections.OrderedDict()
+        self._ids: collections.OrderedDict[str, list[int]] = collections.OrderedDict()  # prepare()'s
         self._model: object | None = None  # the embedder the kept vectors came from
         self._running: set[str] = set()  # passages being embedded here now
         self._model_busy = False  # passages are being embedded (here or by the writer)
@@ -83,6 +89,7 @@ class Ahead:
         self.requested = 0  # passages handed over
         self.embedded = 0  # passages embedded here
         self.taken = 0  # vectors the writer took from here
+        self.prepared = 0  # passages embedded from the ids prepare() made
 
     @property
     def busy(self) -> bool:
@@ -113,6 +120,50 @@ class Ahead:
             self._cond.notify_all()
         return ticket
 
+    @property
+    def embedding(self) -> bool:
+        """Whether the model is embedding now (a chunk here, or the writer's own passages)."""
+        with self._cond:
+            return self._model_busy
+
+    def prepare(self, embedder, texts: Sequence[str]) -> None:
+        """Tokenize requested ``texts`` now, on the calling thread, for the chunk that will embed them.
+
+        Call it while the model embeds the chunk before (:attr:`embedding`): the tokenizer is Python,
+        and run at the head of its chunk it kept the model's cores waiting for the interpreter lock,
+        which the next batch's board pass held meanwhile (on 2 cores, ~3 ms of tokenizing per 50 notes
+        took 7-14 ms there). Texts already embedded, being embedded or tokenized are skipped; at most
+        :data:`KEEP_IDS` are kept, the oldest dropped. Raises what the tokenizer raises."""
+        with self._cond:
+            if embedder is not self._model:
+                return
+            todo = [
+                t
+                for t in dict.fromkeys(texts)
+                if t not in self._vectors and t not in self._running and t not in self._ids
+            ]
+        if not todo:
+            return
+        ids = embedder.passage_ids(todo)
+        with self._cond:
+            if embedder is not self._model:
+                return
+            for text, row in zip(todo, ids, strict=True):
+                if text not in self._running:
+                    self._ids[text] = row
+            while len(self._ids) > KEEP_IDS:
+                self._ids.popitem(last=False)
+
+    def _take_ids(self, texts: Sequence[str]) -> list[list[int] | None] | None:
+        """Those of ``texts`` :meth:`prepare` tokenized, taken (None per text it did not; None when
+        none). Caller holds the lock."""
+        if not self._ids:
+            return None
+        ids = [self._ids.pop(t, None) for t in texts]
+        made = sum(row is not None for row in ids)
+        self.prepared += made
+        return ids if made else None
+
     def embed(self, embedder, texts: Sequence[str], *, hold: bool = False):
         """Vectors for ``texts`` in order, float32 ``(len(texts), dim)``: those made ahead by ``embedder``,
         those being made (waited for), the rest embedded now by the calling thread (the writer's), with
@@ -134,10 +185,13 @@ class Ahead:
                         self._cond.wait()
                         continue
                     break
+                ids = None
                 if missing:
                     self._model_busy = True
                     self._unrequest(set(missing))
                     settled = self._settle(missing)
+                    if embedder is self._model:
+                        ids = self._take_ids(missing)
             finally:
                 self._writer_waiting -= 1
                 self._cond.notify_all()
@@ -146,7 +200,8 @@ class Ahead:
             self._tell()
         if missing:
             try:
-                found.update(zip(missing, embedder.embed_passages(missing, hold=hold), strict=True))
+                vectors = embedder.embed_passages(missing, hold=hold, ids=ids)
+                found.update(zip(missing, vectors, strict=True))
             finally:
                 with self._cond:
                     self._model_busy = False
@@ -161,6 +216,7 @@ class Ahead:
         with self._cond:
             if not self._requests and not self._running:
                 self._vectors.clear()
+                self._ids.clear()
                 self._model = None
 
     def stop(self) -> None:
@@ -209,8 +265,9 @@ class Ahead:
                 kept.append((embedder, left))
         self._requests = kept
 
-    def _next_chunk(self) -> tuple[object, list[str]] | None:
-        """The next passages to embed, marked running, or None when closed: the oldest requests' passages
+    def _next_chunk(self) -> tuple[object, list[str], list | None] | None:
+        """The next passages to embed, marked running, with those of their ids :meth:`prepare` made (or
+        None), or None when closed: the oldest requests' passages
         of one embedder, whole requests up to the chunk's bounds (many agents' single stores are one run,
         as the writer would batch them; a request larger than the bounds is cut). Caller holds the lock."""
         while True:
@@ -225,6 +282,7 @@ class Ahead:
             embedder = self._requests[0][0]
             if embedder is not self._model:
                 self._vectors.clear()
+                self._ids.clear()
                 self._model = embedder
             chunk: list[str] = []
             chars = 0
@@ -255,7 +313,7 @@ class Ahead:
             if chunk:
                 self._running.update(chunk)
                 self._model_busy = True
-                return embedder, chunk
+                return embedder, chunk, self._take_ids(chunk)
 
     def _work(self) -> None:
         while True:
@@ -263,11 +321,11 @@ class Ahead:
                 nxt = self._next_chunk()
             if nxt is None:
                 return
-            embedder, chunk = nxt
+            embedder, chunk, ids = nxt
             vectors = None
             settled = False
             try:
-                vectors = embedder.embed_passages(chunk, hold=True)
+                vectors = embedder.embed_passages(chunk, hold=True, ids=ids)
             except Exception as exc:  # only the head start is lost: the writer embeds them itself
                 log.warning("embed_ahead_failed", error=f"{type(exc).__name__}: {exc}", passages=len(chunk))
             finally:

@@ -193,9 +193,18 @@ class Indexer:
         if embedder is None or self._closing:
             return None
         ticket = self.ahead.request(embedder, texts)
+        if ticket is not None and not ticket.ready and self._loop is not None and self.ahead.embedding:
+            # tokenized beside the chunk the model is embedding, not at the head of their own
+            self._loop.run_in_executor(None, self._prepare_ahead, embedder, texts)
         # the thread holds the model's buffers like the writer's batches: they go when the writes pause
         self._held, self._release_at = embedder, time.monotonic() + RELEASE_AFTER_S
         return ticket
+
+    def _prepare_ahead(self, embedder, texts: Sequence[str]) -> None:
+        try:
+            self.ahead.prepare(embedder, texts)
+        except Exception as exc:  # a head start only: the chunk tokenizes them itself
+            log.warning("embed_ahead_failed", error=f"{type(exc).__name__}: {exc}", passages=len(texts))
 
     def _embedded_ahead(self) -> None:
         """A write's passages are embedded (the embedding thread): its admission may answer now."""

@@ -8,7 +8,7 @@ weights by :mod:`memoryd.index.model_build` with the compact ``tokenizer.pieces`
 (:mod:`memoryd.index.unigram`), any other (EmbeddingGemma, ...) is configured by path with a
 ``tokenizer.json`` for the ``tokenizers`` library.
 
-One module (~410 lines) because the session, its batching and its buffers' lifetime share one state, and
+One module (~440 lines) because the session, its batching and its buffers' lifetime share one state, and
 the reference passages are calibrated by the same runs.
 """
 
@@ -168,7 +168,14 @@ class Embedder:
         """Embed search queries (with the model's query prefix): float32 (len(texts), dim), unit rows."""
         return self._embed(texts, self._config.query_prefix)
 
-    def embed_passages(self, texts: Sequence[str], *, count: bool = True, hold: bool = False) -> np.ndarray:
+    def embed_passages(
+        self,
+        texts: Sequence[str],
+        *,
+        count: bool = True,
+        hold: bool = False,
+        ids: Sequence[list[int] | None] | None = None,
+    ) -> np.ndarray:
         """Embed stored text (with the passage prefix): float32 (len(texts), dim), unit rows.
 
         A text longer than ``max_tokens`` is truncated; use :meth:`chunks` first to cover all of it.
@@ -176,12 +183,20 @@ class Embedder:
         ``hold``: keep the batch's buffers (onnxruntime's arena, the heap) for the next batch, which
         follows at once (a stream of writes); the caller calls :meth:`release` once the stream ends. A call
         whose largest run is under an eighth of the largest held hands them back itself.
+        ``ids``: per text, its :meth:`passage_ids` made earlier, or None to tokenize it here.
         """
-        vectors = self._embed(texts, self._config.passage_prefix, hold)
+        vectors = self._embed(texts, self._config.passage_prefix, hold, ids)
         if count:
             with self._count_lock:
                 self.passages_embedded += len(texts)
         return vectors
+
+    def passage_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """The token ids :meth:`embed_passages` gives the model for each of ``texts`` (prefixed,
+        truncated), to hand back to it through ``ids``: so a caller can tokenize on another thread while
+        the model is busy (the tokenizer is Python, and holds the interpreter lock)."""
+        prefix = self._config.passage_prefix
+        return [self._truncate(row) for row in self._tokenizer.encode_batch([prefix + t for t in texts])]
 
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` alone: no prefix, no special tokens, no truncation."""
@@ -226,13 +241,20 @@ class Embedder:
         """The ids the model sees for ``text`` as given (special tokens added, not truncated)."""
         return self._tokenizer.encode(text)
 
-    def _embed(self, texts: Sequence[str], prefix: str, hold: bool = False) -> np.ndarray:
+    def _embed(self, texts: Sequence[str], prefix: str, hold: bool = False, given=None) -> np.ndarray:
         if isinstance(texts, str):
             raise TypeError("pass a sequence of strings, not a single string")
         out = np.empty((len(texts), self.dim), np.float32)
         if not texts:
             return out
-        ids = [self._truncate(row) for row in self._tokenizer.encode_batch([prefix + t for t in texts])]
+        ids: list = list(given) if given is not None else [None] * len(texts)
+        if len(ids) != len(texts):
+            raise ValueError(f"{len(ids)} rows of ids for {len(texts)} texts")
+        todo = [i for i, row in enumerate(ids) if row is None]
+        if todo:
+            rows = self._tokenizer.encode_batch([prefix + texts[i] for i in todo])
+            for i, row in zip(todo, rows, strict=True):
+                ids[i] = self._truncate(row)
         shares = runs.plan([len(row) for row in ids], self._pool.threads)
         largest = max(len(run) * max(len(ids[i]) for i in run) for share in shares for run in share)
 
