@@ -133,6 +133,18 @@ def in_thread(ahead: Ahead, texts: list[str], embedder) -> tuple[threading.Threa
     return thread, result
 
 
+def behind_the_held_chunk(ahead: Ahead, texts: list[str], gated: Gated) -> dict:
+    """The writer's ``ahead.embed`` of ``texts`` begun while ``gated`` holds a chunk: checked to wait for
+    it, then the gate opened; its :func:`in_thread` result once it returned."""
+    writer, result = in_thread(ahead, texts, gated)
+    writer.join(0.3)
+    assert writer.is_alive(), "the writer did not wait for the chunk being embedded"
+    gated.gate.set()
+    writer.join(60)
+    assert not writer.is_alive()
+    return result
+
+
 def test_the_writer_waits_for_one_chunk_at_most_and_takes_its_own_passages_off_the_requests(
     embedder, monkeypatch
 ):
@@ -145,12 +157,7 @@ def test_the_writer_waits_for_one_chunk_at_most_and_takes_its_own_passages_off_t
     try:
         before = embedder.passages_embedded
         gated.hold(ahead, theirs)  # the first chunk began and is held
-        writer, result = in_thread(ahead, mine + overlap, gated)
-        writer.join(0.3)
-        assert writer.is_alive(), "the writer did not wait for the chunk being embedded"
-        gated.gate.set()
-        writer.join(60)
-        assert not writer.is_alive()
+        result = behind_the_held_chunk(ahead, mine + overlap, gated)
         # the writer went right after that one chunk, before the four still waiting
         assert result["embedded"] <= 16
         assert same_vectors(result["value"], embedder.embed_passages(mine + overlap, count=False))
@@ -466,12 +473,7 @@ def test_the_writer_embedding_passages_itself_takes_their_prepared_ids(embedder)
         gated.hold(ahead, held)
         ahead.request(gated, mine)
         ahead.prepare(gated, mine)
-        writer, result = in_thread(ahead, mine, gated)  # the writer comes first: no chunk of mine starts
-        writer.join(0.3)
-        assert writer.is_alive(), "the writer did not wait for the chunk being embedded"
-        gated.gate.set()
-        writer.join(60)
-        assert not writer.is_alive()
+        result = behind_the_held_chunk(ahead, mine, gated)  # the writer comes first: no chunk of mine starts
         assert (mine, embedder.passage_ids(mine)) in gated.given
         assert ahead.prepared == len(mine)
         assert np.array_equal(result["value"], embedder.embed_passages(mine, count=False))
