@@ -195,8 +195,7 @@ class Embedder:
         """The token ids :meth:`embed_passages` gives the model for each of ``texts`` (prefixed,
         truncated), to hand back to it through ``ids``: so a caller can tokenize on another thread while
         the model is busy (the tokenizer is Python, and holds the interpreter lock)."""
-        prefix = self._config.passage_prefix
-        return [self._truncate(row) for row in self._tokenizer.encode_batch([prefix + t for t in texts])]
+        return self._token_rows(texts, self._config.passage_prefix)
 
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` alone: no prefix, no special tokens, no truncation."""
@@ -252,9 +251,8 @@ class Embedder:
             raise ValueError(f"{len(ids)} rows of ids for {len(texts)} texts")
         todo = [i for i, row in enumerate(ids) if row is None]
         if todo:
-            rows = self._tokenizer.encode_batch([prefix + texts[i] for i in todo])
-            for i, row in zip(todo, rows, strict=True):
-                ids[i] = self._truncate(row)
+            for i, row in zip(todo, self._token_rows([texts[i] for i in todo], prefix), strict=True):
+                ids[i] = row
         shares = runs.plan([len(row) for row in ids], self._pool.threads)
         largest = max(len(run) * max(len(ids[i]) for i in run) for share in shares for run in share)
 
@@ -267,6 +265,11 @@ class Embedder:
         elif hold and largest * _HOLD_SHRINK < self._held_cells:
             self.release(trim_heap=False)
         return out
+
+    def _token_rows(self, texts: Sequence[str], prefix: str) -> list[list[int]]:
+        """The ids the model is given for each of ``texts`` after ``prefix``: special tokens added, cut to
+        :attr:`max_tokens`."""
+        return [self._truncate(row) for row in self._tokenizer.encode_batch([prefix + t for t in texts])]
 
     def _truncate(self, ids: list[int]) -> list[int]:
         # keep the head and the closing special token the post-processor added
