@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -62,16 +63,18 @@ def test_small_calls_stay_on_one_thread():
     assert len(runs.plan([200, 210], 2)) == 2  # one run, cut in two
 
 
-def test_the_first_share_runs_on_the_calling_thread_and_the_others_beside_it():
+def test_a_call_of_several_shares_runs_on_the_pools_threads_and_one_share_here():
     pool = runs.Pool(3)
     seen: dict[int, str] = {}
     pool.run([[[0], [1]], [[2]], [[3]]], lambda run: seen.update({run[0]: threading.current_thread().name}))
-    me = threading.current_thread().name
-    assert seen[0] == seen[1] == me
-    assert seen[2] != me and seen[3] != me and seen[2].startswith("memoryd-embed")
+    assert sorted(seen) == [0, 1, 2, 3]
+    assert all(name.startswith("memoryd-embed") for name in seen.values()), seen
+    seen.clear()
+    pool.run([[[0], [1]]], lambda run: seen.update({run[0]: threading.current_thread().name}))
+    assert seen == {0: threading.current_thread().name, 1: threading.current_thread().name}
 
 
-def test_an_error_in_any_share_is_raised_after_all_shares_ended():
+def test_an_error_in_any_run_is_raised_after_every_run_ended():
     pool = runs.Pool(2)
     done: list[int] = []
 
@@ -82,7 +85,77 @@ def test_an_error_in_any_share_is_raised_after_all_shares_ended():
 
     with pytest.raises(ValueError, match="bad run"):
         pool.run([[[1], [2]], [[5], [6]]], fn)
-    assert sorted(done) == [1, 2]  # the failing share stops at its error; the other ran to its end
+    assert sorted(done) == [1, 2, 6]
+
+
+class Gates:
+    """Runs that each wait for their own gate: the test, not the clock, says when a run ends."""
+
+    def __init__(self) -> None:
+        self.gates: dict[str, threading.Event] = {}
+        self.started: list[str] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, run) -> None:
+        name = run[0]
+        with self._lock:
+            self.started.append(name)
+            gate = self.gates.setdefault(name, threading.Event())
+        assert gate.wait(30), f"run {name} was never let go"
+
+    def open(self, name: str) -> None:
+        with self._lock:
+            self.gates.setdefault(name, threading.Event()).set()
+
+    def wait_started(self, *names: str) -> None:
+        deadline = time.monotonic() + 30
+        while not set(names) <= set(self.started):
+            assert time.monotonic() < deadline, f"never started: {set(names) - set(self.started)}"
+            time.sleep(0.001)
+
+
+def call(pool: runs.Pool, shares, fn, first: bool = False) -> threading.Thread:
+    thread = threading.Thread(target=pool.run, args=(shares, fn, first), daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_thread_done_with_one_calls_runs_starts_the_next_calls_while_the_other_is_still_busy():
+    """A stream of calls (batches embedded ahead): no thread waits for another's last run of a call."""
+    pool, gates = runs.Pool(2), Gates()
+    a = call(pool, [[["a-long"]], [["a-short"]]], gates)
+    gates.wait_started("a-long", "a-short")
+    b = call(pool, [[["b1"]], [["b2"]]], gates)
+    gates.open("a-short")
+    gates.wait_started("b1")  # on the thread a-short left, while a-long still runs
+    assert "b2" not in gates.started and a.is_alive()
+    gates.open("b1")
+    gates.wait_started("b2")
+    for name in ("a-long", "b2"):
+        gates.open(name)
+    a.join(30)
+    b.join(30)
+    assert not a.is_alive() and not b.is_alive()
+
+
+def test_a_first_calls_runs_go_ahead_of_the_runs_queued_before_them():
+    pool, gates = runs.Pool(2), Gates()
+    a = call(pool, [[["a1"]], [["a2"]]], gates)
+    gates.wait_started("a1", "a2")  # both threads busy
+    b = call(pool, [[["b1"]], [["b2"]]], gates)
+    time.sleep(0.05)
+    w = call(pool, [[["w1"]], [["w2"]]], gates, first=True)  # the writer's, queued after b's
+    time.sleep(0.05)
+    gates.open("a1")
+    gates.open("a2")
+    gates.wait_started("w1", "w2")
+    assert gates.started[2:4] == ["w1", "w2"], gates.started
+    for name in ("w1", "w2", "b1", "b2"):
+        gates.open(name)
+    for t in (a, b, w):
+        t.join(30)
+        assert not t.is_alive()
+    assert gates.started[4:] == ["b1", "b2"]
 
 
 def test_a_pool_of_one_runs_every_share_here():

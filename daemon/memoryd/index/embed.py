@@ -175,6 +175,7 @@ class Embedder:
         count: bool = True,
         hold: bool = False,
         ids: Sequence[list[int] | None] | None = None,
+        first: bool = False,
     ) -> np.ndarray:
         """Embed stored text (with the passage prefix): float32 (len(texts), dim), unit rows.
 
@@ -184,8 +185,9 @@ class Embedder:
         follows at once (a stream of writes); the caller calls :meth:`release` once the stream ends. A call
         whose largest run is under an eighth of the largest held hands them back itself.
         ``ids``: per text, its :meth:`passage_ids` made earlier, or None to tokenize it here.
+        ``first``: the call's runs go ahead of the runs other calls queued (a write waits on this one).
         """
-        vectors = self._embed(texts, self._config.passage_prefix, hold, ids)
+        vectors = self._embed(texts, self._config.passage_prefix, hold, ids, first)
         if count:
             with self._count_lock:
                 self.passages_embedded += len(texts)
@@ -240,7 +242,9 @@ class Embedder:
         """The ids the model sees for ``text`` as given (special tokens added, not truncated)."""
         return self._tokenizer.encode(text)
 
-    def _embed(self, texts: Sequence[str], prefix: str, hold: bool = False, given=None) -> np.ndarray:
+    def _embed(
+        self, texts: Sequence[str], prefix: str, hold: bool = False, given=None, first: bool = False
+    ) -> np.ndarray:
         if isinstance(texts, str):
             raise TypeError("pass a sequence of strings, not a single string")
         out = np.empty((len(texts), self.dim), np.float32)
@@ -259,7 +263,7 @@ class Embedder:
         def run(indices: list[int]) -> None:
             out[indices] = self._run([ids[i] for i in indices], shrink=False if hold else None)
 
-        self._pool.run(shares, run)
+        self._pool.run(shares, run, first)
         if not hold and sum(map(len, ids)) >= _TRIM_AFTER_TOKENS:
             trim()
         elif hold and largest * _HOLD_SHRINK < self._held_cells:

@@ -2,8 +2,9 @@
 
 A *run* is one call of the onnxruntime session: texts of similar length padded to the longest.
 :func:`plan` deals a call's runs out to ``workers`` threads so that each gets about the same padded
-tokens; :class:`Pool` runs the shares at once, the first on the calling thread. Each run keeps to its
-thread (the session has one intra-op thread), so a lone run (a query, one long text) uses one core.
+tokens; :class:`Pool` runs them at once on its threads, from one queue that every call shares (a call of
+one share stays on the calling thread). Each run keeps to its thread (the session has one intra-op
+thread), so a lone run (a query, one long text) uses one core.
 
 Why: the runs of a batch ran one after another, and within each the cores met at the end of every operator
 (hundreds per run), waiting for the slowest. Side by side, each thread runs its own operators and the
@@ -17,7 +18,10 @@ CPU with VNNI: 404 against 339 notes/s alone, 251 against 240 beside that thread
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import os
+import threading
 import weakref
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -93,32 +97,72 @@ def plan(lengths: list[int], threads: int) -> list[list[list[int]]]:
 
 
 class Pool:
-    """Threads that run an embedding call's shares beside the calling thread (``threads - 1`` of them,
-    started on first use). Closed when garbage-collected."""
+    """Threads that run embedding calls' runs from one queue (``threads`` of them, started on first use;
+    none when ``threads`` is 1). Closed when garbage-collected.
+
+    A call's runs are queued and each free thread takes the next one, from whichever call queued it: in a
+    stream of batches (several calls pending), a thread that finishes the last run of one call starts on
+    the next call's at once, instead of idling until the other thread's last run ends. A ``first`` call's
+    runs go ahead of every queued run of calls that are not (the writer's: a write waits on it)."""
 
     def __init__(self, threads: int) -> None:
         self.threads = max(1, threads)
         self._executor = None
+        self._lock = threading.Lock()
+        self._heap: list = []  # (rank, order, run, fn, job)
+        self._order = itertools.count()
         if self.threads > 1:
-            self._executor = ThreadPoolExecutor(self.threads - 1, thread_name_prefix="memoryd-embed")
+            self._executor = ThreadPoolExecutor(self.threads, thread_name_prefix="memoryd-embed")
             weakref.finalize(self, self._executor.shutdown, wait=False)
 
-    def run(self, shares: list[list[list[int]]], fn: Callable[[list[int]], None]) -> None:
-        """Call ``fn(run)`` for every run, each share's runs in order on one thread: the first share on
-        this thread, the others on the pool's. Returns when all are done; re-raises the first error."""
-        if self._executor is None:
+    def run(
+        self, shares: list[list[list[int]]], fn: Callable[[list[int]], None], first: bool = False
+    ) -> None:
+        """Call ``fn(run)`` for every run of ``shares``: on this thread when there is one share, else on the
+        pool's threads (``first``: before the queued runs of calls that are not). Returns when all are
+        done; re-raises the first error."""
+        if self._executor is None or len(shares) < 2:
             for share in shares:
                 _each(share, fn)
             return
-        futures = [self._executor.submit(_each, share, fn) for share in shares[1:]]
+        # the shares' runs in turn: each share is dealt longest first, so the queue is about that too
+        order = [share[k] for k in range(max(map(len, shares))) for share in shares if k < len(share)]
+        job = _Job(len(order))
+        rank = 0 if first else 1
+        with self._lock:
+            for run in order:
+                heapq.heappush(self._heap, (rank, next(self._order), run, fn, job))
+        for _ in order:  # one task per run queued; each takes whichever run is first when it starts
+            self._executor.submit(self._next)
+        job.done.wait()
+        if job.error is not None:
+            raise job.error
+
+    def _next(self) -> None:
+        with self._lock:
+            _, _, run, fn, job = heapq.heappop(self._heap)
+        error = None
         try:
-            if shares:
-                _each(shares[0], fn)
-        finally:
-            errors = [f.exception() for f in futures]
-        for error in errors:
-            if error is not None:
-                raise error
+            fn(run)
+        except BaseException as exc:  # the caller's to raise
+            error = exc
+        with self._lock:
+            if error is not None and job.error is None:
+                job.error = error
+            job.left -= 1
+            if not job.left:
+                job.done.set()
+
+
+class _Job:
+    """One call's runs not done yet, and its first error."""
+
+    __slots__ = ("left", "error", "done")
+
+    def __init__(self, left: int) -> None:
+        self.left = left
+        self.error: BaseException | None = None
+        self.done = threading.Event()
 
 
 def _each(share: list[list[int]], fn: Callable[[list[int]], None]) -> None:
