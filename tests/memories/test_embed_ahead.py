@@ -2,8 +2,8 @@
 and the writer takes those vectors instead of embedding the passages again (the real model throughout).
 
 What must hold whatever the timing: every passage is embedded exactly once (the writer arriving before
-the thread started, while it runs, or after it finished), the vectors are the passages' own, the writer
-never waits behind more than one chunk of another write's passages, and a ``store_memories`` call
+the threads started, while they run, or after they finished), the vectors are the passages' own, the
+writer never waits behind a chunk of another write's passages, and a ``store_memories`` call
 through the daemon's own session code leaves its memories searchable by meaning.
 """
 
@@ -88,8 +88,9 @@ def test_a_writer_arriving_before_during_or_after_the_thread_embeds_each_passage
 
 
 class Gated:
-    """The real embedder, whose embeddings of passages wait while :attr:`gate` is closed: the test, not
-    the clock, says when a chunk being embedded ends. ``entered``: set once one such call began."""
+    """The real embedder, whose embeddings of passages for the chunks wait while :attr:`gate` is closed:
+    the test, not the clock, says when a chunk being embedded ends (the writer's, ``first``, never wait).
+    ``entered``: set once one such call began."""
 
     def __init__(self, embedder) -> None:
         self._embedder = embedder
@@ -103,8 +104,9 @@ class Gated:
         return getattr(self._embedder, name)
 
     def embed_passages(self, texts, **kwargs):
-        self.entered.set()
-        assert self.gate.wait(60), "the test never opened the gate"
+        if not kwargs.get("first"):
+            self.entered.set()
+            assert self.gate.wait(60), "the test never opened the gate"
         self.calls.append(len(texts))
         self.given.append((list(texts), kwargs.get("ids")))
         return self._embedder.embed_passages(texts, **kwargs)
@@ -117,6 +119,15 @@ class Gated:
         ticket = ahead.request(self, texts)
         assert self.entered.wait(30), "the chunk never began"
         return ticket
+
+    def fill(self, ahead: Ahead, tag: str) -> list[str]:
+        """Hold :data:`DEPTH` chunks of one passage each (every chunk taken); their passages."""
+        held = []
+        for n in range(ahead_module.DEPTH):
+            held += passages(f"{tag}{n}", 1)
+            self.hold(ahead, held[-1:])
+        assert ahead.full
+        return held
 
 
 def in_thread(ahead: Ahead, texts: list[str], embedder) -> tuple[threading.Thread, dict]:
@@ -133,19 +144,16 @@ def in_thread(ahead: Ahead, texts: list[str], embedder) -> tuple[threading.Threa
     return thread, result
 
 
-def behind_the_held_chunk(ahead: Ahead, texts: list[str], gated: Gated) -> dict:
-    """The writer's ``ahead.embed`` of ``texts`` begun while ``gated`` holds a chunk: checked to wait for
-    it, then the gate opened; its :func:`in_thread` result once it returned."""
+def beside_the_held_chunks(ahead: Ahead, texts: list[str], gated: Gated) -> dict:
+    """The writer's ``ahead.embed`` of ``texts`` while ``gated`` holds chunks of other passages: checked to
+    return without waiting for them; its :func:`in_thread` result."""
     writer, result = in_thread(ahead, texts, gated)
-    writer.join(0.3)
-    assert writer.is_alive(), "the writer did not wait for the chunk being embedded"
-    gated.gate.set()
     writer.join(60)
-    assert not writer.is_alive()
+    assert not writer.is_alive(), "the writer waited for chunks of other passages"
     return result
 
 
-def test_the_writer_waits_for_one_chunk_at_most_and_takes_its_own_passages_off_the_requests(
+def test_the_writer_waits_for_no_chunk_of_another_write_and_takes_its_own_passages_off_the_requests(
     embedder, monkeypatch
 ):
     monkeypatch.setattr(ahead_module, "CHUNK", 8)
@@ -156,13 +164,15 @@ def test_the_writer_waits_for_one_chunk_at_most_and_takes_its_own_passages_off_t
     ahead = Ahead()
     try:
         before = embedder.passages_embedded
-        gated.hold(ahead, theirs)  # the first chunk began and is held
-        result = behind_the_held_chunk(ahead, mine + overlap, gated)
-        # the writer went right after that one chunk, before the four still waiting
-        assert result["embedded"] <= 16
+        gated.hold(ahead, theirs)  # the first chunks began and are held
+        poll(lambda: ahead.full, "every chunk taken")
+        result = beside_the_held_chunks(ahead, mine + overlap, gated)
+        # its runs went ahead of the chunks: it returned while they were held
+        assert result["embedded"] == 0
         assert same_vectors(result["value"], embedder.embed_passages(mine + overlap, count=False))
+        gated.gate.set()
         poll(lambda: not ahead.busy, "the other write's passages embedded")
-        # each passage once: the overlap by the writer, the rest of the other write's by the thread
+        # each passage once: the overlap by the writer, the rest of the other write's by the threads
         assert embedder.passages_embedded - before == len(theirs) + len(mine)
         rest = [t for t in theirs if t not in overlap]
         assert ahead.embedded == len(rest)
@@ -192,18 +202,18 @@ def test_a_writer_with_every_vector_made_waits_for_no_chunk_of_another_write(emb
 
 
 def test_single_stores_of_many_agents_queued_meanwhile_are_embedded_in_one_run(embedder):
-    """While the model is busy, each agent's single store queues one passage; the next run takes them all
-    (up to the chunk's bounds), as the writer batches the stores queued meanwhile."""
+    """While every chunk is taken, each agent's single store queues one passage; the next chunk takes them
+    all (up to the chunk's bounds), as the writer batches the stores queued meanwhile."""
     gated = Gated(embedder)
-    first, others = passages("lambda", 1), passages("mu", 12)
+    others = passages("mu", 12)
     ahead = Ahead()
     try:
-        gated.hold(ahead, first)  # the model busy with the first store's passage
+        first = gated.fill(ahead, "lambda")  # the model busy with the first stores' passages
         for text in others:  # twelve agents' single stores meanwhile
             ahead.request(gated, [text])
         gated.gate.set()
-        poll(lambda: ahead.embedded == 1 + len(others), "every passage embedded ahead")
-        assert gated.calls == [1, len(others)]
+        poll(lambda: ahead.embedded == len(first) + len(others), "every passage embedded ahead")
+        assert sorted(gated.calls) == [1] * len(first) + [len(others)]
         assert same_vectors(ahead.embed(gated, others), embedder.embed_passages(others, count=False))
     finally:
         gated.gate.set()
@@ -213,26 +223,26 @@ def test_single_stores_of_many_agents_queued_meanwhile_are_embedded_in_one_run(e
 def test_batches_queued_meanwhile_are_embedded_whole_and_only_a_batch_past_the_bounds_is_cut(
     embedder, monkeypatch
 ):
-    """Two batches waiting while the model is busy are two runs of their own, not one chunk's worth of
-    the first and the second's head (a batch cut in two costs the model more than the same batch whole);
-    a batch alone past the chunk's bounds is cut."""
+    """Two batches waiting while every chunk is taken are two chunks of their own, not one chunk's worth
+    of the first and the second's head (a batch cut in two costs the model more than the same batch
+    whole); a batch alone past the chunk's bounds is cut."""
     monkeypatch.setattr(ahead_module, "CHUNK", 12)
     gated = Gated(embedder)
-    first, second, third, big = (
-        passages(tag, n) for tag, n in (("nu", 1), ("xi", 8), ("omicron", 8), ("pi", 20))
-    )
+    second, third, big = (passages(tag, n) for tag, n in (("xi", 8), ("omicron", 8), ("pi", 20)))
     ahead = Ahead()
     try:
-        gated.hold(ahead, first)  # the model busy while the batches queue
+        first = gated.fill(ahead, "nu")  # the model busy while the batches queue
         ahead.request(gated, second)
         ahead.request(gated, third)
         ahead.request(gated, big)
         gated.gate.set()
         poll(lambda: not ahead.busy, "every passage embedded ahead")
-        assert gated.calls == [1, 8, 8, 12, 8]
+        chunks = sorted(tuple(texts) for texts, _ in gated.given)
+        want = sorted([*((t,) for t in first), tuple(second), tuple(third), tuple(big[:12]), tuple(big[12:])])
+        assert chunks == want
         both = second + third + big
         assert same_vectors(ahead.embed(gated, both), embedder.embed_passages(both, count=False))
-        assert gated.calls == [1, 8, 8, 12, 8]  # none embedded again
+        assert len(gated.given) == len(want)  # none embedded again
     finally:
         gated.gate.set()
         ahead.close()
@@ -253,29 +263,30 @@ def test_vectors_of_another_embedder_are_never_used(embedder):
         ahead.close()
 
 
-def test_close_stops_the_thread_and_later_requests_are_ignored(embedder):
+def test_close_stops_the_threads_and_later_requests_are_ignored(embedder):
     ahead = Ahead()
     ahead.request(embedder, passages("zeta", 3))
     poll(lambda: ahead.embedded == 3, "the passages embedded ahead")
-    thread = ahead._thread
+    threads = list(ahead._threads)
     ahead.close()
-    assert thread is not None and not thread.is_alive()
+    assert len(threads) == ahead_module.DEPTH and not any(t.is_alive() for t in threads)
     ahead.request(embedder, passages("eta", 3))
-    assert not ahead.busy and ahead._thread is thread
+    assert not ahead.busy and ahead._threads == threads
 
 
-def test_stop_lets_the_chunk_being_embedded_end_and_starts_no_other(embedder):
+def test_stop_lets_the_chunks_being_embedded_end_and_starts_no_other(embedder):
     gated = Gated(embedder)
-    first, queued = passages("nu", 4), passages("xi", 4)
+    queued = passages("xi", 4)
     ahead = Ahead()
     try:
-        gated.hold(ahead, first)
+        first = gated.fill(ahead, "nu")
         ahead.request(gated, queued)
         ahead.stop()  # the daemon stopping: the writer embeds whatever it still needs itself
         gated.gate.set()
-        ahead._thread.join(30)
-        assert not ahead._thread.is_alive()
-        assert ahead.embedded == len(first) and gated.calls == [len(first)]
+        for thread in ahead._threads:
+            thread.join(30)
+            assert not thread.is_alive()
+        assert ahead.embedded == len(first) and gated.calls == [1] * len(first)
     finally:
         gated.gate.set()
         ahead.close()
@@ -406,14 +417,14 @@ def test_a_ticket_whose_passages_the_writer_takes_over_turns_ready_and_a_failed_
     told: list[int] = []
     gated = Failing(embedder)
     ahead = Ahead(lambda: told.append(1))
-    held, taken, failed = passages("rho", 4), passages("sigma", 4), passages("tau", 4)
+    taken, failed = passages("sigma", 4), passages("tau", 4)
     try:
-        gated.hold(ahead, held)  # the model busy with another write's chunk
+        gated.fill(ahead, "rho")  # the model busy with other writes' chunks
         ticket = ahead.request(gated, taken)
         writer, result = in_thread(ahead, taken, gated)  # the writer comes for these itself
-        gated.gate.set()
         writer.join(60)
         assert not writer.is_alive()
+        gated.gate.set()
         assert ticket() and told  # nothing of that write waits for the thread any more
         assert same_vectors(result["value"], embedder.embed_passages(taken, count=False))
         gated.broken = True
@@ -438,23 +449,26 @@ def test_given_token_ids_give_the_same_vectors_as_tokenizing_in_the_call(embedde
         embedder.embed_passages(texts, count=False, ids=ids[:-1])
 
 
-def test_a_request_made_while_the_model_is_busy_is_tokenized_beside_it_and_embedded_from_those_ids(
+def test_a_request_made_while_every_chunk_is_taken_is_tokenized_beside_them_and_embedded_from_its_ids(
     embedder,
 ):
     gated = Gated(embedder)
     first, second, third = passages("phi", 6), passages("chi", 6), passages("psi", 6)
     ahead = Ahead()
     try:
-        assert not ahead.embedding
+        assert not ahead.full
         gated.hold(ahead, first)
-        assert ahead.embedding
+        assert not ahead.full  # a request now starts a chunk of its own at once
+        other = passages("phi-other", 1)
+        gated.hold(ahead, other)
+        assert ahead.full
         ahead.request(gated, second)
         ahead.prepare(gated, second + first)  # the chunk being embedded is skipped
         ahead.request(gated, third)  # never prepared: its chunk tokenizes it
         gated.gate.set()
         poll(lambda: not ahead.busy, "the requests embedded")
         calls = {tuple(texts): ids for texts, ids in gated.given}
-        assert calls[tuple(first)] is None
+        assert calls[tuple(first)] is None and calls[tuple(other)] is None
         assert calls[tuple(second + third)][:6] == embedder.passage_ids(second)
         assert calls[tuple(second + third)][6:] == [None] * 6
         assert ahead.prepared == len(second)
@@ -467,13 +481,13 @@ def test_a_request_made_while_the_model_is_busy_is_tokenized_beside_it_and_embed
 
 def test_the_writer_embedding_passages_itself_takes_their_prepared_ids(embedder):
     gated = Gated(embedder)
-    held, mine = passages("omega", 4), passages("alef", 5)
+    mine = passages("alef", 5)
     ahead = Ahead()
     try:
-        gated.hold(ahead, held)
+        gated.fill(ahead, "omega")
         ahead.request(gated, mine)
         ahead.prepare(gated, mine)
-        result = behind_the_held_chunk(ahead, mine, gated)  # the writer comes first: no chunk of mine starts
+        result = beside_the_held_chunks(ahead, mine, gated)  # the writer comes first: no chunk of mine starts
         assert (mine, embedder.passage_ids(mine)) in gated.given
         assert ahead.prepared == len(mine)
         assert np.array_equal(result["value"], embedder.embed_passages(mine, count=False))

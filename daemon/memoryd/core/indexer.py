@@ -62,8 +62,11 @@ TAIL_SOON = 256
 FOLD_INTERVALS = 10
 #: Other paths queued or being indexed above which :meth:`Indexer.admit` makes a write wait (until the
 #: writer is back within the bound, or its own paths are indexed): writes faster than the model would
-#: otherwise leave the next search an ever longer wait.
-MAX_BACKLOG = 32
+#: otherwise leave the next search an ever longer wait. A chunk's worth (:data:`memoryd.core.ahead.CHUNK`):
+#: a batch of 50 is answered while the one before is still embedded, so the model has the next batch
+#: queued when it ends one (with 32, a stream of batches of 50 waited for each batch's embedding before
+#: the next one's files were written, and the model's queue ran dry between batches).
+MAX_BACKLOG = 64
 #: The same bound on the text those writes bring (~4,000 tokens, a second or two of embedding here):
 #: a few long memories are as much work as many short ones.
 MAX_BACKLOG_CHARS = 16_000
@@ -193,8 +196,8 @@ class Indexer:
         if embedder is None or self._closing:
             return None
         ticket = self.ahead.request(embedder, texts)
-        if ticket is not None and not ticket.ready and self._loop is not None and self.ahead.embedding:
-            # tokenized beside the chunk the model is embedding, not at the head of their own
+        if ticket is not None and not ticket.ready and self._loop is not None and self.ahead.full:
+            # tokenized beside the chunks the model is embedding, not at the head of their own
             self._loop.run_in_executor(None, self._prepare_ahead, embedder, texts)
         # the thread holds the model's buffers like the writer's batches: they go when the writes pause
         self._held, self._release_at = embedder, time.monotonic() + RELEASE_AFTER_S
