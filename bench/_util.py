@@ -377,10 +377,15 @@ def _embedder():
     return embedder
 
 
-def wait_idle(pid: int, below: float = 0.05, window_s: float = 0.5, timeout_s: float = 30.0) -> float:
+def wait_idle(pid: int, below: float = 0.05, window_s: float = 1.0, timeout_s: float = 30.0) -> float:
     """Wait until process ``pid`` uses less than ``below`` of a core over ``window_s`` (its index
     maintenance done), at most ``timeout_s``; returns the seconds waited. Without ``/proc`` (macOS): sleeps
-    two seconds instead."""
+    two seconds instead.
+
+    The window is longer than the quiet gap after which the daemon starts the maintenance a stream of
+    writes left (``memoryd.core.indexer.STREAM_GAP_S``, 0.5 s): with a window of that length, a window
+    could end just before the maintenance began, and a figure measured next (the model alone) shared
+    the cores with it (~530 ms of the daemon's CPU in the next 0.5 s after 20 batches at 10,000)."""
     stat = Path(f"/proc/{pid}/stat")
     t0 = time.perf_counter()
     if not stat.exists():
