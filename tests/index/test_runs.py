@@ -88,6 +88,17 @@ def test_an_error_in_any_run_is_raised_after_every_run_ended():
     assert sorted(done) == [1, 2, 6]
 
 
+def test_a_pool_shut_down_runs_every_run_on_the_calling_thread_and_leaves_none_queued():
+    """At the interpreter's exit the pool takes no new task: a call then runs its runs itself, and no
+    run is left in the queue for a later call's tasks to take instead of their own."""
+    pool = runs.Pool(2)
+    pool._executor.shutdown(wait=True)
+    seen: dict[int, str] = {}
+    pool.run([[[0], [1]], [[2]]], lambda run: seen.update({run[0]: threading.current_thread().name}))
+    assert seen == dict.fromkeys([0, 1, 2], threading.current_thread().name)
+    assert pool._heap == []
+
+
 class Gates:
     """Runs that each wait for their own gate: the test, not the clock, says when a run ends."""
 

@@ -133,7 +133,10 @@ class Pool:
             for run in order:
                 heapq.heappush(self._heap, (rank, next(self._order), run, fn, job))
         for _ in order:  # one task per run queued; each takes whichever run is first when it starts
-            self._executor.submit(self._next)
+            try:
+                self._executor.submit(self._next)
+            except RuntimeError:  # the pool is shut down (the interpreter exiting): run one here instead
+                self._next()
         job.done.wait()
         if job.error is not None:
             raise job.error
