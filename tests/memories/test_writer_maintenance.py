@@ -370,7 +370,7 @@ def test_writes_embedded_ahead_are_answered_while_the_writer_is_held_up(tmp_path
         return answered
 
     answered = asyncio.run(run())
-    start, end = slow
+    end = slow[1]
     inside = [t for t in answered[1:] if t < end]
     assert len(inside) >= 3, f"{len(inside)} batches answered while the writer was held up"
     ids = [memory_record(m).id for m in made]

@@ -9,20 +9,20 @@ module's threads (``memoryd-ahead``) embed them, so the next batch is embedded w
 the one before. Up to :data:`DEPTH` chunks are embedded at once: their runs share the embedder's queue
 (:class:`memoryd.index.runs.Pool`), so when one chunk's last run leaves a core free, the next chunk's
 runs start there instead of waiting for the other core's last run (on 2 cores with VNNI, a stream of
-batches of 50 short notes at 10,000 memories: 314-324 against 277-289 memories/s, alternated). When the writer comes to a batch, :meth:`Ahead.embed`
-gives it the vectors made ahead, waits for those being made, and embeds the rest itself. (Handed over
-before the files are written, the embedding competed with the writing on 2 cores: a lone batch of 50
-was answered ~55 ms later for ~50 ms less until searchable.)
+batches of 50 short notes at 10,000 memories: 314-324 against 277-289 memories/s, alternated). When the
+writer comes to a batch, :meth:`Ahead.embed` gives it the vectors made ahead, waits for those being made,
+and embeds the rest itself. (Handed over before the files are written, the embedding competed with the
+writing on 2 cores: a lone batch of 50 was answered ~55 ms later for ~50 ms less until searchable.)
 
 A request that arrives while every chunk is taken is also tokenized beside them (:meth:`Ahead.prepare`,
 on another thread): the chunk or the writer that embeds it then starts with the model at once.
 
 The writer comes first: the runs of passages it embeds itself go ahead of the chunks' queued runs, so a
 writer missing vectors waits for the runs being embedded at most, and for the chunks holding its own
-passages; a writer that finds all it needs waits for nothing. Passages it embeds itself are taken off the requests, so
-nothing is embedded twice unless a request's write never reaches the writer that way; such vectors are
-never claimed and go with the oldest (at most :data:`KEEP` kept) or when the writes pause
-(:meth:`Ahead.clear`). Everything here is a head start only: a request that cannot be served (the
+passages; a writer that finds all it needs waits for nothing. Passages it embeds itself are taken off
+the requests, so nothing is embedded twice unless a request's write never reaches the writer that way;
+such vectors are never claimed and go with the oldest (at most :data:`KEEP` kept) or when the writes
+pause (:meth:`Ahead.clear`). Everything here is a head start only: a request that cannot be served (the
 thread cannot start, the model fails) leaves the writer to embed as it always did.
 
 A vector made ahead is the passage's own, from the same model; like any vector of the int8 model it moves
@@ -74,7 +74,8 @@ class Ticket:
 
 
 class Ahead:
-    """Requests from any thread; :data:`DEPTH` threads embedding them; the writer's :meth:`embed`. Thread-safe.
+    """Requests from any thread; :data:`DEPTH` threads embedding them; the writer's :meth:`embed`.
+    Thread-safe.
 
     ``on_ready``: called (from the thread that settled it, without the lock) each time a request's
     :class:`Ticket` turns ready."""
